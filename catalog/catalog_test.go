@@ -1,0 +1,310 @@
+package catalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+func openCatalog(t testing.TB) *catalog.Catalog {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func def(kind catalog.Kind, name string) catalog.StoreDefinition {
+	return catalog.StoreDefinition{Kind: kind, Name: name, URI: "file:///data/" + string(kind) + "/" + name}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, ok := range []string{"a", "A", "0", "_x"[1:], "exp-1.run_2", strings.Repeat("z", 128), "x..y"} {
+		require.NoError(t, catalog.ValidateName(ok), ok)
+	}
+	for _, bad := range []string{"", strings.Repeat("z", 129), "../x", "a/b", `a\b`, "_registry", "_stats",
+		".hidden", "-dash", "a b", "é", "a\x00b", "..", "a:b"} {
+		err := catalog.ValidateName(bad)
+		require.ErrorIs(t, err, catalog.ErrInvalid, "%q", bad)
+	}
+}
+
+func TestCreateIsIdempotentForTheSameDefinition(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	d := def(catalog.KindGeneric, "exp")
+	d.Schema = json.RawMessage(`{"columns": [{"name": "x", "type": "int64"}], "key": "id"}`)
+	first, created, err := c.CreateStore(ctx, d)
+	require.NoError(t, err)
+	require.True(t, created)
+
+	// Same JSON values in another key order and spacing, and another URI: still the same store.
+	d.Schema = json.RawMessage(`{"key":"id","columns":[{"type":"int64","name":"x"}]}`)
+	d.URI = "file:///elsewhere"
+	again, created, err := c.CreateStore(ctx, d)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, first.URI, again.URI)
+
+	got, err := c.GetStore(ctx, catalog.KindGeneric, "exp")
+	require.NoError(t, err)
+	require.Equal(t, first.ID, got.ID)
+	require.JSONEq(t, string(d.Schema), string(got.Schema))
+	require.JSONEq(t, `{}`, string(got.Options))
+
+	// The same name under another kind is another store.
+	_, created, err = c.CreateStore(ctx, def(catalog.KindRollout, "exp"))
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+func TestCreateWithADifferentDefinitionConflicts(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	d := def(catalog.KindGeneric, "exp")
+	d.Schema = json.RawMessage(`{"columns":[{"name":"x","type":"int64"}]}`)
+	_, _, err := c.CreateStore(ctx, d)
+	require.NoError(t, err)
+
+	d.Schema = json.RawMessage(`{"columns":[{"name":"x","type":"string"}]}`)
+	_, _, err = c.CreateStore(ctx, d)
+	require.ErrorIs(t, err, catalog.ErrConflict)
+
+	d2 := def(catalog.KindGeneric, "exp")
+	d2.Schema = json.RawMessage(`{"columns":[{"name":"x","type":"int64"}]}`)
+	d2.Options = json.RawMessage(`{"seal_on_add":true}`)
+	_, _, err = c.CreateStore(ctx, d2)
+	require.ErrorIs(t, err, catalog.ErrConflict)
+
+	got, err := c.GetStore(ctx, catalog.KindGeneric, "exp")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"columns":[{"name":"x","type":"int64"}]}`, string(got.Schema), "a conflict changes nothing")
+}
+
+func TestCreateRejectsInvalidInputAndWritesNothing(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	for _, name := range []string{"", strings.Repeat("a", 129), "../x", "a/b", `a\b`, "_registry"} {
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, name))
+		require.ErrorIs(t, err, catalog.ErrInvalid, "name %q", name)
+	}
+	_, _, err := c.CreateStore(ctx, catalog.StoreDefinition{Kind: "table", Name: "x", URI: "u"})
+	require.ErrorIs(t, err, catalog.ErrInvalid)
+	bad := def(catalog.KindRollout, "x")
+	bad.Schema = json.RawMessage(`{not json`)
+	_, _, err = c.CreateStore(ctx, bad)
+	require.ErrorIs(t, err, catalog.ErrInvalid)
+	bad = def(catalog.KindRollout, "x")
+	bad.Options = json.RawMessage(`[1]`)
+	_, _, err = c.CreateStore(ctx, bad)
+	require.ErrorIs(t, err, catalog.ErrInvalid)
+
+	page, err := c.ListStores(ctx, catalog.KindRollout, catalog.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, page.Stores)
+}
+
+func TestConcurrentCreatesOfOneNameMakeExactlyOneStore(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	const n = 16
+	var wg sync.WaitGroup
+	created := make([]bool, n)
+	ids := make([]string, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			s, ok, err := c.CreateStore(ctx, def(catalog.KindRollout, "race"))
+			created[i], ids[i], errs[i] = ok, s.ID.String(), err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winners := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Equal(t, ids[0], ids[i], "every caller sees the one store")
+		if created[i] {
+			winners++
+		}
+	}
+	require.Equal(t, 1, winners)
+	page, err := c.ListStores(ctx, catalog.KindRollout, catalog.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Stores, 1)
+}
+
+func TestSoftDeleteHidesTheStoreAndRestoreBringsItBack(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	orig, _, err := c.CreateStore(ctx, def(catalog.KindRollout, "gone"))
+	require.NoError(t, err)
+	_, _, err = c.CreateStore(ctx, def(catalog.KindRollout, "kept"))
+	require.NoError(t, err)
+
+	deleted, err := c.SoftDeleteStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+	require.NotNil(t, deleted.DeletedAt)
+
+	_, err = c.GetStore(ctx, catalog.KindRollout, "gone")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	page, err := c.ListStores(ctx, catalog.KindRollout, catalog.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Stores, 1)
+	require.Equal(t, "kept", page.Stores[0].Name)
+	_, err = c.SoftDeleteStore(ctx, catalog.KindRollout, "gone")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "deleting twice")
+
+	old, err := c.ListDeletedStores(ctx, time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Len(t, old, 1)
+	require.Equal(t, orig.ID, old[0].ID)
+	notYet, err := c.ListDeletedStores(ctx, time.Now().Add(-time.Hour), 10)
+	require.NoError(t, err)
+	require.Empty(t, notYet, "deleted too recently to be purged")
+
+	restored, err := c.RestoreStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+	require.Equal(t, orig.ID, restored.ID)
+	require.Nil(t, restored.DeletedAt)
+	got, err := c.GetStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+	require.Equal(t, orig.ID, got.ID)
+	_, err = c.RestoreStore(ctx, catalog.KindRollout, "gone")
+	require.ErrorIs(t, err, catalog.ErrConflict, "restoring a live store")
+	_, err = c.RestoreStore(ctx, catalog.KindRollout, "never")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+}
+
+func TestRecreatingADeletedNameMakesANewIncarnation(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	first, _, err := c.CreateStore(ctx, def(catalog.KindRollout, "again"))
+	require.NoError(t, err)
+	_, err = c.SoftDeleteStore(ctx, catalog.KindRollout, "again")
+	require.NoError(t, err)
+	d := def(catalog.KindRollout, "again")
+	d.URI += "-2"
+	second, created, err := c.CreateStore(ctx, d)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NotEqual(t, first.ID, second.ID)
+	require.NotEqual(t, first.URI, second.URI)
+
+	_, err = c.RestoreStore(ctx, catalog.KindRollout, "again")
+	require.ErrorIs(t, err, catalog.ErrConflict, "the old incarnation cannot shadow the new one")
+
+	require.NoError(t, c.PurgeStore(ctx, first.ID))
+	require.ErrorIs(t, c.PurgeStore(ctx, second.ID), catalog.ErrNotFound, "a live store is never purged")
+}
+
+func TestListPagesByKeysetAndFiltersByPrefix(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	var want, wantPrefixed []string
+	for i := range 23 {
+		name := fmt.Sprintf("exp-%02d", i)
+		if i%3 == 0 {
+			name = fmt.Sprintf("run.%02d", i)
+		}
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, name))
+		require.NoError(t, err)
+		want = append(want, name)
+		if strings.HasPrefix(name, "exp-1") {
+			wantPrefixed = append(wantPrefixed, name)
+		}
+	}
+	_, _, err := c.CreateStore(ctx, def(catalog.KindGeneric, "exp-10x"))
+	require.NoError(t, err)
+	_, err = c.SoftDeleteStore(ctx, catalog.KindRollout, "exp-11")
+	require.NoError(t, err)
+	want = removeName(want, "exp-11")
+	wantPrefixed = removeName(wantPrefixed, "exp-11")
+
+	collect := func(prefix string, pageSize int) []string {
+		var names []string
+		after := ""
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 100)
+			page, err := c.ListStores(ctx, catalog.KindRollout, catalog.ListOptions{Prefix: prefix, After: after, Limit: pageSize})
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.Stores), pageSize)
+			for _, s := range page.Stores {
+				names = append(names, s.Name)
+			}
+			if page.Next == "" {
+				return names
+			}
+			after = page.Next
+		}
+	}
+	slices.Sort(want)
+	require.Equal(t, want, collect("", 4))
+	require.Equal(t, want, collect("", 1000))
+	require.Equal(t, wantPrefixed, collect("exp-1", 3))
+	require.Empty(t, collect("zzz", 3))
+
+	_, err = c.ListStores(ctx, catalog.KindRollout, catalog.ListOptions{Prefix: "a/"})
+	require.ErrorIs(t, err, catalog.ErrInvalid)
+}
+
+func TestMigrationsRunConcurrentlyAndIdempotently(t *testing.T) {
+	url := testenv.Database(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := catalog.Open(ctx, url)
+			if err == nil {
+				c.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	c, err := catalog.Open(ctx, url)
+	require.NoError(t, err)
+	defer c.Close()
+	_, _, err = c.CreateStore(ctx, def(catalog.KindDatagen, "after-migrate"))
+	require.NoError(t, err)
+}
+
+func TestOpenFailsClearlyWhenTheDatabaseIsUnreachable(t *testing.T) {
+	port, err := testenv.FreePort()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = catalog.Open(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=2", port))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "catalog: connect")
+	require.False(t, errors.Is(err, catalog.ErrNotFound))
+}
+
+func removeName(names []string, drop string) []string {
+	out := names[:0]
+	for _, n := range names {
+		if n != drop {
+			out = append(out, n)
+		}
+	}
+	return out
+}

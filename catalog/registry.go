@@ -1,0 +1,284 @@
+// The store registry: create (idempotent), get, list (keyset + prefix), soft delete, restore.
+//
+// A store is identified by (kind, name) while live. Soft delete keeps the row (deleted_at set) so
+// its data can be purged later by registry cleanup or the store restored; the name is free for a
+// new store at once, because only live rows are unique (index stores_live_name). Each
+// incarnation has its own id, and callers give each its own URI, so a re-created store never
+// sees the data of a deleted one.
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Store is one registry row.
+type Store struct {
+	ID        uuid.UUID
+	Kind      Kind
+	Name      string
+	URI       string
+	Schema    json.RawMessage // nil when the kind has a fixed schema
+	Options   json.RawMessage // a JSON object, "{}" when none
+	CreatedAt time.Time
+	DeletedAt *time.Time // nil while live
+}
+
+// StoreDefinition is what a caller asks to create. Two definitions are the same when kind, name,
+// schema and options are equal as JSON values (key order and spacing do not matter); the URI is
+// where the data of a new store goes and plays no part in the comparison.
+type StoreDefinition struct {
+	Kind    Kind
+	Name    string
+	URI     string
+	Schema  json.RawMessage
+	Options json.RawMessage
+}
+
+const storeColumns = `id, kind, name, uri, schema, options, created_at, deleted_at`
+
+func scanStore(row pgx.Row) (Store, error) {
+	var s Store
+	var kind string
+	var schema, options []byte
+	err := row.Scan(&s.ID, &kind, &s.Name, &s.URI, &schema, &options, &s.CreatedAt, &s.DeletedAt)
+	s.Kind = Kind(kind)
+	if schema != nil {
+		s.Schema = json.RawMessage(schema)
+	}
+	s.Options = json.RawMessage(options)
+	return s, err
+}
+
+func normalizeJSON(what string, raw json.RawMessage, dflt string) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		if dflt == "" {
+			return nil, nil
+		}
+		return []byte(dflt), nil
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
+	}
+	return raw, nil
+}
+
+// CreateStore registers a store. It returns the registered store and whether this call created
+// it: calling it again with the same definition returns the existing store (created=false, even
+// when a concurrent call won the race); a different definition under a live name is ErrConflict.
+func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, bool, error) {
+	if _, err := ParseKind(string(def.Kind)); err != nil {
+		return Store{}, false, err
+	}
+	if err := ValidateName(def.Name); err != nil {
+		return Store{}, false, err
+	}
+	if def.URI == "" {
+		return Store{}, false, fmt.Errorf("%w: store %s/%s has no URI", ErrInvalid, def.Kind, def.Name)
+	}
+	schema, err := normalizeJSON("schema", def.Schema, "")
+	if err != nil {
+		return Store{}, false, err
+	}
+	options, err := normalizeJSON("options", def.Options, "{}")
+	if err != nil {
+		return Store{}, false, err
+	}
+	if options[0] != '{' {
+		return Store{}, false, fmt.Errorf("%w: options must be a JSON object", ErrInvalid)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Store{}, false, err
+	}
+
+	// ON CONFLICT DO NOTHING waits for a concurrent insert of the same name to finish, so when it
+	// returns no row the winner is committed and the SELECT below sees it.
+	s, err := scanStore(c.pool.QueryRow(ctx, `
+		INSERT INTO stores (id, kind, name, uri, schema, options)
+		VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)
+		ON CONFLICT (kind, name) WHERE deleted_at IS NULL DO NOTHING
+		RETURNING `+storeColumns,
+		id, string(def.Kind), def.Name, def.URI, schema, options))
+	if err == nil {
+		return s, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Store{}, false, fmt.Errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
+	}
+
+	var same bool
+	var existing Store
+	var kind string
+	var eschema, eoptions []byte
+	err = c.pool.QueryRow(ctx, `
+		SELECT `+storeColumns+`, (schema IS NOT DISTINCT FROM $3::jsonb AND options = $4::jsonb)
+		FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NULL`,
+		string(def.Kind), def.Name, schema, options).
+		Scan(&existing.ID, &kind, &existing.Name, &existing.URI, &eschema, &eoptions,
+			&existing.CreatedAt, &existing.DeletedAt, &same)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The live row was soft-deleted between our insert and this read: try once more.
+		return c.CreateStore(ctx, def)
+	}
+	if err != nil {
+		return Store{}, false, fmt.Errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
+	}
+	existing.Kind = Kind(kind)
+	if eschema != nil {
+		existing.Schema = eschema
+	}
+	existing.Options = eoptions
+	if !same {
+		return existing, false, fmt.Errorf("%w: store %s/%s already exists with a different definition", ErrConflict, def.Kind, def.Name)
+	}
+	return existing, false, nil
+}
+
+// GetStore returns the live store kind/name, or ErrNotFound.
+func (c *Catalog) GetStore(ctx context.Context, kind Kind, name string) (Store, error) {
+	s, err := scanStore(c.pool.QueryRow(ctx,
+		`SELECT `+storeColumns+` FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NULL`,
+		string(kind), name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Store{}, fmt.Errorf("%w: store %s/%s", ErrNotFound, kind, name)
+	}
+	if err != nil {
+		return Store{}, fmt.Errorf("catalog: get store %s/%s: %w", kind, name, err)
+	}
+	return s, nil
+}
+
+// ListOptions selects a page of live stores of one kind, in name order.
+type ListOptions struct {
+	Prefix string // only names starting with Prefix
+	After  string // keyset cursor: only names strictly after this one (the previous page's Next)
+	Limit  int    // page size; 0 means 100, capped at 10,000
+}
+
+// StorePage is one page of ListStores. Next is empty on the last page.
+type StorePage struct {
+	Stores []Store
+	Next   string
+}
+
+// prefixUpperBound is the smallest string greater than every valid name starting with prefix:
+// name bytes are all below 0x7f, so prefix+"\x7f" bounds them (and the column is COLLATE "C").
+func prefixUpperBound(prefix string) string { return prefix + "\x7f" }
+
+// ListStores returns live stores of kind in name order, a page at a time.
+func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (StorePage, error) {
+	if err := validatePrefix(opts.Prefix); err != nil {
+		return StorePage{}, err
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10_000)
+	lower := opts.Prefix
+	strict := false
+	if opts.After >= lower {
+		lower, strict = opts.After, true
+	}
+	rows, err := c.pool.Query(ctx, `
+		SELECT `+storeColumns+` FROM stores
+		WHERE kind = $1 AND deleted_at IS NULL
+		  AND (name > $2 OR (NOT $3 AND name = $2)) AND name < $4
+		ORDER BY name LIMIT $5`,
+		string(kind), lower, strict, prefixUpperBound(opts.Prefix), limit+1)
+	if err != nil {
+		return StorePage{}, fmt.Errorf("catalog: list %s stores: %w", kind, err)
+	}
+	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	if err != nil {
+		return StorePage{}, fmt.Errorf("catalog: list %s stores: %w", kind, err)
+	}
+	page := StorePage{Stores: stores}
+	if len(stores) > limit {
+		page.Stores = stores[:limit]
+		page.Next = stores[limit-1].Name
+	}
+	return page, nil
+}
+
+// SoftDeleteStore marks the live store kind/name deleted and returns it. Its data stays until
+// registry cleanup purges it; until then RestoreStore can bring it back.
+func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (Store, error) {
+	s, err := scanStore(c.pool.QueryRow(ctx, `
+		UPDATE stores SET deleted_at = now()
+		WHERE kind = $1 AND name = $2 AND deleted_at IS NULL
+		RETURNING `+storeColumns, string(kind), name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Store{}, fmt.Errorf("%w: store %s/%s", ErrNotFound, kind, name)
+	}
+	if err != nil {
+		return Store{}, fmt.Errorf("catalog: delete store %s/%s: %w", kind, name, err)
+	}
+	return s, nil
+}
+
+// ListDeletedStores returns up to limit stores (of every kind) deleted before olderThan, oldest
+// deletion first: the work list of registry cleanup.
+func (c *Catalog) ListDeletedStores(ctx context.Context, olderThan time.Time, limit int) ([]Store, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := c.pool.Query(ctx, `
+		SELECT `+storeColumns+` FROM stores
+		WHERE deleted_at IS NOT NULL AND deleted_at < $1
+		ORDER BY deleted_at, kind, name LIMIT $2`, olderThan, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list deleted stores: %w", err)
+	}
+	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list deleted stores: %w", err)
+	}
+	return stores, nil
+}
+
+// RestoreStore brings back the most recently deleted incarnation of kind/name. ErrNotFound when
+// there is none (or it was purged); ErrConflict when a live store already holds the name.
+func (c *Catalog) RestoreStore(ctx context.Context, kind Kind, name string) (Store, error) {
+	s, err := scanStore(c.pool.QueryRow(ctx, `
+		UPDATE stores SET deleted_at = NULL
+		WHERE id = (SELECT id FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NOT NULL
+		            ORDER BY deleted_at DESC LIMIT 1)
+		  AND NOT EXISTS (SELECT 1 FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NULL)
+		RETURNING `+storeColumns, string(kind), name))
+	if err == nil {
+		return s, nil
+	}
+	if isUniqueViolation(err) {
+		return Store{}, fmt.Errorf("%w: store %s/%s was re-created; cannot restore over it", ErrConflict, kind, name)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Store{}, fmt.Errorf("catalog: restore store %s/%s: %w", kind, name, err)
+	}
+	if _, gerr := c.GetStore(ctx, kind, name); gerr == nil {
+		return Store{}, fmt.Errorf("%w: store %s/%s is live; nothing to restore", ErrConflict, kind, name)
+	}
+	return Store{}, fmt.Errorf("%w: no deleted store %s/%s", ErrNotFound, kind, name)
+}
+
+// PurgeStore removes the registry row of a soft-deleted store once its data is gone. A live
+// store is never purged (ErrNotFound).
+func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {
+	tag, err := c.pool.Exec(ctx, `DELETE FROM stores WHERE id = $1 AND deleted_at IS NOT NULL`, id)
+	if err != nil {
+		return fmt.Errorf("catalog: purge store %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: no deleted store with id %s", ErrNotFound, id)
+	}
+	return nil
+}

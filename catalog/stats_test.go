@@ -1,0 +1,170 @@
+package catalog_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/catalog"
+)
+
+func names(stats []catalog.StoreStats) []string {
+	out := make([]string, len(stats))
+	for i, s := range stats {
+		out[i] = s.Name
+	}
+	return out
+}
+
+func TestShardStatsRollUpIntoStoreStats(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	old := now.Add(-time.Hour)
+	_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, "s"))
+	require.NoError(t, err)
+
+	require.NoError(t, c.UpsertShardStats(ctx, []catalog.ShardStats{
+		{Kind: catalog.KindRollout, Name: "s", Shard: "a", PendingGenerations: 3, PendingRows: 30, PendingBytes: 300, OldestPendingAt: &now, UpdatedAt: now},
+		{Kind: catalog.KindRollout, Name: "s", Shard: "b", PendingGenerations: 5, PendingRows: 50, PendingBytes: 500, OldestPendingAt: &old, UpdatedAt: now},
+		{Kind: catalog.KindRollout, Name: "s", Shard: "c", UpdatedAt: now},
+	}))
+	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Equal(t, 8, st.PendingGenerations)
+	require.NotNil(t, st.OldestPendingAt)
+	require.True(t, st.OldestPendingAt.Equal(old))
+
+	// Shard b drains; a stale observation of shard a (older than the stored one) is ignored.
+	later := now.Add(time.Second)
+	require.NoError(t, c.UpsertShardStats(ctx, []catalog.ShardStats{
+		{Kind: catalog.KindRollout, Name: "s", Shard: "b", UpdatedAt: later},
+		{Kind: catalog.KindRollout, Name: "s", Shard: "a", PendingGenerations: 99, UpdatedAt: now.Add(-time.Minute)},
+	}))
+	st, err = c.GetStoreStats(ctx, catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Equal(t, 3, st.PendingGenerations)
+	require.True(t, st.OldestPendingAt.Equal(now))
+
+	shards, err := c.ListShardStats(ctx, catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Len(t, shards, 3)
+	require.Equal(t, 3, shards[0].PendingGenerations, "stale write ignored")
+
+	// Quiet shards with nothing pending are removable; the roll-up is unaffected.
+	n, err := c.DeleteQuietShardStats(ctx, later.Add(time.Second), 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	shards, err = c.ListShardStats(ctx, catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Len(t, shards, 1)
+	require.Equal(t, "a", shards[0].Shard)
+}
+
+func TestConcurrentShardUpsertsKeepTheRollUpExact(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	const writers, rounds = 8, 20
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 1; r <= rounds; r++ {
+				// Each writer owns one shard in each of two stores, listed in opposite orders.
+				batch := []catalog.ShardStats{
+					{Kind: catalog.KindGeneric, Name: "x", Shard: string(rune('a' + w)), PendingGenerations: r},
+					{Kind: catalog.KindGeneric, Name: "y", Shard: string(rune('a' + w)), PendingGenerations: 2 * r},
+				}
+				if w%2 == 1 {
+					batch[0], batch[1] = batch[1], batch[0]
+				}
+				if err := c.UpsertShardStats(ctx, batch); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	x, err := c.GetStoreStats(ctx, catalog.KindGeneric, "x")
+	require.NoError(t, err)
+	require.Equal(t, writers*rounds, x.PendingGenerations)
+	y, err := c.GetStoreStats(ctx, catalog.KindGeneric, "y")
+	require.NoError(t, err)
+	require.Equal(t, 2*writers*rounds, y.PendingGenerations)
+}
+
+func TestStoreStatsUpsertKeepsTimestampsAndIgnoresStaleObservations(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	t0 := time.Now().UTC().Truncate(time.Microsecond)
+	merged := t0.Add(-time.Minute)
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{
+		Kind: catalog.KindRollout, Name: "s", TableVersion: 7, BaseRows: 100, Fragments: 4, IndexCoveredFragments: 3,
+		LastMergeAt: &merged, MergesTotal: 2, UpdatedAt: t0,
+	}}))
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{
+		Kind: catalog.KindRollout, Name: "s", TableVersion: 8, BaseRows: 120, Fragments: 5, IndexCoveredFragments: 5,
+		MergesTotal: 3, UpdatedAt: t0.Add(time.Second),
+	}}))
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{
+		Kind: catalog.KindRollout, Name: "s", TableVersion: 6, UpdatedAt: t0.Add(-time.Second),
+	}}))
+	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.EqualValues(t, 8, st.TableVersion)
+	require.EqualValues(t, 120, st.BaseRows)
+	require.Equal(t, 5, st.IndexCoveredFragments)
+	require.EqualValues(t, 3, st.MergesTotal)
+	require.NotNil(t, st.LastMergeAt, "a nil timestamp keeps the stored one")
+	require.True(t, st.LastMergeAt.Equal(merged))
+
+	_, err = c.GetStoreStats(ctx, catalog.KindRollout, "missing")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+}
+
+func TestCandidateQueriesRankAndSkipDeletedStores(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	now := time.Now()
+	for _, n := range []string{"hot", "warm", "cold", "gone", "fragmented", "unindexed"} {
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, n))
+		require.NoError(t, err)
+	}
+	ago := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	require.NoError(t, c.UpsertShardStats(ctx, []catalog.ShardStats{
+		{Kind: catalog.KindRollout, Name: "hot", Shard: "1", PendingGenerations: 40, OldestPendingAt: ago(time.Minute)},
+		{Kind: catalog.KindRollout, Name: "hot", Shard: "2", PendingGenerations: 20, OldestPendingAt: ago(time.Minute)},
+		{Kind: catalog.KindRollout, Name: "warm", Shard: "1", PendingGenerations: 9, OldestPendingAt: ago(2 * time.Minute)},
+		{Kind: catalog.KindRollout, Name: "cold", Shard: "1", PendingGenerations: 1, OldestPendingAt: ago(3 * time.Hour)},
+		{Kind: catalog.KindRollout, Name: "gone", Shard: "1", PendingGenerations: 500, OldestPendingAt: ago(9 * time.Hour)},
+	}))
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 40, IndexCoveredFragments: 40},
+		{Kind: catalog.KindRollout, Name: "unindexed", Fragments: 20, IndexCoveredFragments: 2},
+		{Kind: catalog.KindRollout, Name: "gone", Fragments: 900, IndexCoveredFragments: 0},
+		{Kind: catalog.KindRollout, Name: "warm", Fragments: 3, IndexCoveredFragments: 2},
+	}))
+	_, err := c.SoftDeleteStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+
+	merge, err := c.MergeCandidates(ctx, 8, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hot", "warm"}, names(merge))
+	require.Equal(t, 60, merge[0].PendingGenerations)
+	merge, err = c.MergeCandidates(ctx, 8, 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hot"}, names(merge), "limit keeps the hottest")
+
+	stale, err := c.StaleMergeCandidates(ctx, now.Add(-time.Hour), 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"cold"}, names(stale))
+
+	compact, err := c.CompactCandidates(ctx, 16, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"fragmented", "unindexed"}, names(compact))
+
+	index, err := c.IndexCandidates(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"unindexed", "warm"}, names(index))
+}
