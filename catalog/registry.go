@@ -126,8 +126,8 @@ func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, 
 		Scan(&existing.ID, &kind, &existing.Name, &existing.URI, &eschema, &eoptions,
 			&existing.CreatedAt, &existing.DeletedAt, &same)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// The live row was soft-deleted between our insert and this read: try once more.
-		return c.CreateStore(ctx, def)
+		// The live row was soft-deleted between our insert and this read.
+		return Store{}, false, fmt.Errorf("%w: store %s/%s was deleted while being created; retry", ErrConflict, def.Kind, def.Name)
 	}
 	if err != nil {
 		return Store{}, false, fmt.Errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)

@@ -1,0 +1,119 @@
+// The JSON error envelope {"error":{"code","message"}} and the mapping from domain errors to
+// HTTP statuses. Every error a handler returns goes through ErrorHandler; internals are logged,
+// never sent to the client.
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/catalog"
+)
+
+// Error codes, matching lance-context's envelope.
+const (
+	CodeNotFound        = "NOT_FOUND"
+	CodeAlreadyExists   = "ALREADY_EXISTS"
+	CodeInvalidRequest  = "INVALID_REQUEST"
+	CodeInternal        = "INTERNAL"
+	CodeOverloaded      = "OVERLOADED"
+	CodeTimeout         = "REQUEST_TIMEOUT"
+	CodeUnauthorized    = "UNAUTHORIZED"
+	CodeMethodNotAllow  = "METHOD_NOT_ALLOWED"
+	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+)
+
+// ErrorBody is the wire shape of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the code and human-readable message of an error response.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// APIError is an error with an explicit status and code. RetryAfter, when set, becomes a
+// Retry-After header (503s).
+type APIError struct {
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *APIError) Error() string { return e.Message }
+func (e *APIError) Unwrap() error { return e.Err }
+
+// errorFor classifies err into a status, code and client-safe message.
+func errorFor(err error) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := http.StatusText(he.Code)
+		if s, ok := he.Message.(string); ok {
+			msg = s
+		}
+		code := CodeInternal
+		switch he.Code {
+		case http.StatusNotFound:
+			code = CodeNotFound
+		case http.StatusMethodNotAllowed:
+			code = CodeMethodNotAllow
+		case http.StatusRequestEntityTooLarge:
+			code = CodePayloadTooLarge
+		case http.StatusUnauthorized:
+			code = CodeUnauthorized
+		case http.StatusRequestTimeout:
+			code = CodeTimeout
+		case http.StatusServiceUnavailable:
+			code = CodeOverloaded
+		default:
+			if he.Code >= 400 && he.Code < 500 {
+				code = CodeInvalidRequest
+			}
+		}
+		return &APIError{Status: he.Code, Code: code, Message: msg, Err: err}
+	}
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, catalog.ErrConflict):
+		return &APIError{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: err.Error(), Err: err}
+	case errors.Is(err, catalog.ErrInvalid):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	}
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// ErrorHandler is the Echo HTTPErrorHandler: it writes the envelope and logs server-side faults.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		e := errorFor(err)
+		if e.Status >= 500 {
+			log.Error("request failed", "method", c.Request().Method, "route", c.Path(),
+				"status", e.Status, "err", err)
+		}
+		if e.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(e.Status)
+			return
+		}
+		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message}})
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+// Every flag of every subcommand is settable through its STRATA_* variable.
+func TestEveryFlagIsSettableFromTheEnvironment(t *testing.T) {
+	root := rootCommand()
+	for _, sub := range root.Subcommands {
+		if sub.FlagSet == nil {
+			continue
+		}
+		sub.FlagSet.VisitAll(func(f *flag.Flag) {
+			env := envName(f.Name)
+			t.Run(sub.Name+"/"+f.Name, func(t *testing.T) {
+				want := sampleValue(f)
+				t.Setenv(env, want)
+				fresh := rootCommand()
+				require.NoError(t, fresh.Parse([]string{sub.Name}))
+				for _, s := range fresh.Subcommands {
+					if s.Name == sub.Name {
+						require.Equal(t, want, s.FlagSet.Lookup(f.Name).Value.String(), "%s did not set --%s", env, f.Name)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestCommandLineWinsOverTheEnvironment(t *testing.T) {
+	t.Setenv("STRATA_LISTEN_ADDR", "127.0.0.1:1")
+	root := rootCommand()
+	require.NoError(t, root.Parse([]string{"serve", "--listen-addr", "127.0.0.1:2"}))
+	require.Equal(t, "127.0.0.1:2", root.Subcommands[0].FlagSet.Lookup("listen-addr").Value.String())
+}
+
+func sampleValue(f *flag.Flag) string {
+	switch f.Value.(type) {
+	case interface{ IsBoolFlag() bool }:
+		if f.DefValue == "true" {
+			return "false"
+		}
+		return "true"
+	}
+	if _, err := time.ParseDuration(f.DefValue); err == nil {
+		return "17s"
+	}
+	switch f.Name {
+	case "log-level":
+		return "debug"
+	case "log-format":
+		return "json"
+	}
+	return "value-for-" + f.Name
+}
+
+func TestServeAnswersHealthAndStopsOnCancel(t *testing.T) {
+	port, err := testenv.FreePort()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, serveConfig{
+			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: testenv.Database(t),
+			LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
+		})
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/api/v1/health", port)
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp, err = http.Get(url)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var body map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "ok", body["catalog"])
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after its context was cancelled")
+	}
+}
+
+func TestServeFailsClearlyWithABadLogLevel(t *testing.T) {
+	err := serve(context.Background(), serveConfig{LogLevel: "loud", LogFormat: "text"})
+	require.ErrorContains(t, err, "--log-level")
+}
+
+// envName is the environment variable that sets flag name (as ff derives it).
+func envName(flagName string) string {
+	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(flagName))
+}

@@ -1,0 +1,119 @@
+// `strata serve`: the HTTP data API. Opens the catalog (applying migrations), serves until
+// SIGINT/SIGTERM, then drains in-flight requests within --shutdown-timeout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
+)
+
+// serveConfig is every setting of `strata serve`; each field is one flag (and STRATA_* variable).
+type serveConfig struct {
+	ListenAddr      string
+	DatabaseURL     string
+	LogLevel        string
+	LogFormat       string
+	ShutdownTimeout time.Duration
+}
+
+// DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=disable"
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.ListenAddr, "listen-addr", "127.0.0.1:3000", "address the HTTP API listens on")
+	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
+	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+}
+
+func registerLogFlags(fs *flag.FlagSet, level, format *string) {
+	fs.StringVar(level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(format, "log-format", "text", "log format: text or json")
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func serveCommand() *ffcli.Command {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("strata serve", flag.ContinueOnError)
+	cfg.register(fs)
+	return &ffcli.Command{
+		Name:       "serve",
+		ShortUsage: "strata serve [flags]",
+		ShortHelp:  "Run the HTTP data API.",
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		Exec:       func(ctx context.Context, _ []string) error { return serve(ctx, cfg) },
+	}
+}
+
+func serve(ctx context.Context, cfg serveConfig) error {
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(log)
+
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cat, err := catalog.Open(openCtx, cfg.DatabaseURL)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e := api.New(api.Deps{Log: log, Catalog: cat, Registry: reg, Version: version})
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("strata serving", "addr", ln.Addr().String(), "version", version)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

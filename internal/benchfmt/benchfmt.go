@@ -1,0 +1,63 @@
+// Package benchfmt prints benchmark figures in the one format `make bench` collects:
+//
+//	BENCH <ID> <value> <unit> <description>
+//
+// IDs start with a group (P1, P5, ...) followed by '-'; the Go benchmark that measures a group is
+// named Benchmark<group>..., so `make bench BENCH=P5` runs only that group and prints only the
+// figures whose ID starts with P5. scripts/bench.sh turns the lines into a markdown table.
+package benchfmt
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Selected reports whether the figure id is wanted by STRATA_BENCH (an ID prefix; empty = all).
+func Selected(id string) bool {
+	return strings.HasPrefix(id, os.Getenv("STRATA_BENCH"))
+}
+
+// Report prints one figure when it is selected. Descriptions are one line.
+func Report(id string, value float64, unit, description string) {
+	if !Selected(id) {
+		return
+	}
+	fmt.Printf("BENCH %s %s %s %s\n", id, formatValue(value), unit, strings.ReplaceAll(description, "\n", " "))
+}
+
+func formatValue(v float64) string {
+	if v >= 100 || v <= -100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// Millis converts a duration to fractional milliseconds.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Percentile returns the p-th percentile (0 < p <= 100) of samples by the nearest-rank method.
+func Percentile(samples []time.Duration, p float64) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := int(p/100*float64(len(s))+0.999999) - 1
+	return s[max(0, min(rank, len(s)-1))]
+}
+
+// Time runs fn n times and returns each run's duration; it stops at the first error.
+func Time(n int, fn func(i int) error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		if err := fn(i); err != nil {
+			return out, err
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}

@@ -1,0 +1,43 @@
+package benchfmt
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i))
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 50}, {99, 99}, {100, 100}, {1, 1}, {0.1, 1}} {
+		if got := Percentile(s, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if Percentile(nil, 50) != 0 {
+		t.Error("empty samples")
+	}
+}
+
+func TestSelectedByPrefix(t *testing.T) {
+	t.Setenv("STRATA_BENCH", "P5-create")
+	if !Selected("P5-create-p99") || Selected("P5-get-p99") {
+		t.Error("prefix selection")
+	}
+	t.Setenv("STRATA_BENCH", "")
+	if !Selected("anything") {
+		t.Error("empty selects all")
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 3.14159: "3.14", 1234.5: "1234", 0.012345: "0.0123"} {
+		if got := formatValue(v); got != want {
+			t.Errorf("formatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

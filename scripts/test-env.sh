@@ -1,0 +1,11 @@
+# Sourced by the Makefile's test and bench targets and by .ci/run: where the test services live.
+# They are separate from `make run`'s (.data/pg on 5433, Temporal on 7233/8233) so running the
+# tests never touches a developer's local data.
+export STRATA_PG_DIR=${STRATA_TEST_PG_DIR:-.data/test/pg}
+export STRATA_PG_PORT=${STRATA_TEST_PG_PORT:-55433}
+export STRATA_PG_DB=postgres
+export STRATA_TEMPORAL_PORT=${STRATA_TEST_TEMPORAL_PORT:-57233}
+export STRATA_TEMPORAL_UI_PORT=${STRATA_TEST_TEMPORAL_UI_PORT:-58233}
+export STRATA_TEMPORAL_DB=${STRATA_TEST_TEMPORAL_DB:-.data/test/temporal.db}
+export STRATA_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:${STRATA_PG_PORT}/postgres?sslmode=disable"
+export STRATA_TEST_TEMPORAL_ADDRESS="127.0.0.1:${STRATA_TEMPORAL_PORT}"
