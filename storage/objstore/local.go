@@ -1,0 +1,252 @@
+// Local-filesystem object store. Durability: Put and PutIfAbsent write a temp file in the target
+// directory, fsync it, then publish it (rename for Put, link for PutIfAbsent: link fails if the
+// name exists, which makes the create atomic) and fsync the directory.
+package objstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// tempPrefix marks in-flight temp files; List never returns them.
+const tempPrefix = ".tmp-"
+
+// Local is a Store rooted at a directory.
+type Local struct {
+	root string
+}
+
+// NewLocal returns a store rooted at dir, creating it if needed.
+func NewLocal(dir string) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("objstore: create root %s: %w", abs, err)
+	}
+	return &Local{root: abs}, nil
+}
+
+// Root is the directory the store lives in.
+func (l *Local) Root() string { return l.root }
+
+func (l *Local) path(ctx context.Context, key string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := Validate(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.root, filepath.FromSlash(key)), nil
+}
+
+func mapErr(key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return err
+}
+
+func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	return b, mapErr(key, err)
+}
+
+func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, mapErr(key, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start, end, err := clampRange(st.Size(), offset, length)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, end-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// writeTemp writes data to a fsynced temp file next to p and returns its name.
+func writeTemp(p string, data []byte) (string, error) {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (l *Local) Put(ctx context.Context, key string, data []byte) error {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return err
+	}
+	tmp, err := writeTemp(p, data)
+	if err != nil {
+		return fmt.Errorf("objstore: put %s: %w", key, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("objstore: put %s: %w", key, err)
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return fmt.Errorf("%w: %s", ErrExists, key)
+	}
+	tmp, err := writeTemp(p, data)
+	if err != nil {
+		return fmt.Errorf("objstore: put-if-absent %s: %w", key, err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, key)
+		}
+		return fmt.Errorf("objstore: put-if-absent %s: %w", key, err)
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	// Walk only the deepest directory the prefix names.
+	base := ""
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		base = prefix[:i]
+	}
+	if base != "" {
+		if err := Validate(base); err != nil {
+			return ListPage{}, err
+		}
+	}
+	var keys []ObjectInfo
+	walkRoot := filepath.Join(l.root, filepath.FromSlash(base))
+	err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(l.root, p)
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			// Skip directories that cannot hold a matching key after startAfter.
+			if p != walkRoot && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= startAfter {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		keys = append(keys, ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return ListPage{}, fmt.Errorf("objstore: list %s: %w", prefix, err)
+	}
+	slices.SortFunc(keys, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	page := ListPage{Objects: keys}
+	if len(keys) > limit {
+		page.Objects = keys[:limit]
+		page.Next = keys[limit-1].Key
+	}
+	return page, nil
+}
+
+func (l *Local) Delete(ctx context.Context, key string) error {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("objstore: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+func (l *Local) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return ObjectInfo{}, mapErr(key, err)
+	}
+	return ObjectInfo{Key: key, Size: st.Size(), ModTime: st.ModTime()}, nil
+}

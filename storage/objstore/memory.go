@@ -1,0 +1,145 @@
+// In-memory object store for tests: a sorted map under one mutex (held only for the map access,
+// never across a blocking call).
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memory is an in-memory Store.
+type Memory struct {
+	mu      sync.Mutex
+	objects map[string]memObject
+}
+
+type memObject struct {
+	data    []byte
+	modTime time.Time
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{objects: map[string]memObject{}} }
+
+func (m *Memory) get(ctx context.Context, key string) (memObject, error) {
+	if err := ctx.Err(); err != nil {
+		return memObject{}, err
+	}
+	if err := Validate(key); err != nil {
+		return memObject{}, err
+	}
+	m.mu.Lock()
+	o, ok := m.objects[key]
+	m.mu.Unlock()
+	if !ok {
+		return memObject{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return o, nil
+}
+
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, error) {
+	o, err := m.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(o.data), nil
+}
+
+func (m *Memory) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	o, err := m.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	start, end, err := clampRange(int64(len(o.data)), offset, length)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(o.data[start:end]), nil
+}
+
+func (m *Memory) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := Validate(key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.objects[key]; ok && ifAbsent {
+		return fmt.Errorf("%w: %s", ErrExists, key)
+	}
+	m.objects[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	return nil
+}
+
+func (m *Memory) Put(ctx context.Context, key string, data []byte) error {
+	return m.put(ctx, key, data, false)
+}
+
+func (m *Memory) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	return m.put(ctx, key, data, true)
+}
+
+func (m *Memory) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	m.mu.Lock()
+	var keys []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) && k > startAfter {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var page ListPage
+	for _, k := range keys {
+		if len(page.Objects) == limit {
+			page.Next = page.Objects[limit-1].Key
+			break
+		}
+		o := m.objects[k]
+		page.Objects = append(page.Objects, ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+	}
+	m.mu.Unlock()
+	return page, nil
+}
+
+func (m *Memory) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := Validate(key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.objects, key)
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Memory) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	o, err := m.get(ctx, key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+}
+
+// SetModTime backdates an object (tests of grace periods).
+func (m *Memory) SetModTime(key string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.objects[key]; ok {
+		o.modTime = t
+		m.objects[key] = o
+	}
+}
