@@ -1,0 +1,281 @@
+// Compaction: rewrite small fragments and fragments with many deleted rows into fewer, fuller
+// ones, materialising deletions, with the key index extended over the result.
+//
+// Plan is pure (a function of a manifest and a config). Execute rewrites the planned fragments
+// once and commits by CAS. If another writer committed meanwhile, the rewrite is rebased onto the
+// new manifest when every source fragment is still there with the same deletion vector (so no row
+// it copied was replaced or deleted since); otherwise it is redone against the new manifest, so an
+// upsert committed during a compaction is neither lost nor resurrected.
+package table
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// CompactionConfig tunes Plan.
+type CompactionConfig struct {
+	MinFragments          int     // compact small fragments only when at least this many (default 4)
+	TargetRowsPerFragment int64   // rows per output fragment; smaller fragments are candidates (default 1,048,576)
+	DeletionRatio         float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
+	MaxSourceFragments    int     // cap per pass, so a huge backlog progresses incrementally (default 32)
+}
+
+func (c CompactionConfig) withDefaults() CompactionConfig {
+	if c.MinFragments <= 0 {
+		c.MinFragments = 4
+	}
+	if c.TargetRowsPerFragment <= 0 {
+		c.TargetRowsPerFragment = 1 << 20
+	}
+	if c.DeletionRatio <= 0 {
+		c.DeletionRatio = 0.2
+	}
+	if c.MaxSourceFragments <= 0 {
+		c.MaxSourceFragments = 32
+	}
+	return c
+}
+
+// CompactionPlan names the fragments one pass rewrites; empty means nothing to do.
+type CompactionPlan struct {
+	Version uint64
+	Sources []uint64
+	Config  CompactionConfig
+}
+
+// Plan chooses fragments to rewrite: every fragment whose deleted share reaches DeletionRatio, and
+// the small fragments (fewer live rows than TargetRowsPerFragment) when there are at least
+// MinFragments of them; at most MaxSourceFragments, smallest first.
+func Plan(m *Manifest, cfg CompactionConfig) CompactionPlan {
+	cfg = cfg.withDefaults()
+	plan := CompactionPlan{Version: m.Version, Config: cfg}
+	var heavy, small []Fragment
+	for _, f := range m.Fragments {
+		switch {
+		case f.Rows > 0 && float64(f.DeletedRows)/float64(f.Rows) >= cfg.DeletionRatio:
+			heavy = append(heavy, f)
+		case f.LiveRows() < cfg.TargetRowsPerFragment:
+			small = append(small, f)
+		}
+	}
+	if len(small) < cfg.MinFragments {
+		small = nil
+	}
+	if len(heavy)+len(small) == 0 || (len(heavy) == 0 && len(small) < 2) {
+		return plan
+	}
+	slices.SortFunc(small, func(a, b Fragment) int { return cmp.Compare(a.LiveRows(), b.LiveRows()) })
+	for _, f := range append(heavy, small...) {
+		if len(plan.Sources) == cfg.MaxSourceFragments {
+			break
+		}
+		plan.Sources = append(plan.Sources, f.ID)
+	}
+	slices.Sort(plan.Sources)
+	return plan
+}
+
+// CompactionResult reports a compaction.
+type CompactionResult struct {
+	Manifest         *Manifest
+	FragmentsRemoved int
+	FragmentsAdded   int
+	RowsWritten      int64
+}
+
+// errSourcesChanged: a source fragment was removed or had rows deleted after it was read.
+var errSourcesChanged = errors.New("compaction sources changed")
+
+// Compact plans against the latest manifest and executes the plan.
+func (t *Table) Compact(ctx context.Context, cfg CompactionConfig) (CompactionResult, error) {
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	return t.Execute(ctx, Plan(m, cfg))
+}
+
+// Execute runs a plan. Sources that no longer exist are dropped from it; an empty plan is a no-op.
+func (t *Table) Execute(ctx context.Context, plan CompactionPlan) (CompactionResult, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		res, err := t.executeOnce(ctx, plan)
+		if !errors.Is(err, errSourcesChanged) {
+			return res, err
+		}
+	}
+	return CompactionResult{}, fmt.Errorf("%w: compaction sources kept changing under concurrent writes", ErrConflict)
+}
+
+func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (CompactionResult, error) {
+	base, err := t.Latest(ctx)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	var sources []Fragment
+	for _, id := range plan.Sources {
+		if f, ok := base.Fragment(id); ok {
+			sources = append(sources, f)
+		}
+	}
+	if len(sources) == 0 {
+		return CompactionResult{Manifest: base}, nil
+	}
+	cfg := plan.Config.withDefaults()
+
+	rec, err := t.readLiveRows(ctx, base, sources)
+	if err != nil {
+		return CompactionResult{}, err
+	}
+	defer rec.Release()
+
+	var written []string
+	var added []Fragment
+	var entries []indexEntry
+	cleanup := func() { t.deleteFiles(written) }
+	for start := int64(0); start < rec.NumRows(); start += cfg.TargetRowsPerFragment {
+		part := rec.NewSlice(start, min(start+cfg.TargetRowsPerFragment, rec.NumRows()))
+		id := base.newFragmentID()
+		for slices.ContainsFunc(added, func(f Fragment) bool { return f.ID == id }) {
+			id = base.newFragmentID()
+		}
+		f, err := t.writeFragment(ctx, id, part, base.KeyColumn)
+		if err == nil {
+			written = append(written, f.Path)
+			added = append(added, f)
+			if base.KeyIndex != nil {
+				entries = append(entries, fragmentEntries(f.ID, part, base)...)
+			}
+		}
+		part.Release()
+		if err != nil {
+			cleanup()
+			return CompactionResult{}, err
+		}
+	}
+	var seg *IndexSegment
+	if base.KeyIndex != nil && len(entries) > 0 {
+		slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
+		s, err := t.writeSegment(ctx, entries)
+		if err != nil {
+			cleanup()
+			return CompactionResult{}, err
+		}
+		written = append(written, s.Path)
+		seg = &s
+	}
+
+	m, err := t.commitLoop(ctx, "compact", func(latest *Manifest) (*Manifest, error) {
+		for _, src := range sources {
+			cur, ok := latest.Fragment(src.ID)
+			if !ok || cur.DeletionFile != src.DeletionFile {
+				return nil, errSourcesChanged
+			}
+		}
+		for _, f := range added {
+			if _, clash := latest.Fragment(f.ID); clash {
+				return nil, errSourcesChanged
+			}
+		}
+		next := latest.next("compact", t.now())
+		for _, src := range sources {
+			next.removeFragment(src.ID)
+		}
+		for _, f := range added {
+			next.addFragment(f)
+		}
+		if seg != nil && next.KeyIndex != nil {
+			next.KeyIndex.Segments = append(next.KeyIndex.Segments, *seg)
+			for _, f := range added {
+				next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, f.ID)
+			}
+		}
+		next.Counters.Compactions++
+		now := t.now()
+		next.LastCompactAt = &now
+		return next, nil
+	})
+	if err != nil {
+		if !isCommitUnknown(err) {
+			cleanup()
+		}
+		return CompactionResult{}, err
+	}
+	return CompactionResult{Manifest: m, FragmentsRemoved: len(sources), FragmentsAdded: len(added), RowsWritten: rec.NumRows()}, nil
+}
+
+// readLiveRows reads every live row (tombstones included: they must outlive the rows they
+// delete) of the fragments, in key order, with every column of m's schema.
+func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment) (arrow.Record, error) {
+	schema := m.Schema()
+	names := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		names[i] = f.Name
+	}
+	var parts []arrow.Record
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, f := range frags {
+		err := t.scanFragment(ctx, m, f, names, len(names), false, func(r arrow.Record) error {
+			r.Retain()
+			parts = append(parts, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	all, err := concatRecords(schema, parts, t)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	keys := all.Column(schema.FieldIndices(m.KeyColumn)[0]).(*array.String)
+	order := make([]int64, keys.Len())
+	for i := range order {
+		order[i] = int64(i)
+	}
+	slices.SortFunc(order, func(a, b int64) int { return cmp.Compare(keys.Value(int(a)), keys.Value(int(b))) })
+	return takeRows(ctx, t.mem, all, order)
+}
+
+// concatRecords concatenates records of one schema into one.
+func concatRecords(schema *arrow.Schema, parts []arrow.Record, t *Table) (arrow.Record, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, p := range parts {
+		rows += p.NumRows()
+	}
+	for c := range cols {
+		if len(parts) == 0 {
+			cols[c] = array.MakeArrayOfNull(t.mem, schema.Field(c).Type, 0)
+			continue
+		}
+		arrs := make([]arrow.Array, len(parts))
+		for i, p := range parts {
+			arrs[i] = p.Column(c)
+		}
+		col, err := array.Concatenate(arrs, t.mem)
+		if err != nil {
+			for _, done := range cols[:c] {
+				done.Release()
+			}
+			return nil, err
+		}
+		cols[c] = col
+	}
+	rec := array.NewRecord(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}

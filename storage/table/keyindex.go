@@ -1,0 +1,353 @@
+// The exact key index: key -> (fragment, row, _seq, tombstone) for every row of the fragments it
+// covers. It is a list of immutable segments (index/<random>.kix), each a sorted run split into
+// small pages with a footer holding the first key of every page and a Bloom filter of its keys.
+// A lookup consults segments newest first: the Bloom filter rules most segments out without I/O,
+// the page directory (cached per segment) names the one page to read. Entries are validated
+// against the manifest being read — an entry whose fragment is gone (compacted away) or whose row
+// is deleted is stale and skipped — so segments never need rewriting when rows are replaced.
+//
+// Segment layout (docs/format/table.md): pages, footer, u32 LE footer length, magic "STRKIX01".
+package table
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/bits-and-blooms/bloom/v3"
+)
+
+const (
+	indexMagic      = "STRKIX01"
+	entriesPerPage  = 128
+	bloomFalsePos   = 0.01
+	segmentTailSize = 4 + len(indexMagic)
+	// tierRatio: a new segment is merged into the previous one while it holds at least 1/tierRatio
+	// as many entries, which keeps the segment count logarithmic in the table size.
+	tierRatio = 4
+)
+
+// indexEntry locates the row holding a key.
+type indexEntry struct {
+	Key       string
+	Fragment  uint64
+	Row       int64
+	Seq       uint64
+	Tombstone bool
+}
+
+type pageRef struct {
+	offset, length int64
+	firstKey       string
+}
+
+type segmentFooter struct {
+	entries int64
+	pages   []pageRef
+	lastKey string
+	bloom   *bloom.BloomFilter
+}
+
+// encodeSegment serialises entries (sorted by key, one per key).
+func encodeSegment(entries []indexEntry) []byte {
+	var buf bytes.Buffer
+	var pages []pageRef
+	bf := bloom.NewWithEstimates(uint(max(len(entries), 1)), bloomFalsePos)
+	var tmp [binary.MaxVarintLen64]byte
+	putUvarint := func(b *bytes.Buffer, v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	putString := func(b *bytes.Buffer, s string) { putUvarint(b, uint64(len(s))); b.WriteString(s) }
+	for start := 0; start < len(entries); start += entriesPerPage {
+		page := entries[start:min(start+entriesPerPage, len(entries))]
+		off := int64(buf.Len())
+		putUvarint(&buf, uint64(len(page)))
+		for _, e := range page {
+			putString(&buf, e.Key)
+			putUvarint(&buf, e.Fragment)
+			putUvarint(&buf, uint64(e.Row))
+			putUvarint(&buf, e.Seq)
+			if e.Tombstone {
+				buf.WriteByte(1)
+			} else {
+				buf.WriteByte(0)
+			}
+			bf.AddString(e.Key)
+		}
+		pages = append(pages, pageRef{offset: off, length: int64(buf.Len()) - off, firstKey: page[0].Key})
+	}
+	var footer bytes.Buffer
+	putUvarint(&footer, uint64(len(entries)))
+	putUvarint(&footer, uint64(len(pages)))
+	for _, p := range pages {
+		putUvarint(&footer, uint64(p.offset))
+		putUvarint(&footer, uint64(p.length))
+		putString(&footer, p.firstKey)
+	}
+	last := ""
+	if len(entries) > 0 {
+		last = entries[len(entries)-1].Key
+	}
+	putString(&footer, last)
+	bloomBytes, _ := bf.MarshalBinary()
+	putUvarint(&footer, uint64(len(bloomBytes)))
+	footer.Write(bloomBytes)
+	buf.Write(footer.Bytes())
+	binary.Write(&buf, binary.LittleEndian, uint32(footer.Len()))
+	buf.WriteString(indexMagic)
+	return buf.Bytes()
+}
+
+var errCorruptIndex = errors.New("table: corrupt key index segment")
+
+type byteReader struct {
+	b   []byte
+	err error
+}
+
+func (r *byteReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errCorruptIndex
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *byteReader) bytes(n uint64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if uint64(len(r.b)) < n {
+		r.err = errCorruptIndex
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *byteReader) string() string { return string(r.bytes(r.uvarint())) }
+
+func decodeFooter(data []byte) (*segmentFooter, error) {
+	r := &byteReader{b: data}
+	f := &segmentFooter{entries: int64(r.uvarint())}
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(data)) {
+		return nil, errCorruptIndex
+	}
+	f.pages = make([]pageRef, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		f.pages = append(f.pages, pageRef{offset: int64(r.uvarint()), length: int64(r.uvarint()), firstKey: r.string()})
+	}
+	f.lastKey = r.string()
+	bloomBytes := r.bytes(r.uvarint())
+	if r.err != nil {
+		return nil, r.err
+	}
+	f.bloom = &bloom.BloomFilter{}
+	if err := f.bloom.UnmarshalBinary(bloomBytes); err != nil {
+		return nil, fmt.Errorf("%w: bloom filter: %v", errCorruptIndex, err)
+	}
+	return f, nil
+}
+
+func decodePage(data []byte) ([]indexEntry, error) {
+	r := &byteReader{b: data}
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(data)) {
+		return nil, errCorruptIndex
+	}
+	out := make([]indexEntry, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		e := indexEntry{Key: r.string(), Fragment: r.uvarint(), Row: int64(r.uvarint()), Seq: r.uvarint()}
+		flag := r.bytes(1)
+		if r.err == nil {
+			e.Tombstone = flag[0] == 1
+		}
+		out = append(out, e)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// writeSegment stores entries as a new segment.
+func (t *Table) writeSegment(ctx context.Context, entries []indexEntry) (IndexSegment, error) {
+	data := encodeSegment(entries)
+	path := indexDir + randomName() + ".kix"
+	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
+		return IndexSegment{}, fmt.Errorf("table: write key index segment: %w", err)
+	}
+	return IndexSegment{Path: path, Entries: int64(len(entries)), Bytes: int64(len(data))}, nil
+}
+
+// footer loads (and caches) a segment's footer: two ranged reads, once per handle.
+func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, error) {
+	if f, ok := t.segments.Get(seg.Path); ok {
+		return f, nil
+	}
+	if seg.Bytes < int64(segmentTailSize) {
+		return nil, fmt.Errorf("%w: %s is %d bytes", errCorruptIndex, seg.Path, seg.Bytes)
+	}
+	tail, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(segmentTailSize), int64(segmentTailSize))
+	if err != nil {
+		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	if string(tail[4:]) != indexMagic {
+		return nil, fmt.Errorf("%w: %s has no magic", errCorruptIndex, seg.Path)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if flen > seg.Bytes-int64(segmentTailSize) {
+		return nil, fmt.Errorf("%w: %s footer length", errCorruptIndex, seg.Path)
+	}
+	data, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(segmentTailSize)-flen, flen)
+	if err != nil {
+		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	f, err := decodeFooter(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
+	}
+	t.segments.Add(seg.Path, f)
+	return f, nil
+}
+
+// readPage reads one page of a segment.
+func (t *Table) readPage(ctx context.Context, seg IndexSegment, p pageRef) ([]indexEntry, error) {
+	data, err := t.store.GetRange(ctx, seg.Path, p.offset, p.length)
+	if err != nil {
+		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	entries, err := decodePage(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
+	}
+	return entries, nil
+}
+
+// readSegment reads every entry of a segment (for merging segments).
+func (t *Table) readSegment(ctx context.Context, seg IndexSegment) ([]indexEntry, error) {
+	f, err := t.footer(ctx, seg)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.pages) == 0 {
+		return nil, nil
+	}
+	last := f.pages[len(f.pages)-1]
+	data, err := t.store.GetRange(ctx, seg.Path, 0, last.offset+last.length)
+	if err != nil {
+		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	out := make([]indexEntry, 0, f.entries)
+	for _, p := range f.pages {
+		entries, err := decodePage(data[p.offset : p.offset+p.length])
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
+		}
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// liveness answers "is this index entry current in manifest m" using m's deletion vectors.
+type liveness struct {
+	t *Table
+	m *Manifest
+}
+
+func (l liveness) live(ctx context.Context, e indexEntry) (bool, error) {
+	f, ok := l.m.Fragment(e.Fragment)
+	if !ok || e.Row >= f.Rows {
+		return false, nil
+	}
+	if f.DeletedRows == 0 {
+		return true, nil
+	}
+	del, err := l.t.deletions(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	return !del.Contains(uint32(e.Row)), nil
+}
+
+// indexLookup resolves sorted, distinct keys through m's key index. The result holds the live
+// entry of every key the index knows; keys absent from it are simply missing from the map.
+func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (map[string]indexEntry, error) {
+	found := make(map[string]indexEntry, len(keys))
+	if m.KeyIndex == nil {
+		return found, nil
+	}
+	lv := liveness{t, m}
+	for si := len(m.KeyIndex.Segments) - 1; si >= 0; si-- {
+		seg := m.KeyIndex.Segments[si]
+		f, err := t.footer(ctx, seg)
+		if err != nil {
+			return nil, err
+		}
+		// Group the still-unresolved keys that may be in this segment by page.
+		byPage := map[int][]string{}
+		for _, k := range keys {
+			if _, done := found[k]; done || len(f.pages) == 0 || k < f.pages[0].firstKey || k > f.lastKey || !f.bloom.TestString(k) {
+				continue
+			}
+			p := sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > k }) - 1
+			byPage[p] = append(byPage[p], k)
+		}
+		for p, pageKeys := range byPage {
+			entries, err := t.readPage(ctx, seg, f.pages[p])
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range pageKeys {
+				i, ok := slices.BinarySearchFunc(entries, k, func(e indexEntry, k string) int { return cmp.Compare(e.Key, k) })
+				if !ok {
+					continue
+				}
+				live, err := lv.live(ctx, entries[i])
+				if err != nil {
+					return nil, err
+				}
+				if live {
+					found[k] = entries[i]
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// mergeEntries merges sorted runs (oldest first) into one sorted run keeping, per key, the live
+// entry from the newest run that has one; keys with no live entry are dropped.
+func (t *Table) mergeEntries(ctx context.Context, m *Manifest, runs [][]indexEntry) ([]indexEntry, error) {
+	var all []indexEntry
+	for i := len(runs) - 1; i >= 0; i-- {
+		all = append(all, runs[i]...)
+	}
+	// Stable sort keeps newer runs first among equal keys.
+	slices.SortStableFunc(all, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
+	lv := liveness{t, m}
+	out := all[:0]
+	for _, e := range all {
+		if len(out) > 0 && out[len(out)-1].Key == e.Key {
+			continue // this key already has its newest live entry
+		}
+		live, err := lv.live(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if live {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

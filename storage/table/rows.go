@@ -1,0 +1,77 @@
+// Row-level helpers shared by upsert, compaction, index builds and reads: selecting rows of a
+// record, reading the key/_seq/_tombstone columns of a fragment (never its payload columns), and
+// live-row masks from deletion vectors.
+package table
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/compute/exec"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// takeRows returns the rows of rec at indices, in that order. The caller releases the result.
+func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.Record, indices []int64) (arrow.Record, error) {
+	b := array.NewInt64Builder(mem)
+	b.AppendValues(indices, nil)
+	idx := b.NewArray()
+	b.Release()
+	defer idx.Release()
+	idxDatum := compute.NewDatum(idx)
+	defer idxDatum.Release()
+	recDatum := compute.NewDatum(rec)
+	defer recDatum.Release()
+	out, err := compute.Take(exec.WithAllocator(ctx, mem), *compute.DefaultTakeOptions(), recDatum, idxDatum)
+	if err != nil {
+		return nil, fmt.Errorf("table: select rows: %w", err)
+	}
+	return out.(*compute.RecordDatum).Value, nil
+}
+
+// keyRow is one row's identity as the key columns describe it.
+type keyRow struct {
+	key       string
+	row       int64
+	seq       uint64
+	tombstone bool
+}
+
+// scanKeys calls fn for every live row of fragment f (rows in its deletion vector are skipped),
+// reading only the key, _seq and _tombstone columns.
+func (t *Table) scanKeys(ctx context.Context, m *Manifest, f Fragment, fn func(keyRow)) error {
+	rec, err := t.readFragment(ctx, f, m.Schema(), []string{m.KeyColumn, SeqColumn, TombstoneColumn}, nil, false)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	del, err := t.deletions(ctx, f)
+	if err != nil {
+		return err
+	}
+	keys := rec.Column(0).(*array.String)
+	seqs := rec.Column(1).(*array.Uint64)
+	tombs := rec.Column(2).(*array.Boolean)
+	for i := 0; i < keys.Len(); i++ {
+		if del.Contains(uint32(i)) {
+			continue
+		}
+		fn(keyRow{key: keys.Value(i), row: int64(i), seq: seqs.Value(i), tombstone: tombs.Value(i)})
+	}
+	return nil
+}
+
+// liveIndices lists the row offsets of rows [0, n) not in del.
+func liveIndices(n int64, del *roaring.Bitmap) []int64 {
+	out := make([]int64, 0, n-int64(del.GetCardinality()))
+	for i := int64(0); i < n; i++ {
+		if !del.Contains(uint32(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}

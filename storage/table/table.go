@@ -1,0 +1,189 @@
+// The Table handle: creating and opening tables, reading manifests, and the per-handle caches of
+// immutable objects (Parquet footers, deletion vectors, key-index segment footers). Caches hold
+// only immutable data keyed by path, so they need no invalidation.
+package table
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// Options configure a Table handle.
+type Options struct {
+	// Allocator for Arrow memory; memory.DefaultAllocator when nil.
+	Allocator memory.Allocator
+	// Metrics to count into; a private unregistered set when nil.
+	Metrics *Metrics
+	// Now is the clock for manifest timestamps and cleanup ages; time.Now when nil.
+	Now func() time.Time
+	// CommitRetries bounds how often a writer re-prepares after losing a commit race (default 16).
+	CommitRetries int
+	// CacheEntries bounds each immutable-object cache (default 4096).
+	CacheEntries int
+}
+
+// Table is a handle on one table in an object store. It is safe for concurrent use and holds no
+// lock across I/O; see the package comment for the commit protocol.
+type Table struct {
+	store   objstore.Store
+	mem     memory.Allocator
+	metrics *Metrics
+	now     func() time.Time
+	retries int
+
+	footers       *lru.Cache[string, *metadata.FileMetaData]
+	deletionCache *lru.Cache[string, *roaring.Bitmap]
+	segments      *lru.Cache[string, *segmentFooter]
+}
+
+func newHandle(store objstore.Store, opts Options) *Table {
+	t := &Table{store: store, mem: opts.Allocator, metrics: opts.Metrics, now: opts.Now, retries: opts.CommitRetries}
+	if t.mem == nil {
+		t.mem = memory.DefaultAllocator
+	}
+	if t.metrics == nil {
+		t.metrics = NewMetrics(nil)
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.retries <= 0 {
+		t.retries = 16
+	}
+	n := opts.CacheEntries
+	if n <= 0 {
+		n = 4096
+	}
+	t.footers, _ = lru.New[string, *metadata.FileMetaData](n)
+	t.deletionCache, _ = lru.New[string, *roaring.Bitmap](n)
+	t.segments, _ = lru.New[string, *segmentFooter](n)
+	return t
+}
+
+// Create makes a new empty table (version 1) with the given user schema and key column
+// (DefaultKeyColumn when empty). Creating a table that exists with the same schema and key is a
+// no-op returning the existing handle; with another definition it is ErrConflict.
+func Create(ctx context.Context, store objstore.Store, user *arrow.Schema, keyColumn string, opts Options) (*Table, error) {
+	if keyColumn == "" {
+		keyColumn = DefaultKeyColumn
+	}
+	if err := validateUserSchema(user, keyColumn); err != nil {
+		return nil, err
+	}
+	t := newHandle(store, opts)
+	m := &Manifest{Version: 1, CreatedAt: t.now().UTC(), Operation: "create", KeyColumn: keyColumn,
+		WALWatermarks: map[string]uint64{}}
+	if err := m.setSchema(withInternalColumns(user)); err != nil {
+		return nil, err
+	}
+	err := commitManifest(ctx, store, m)
+	if errors.Is(err, objstore.ErrExists) {
+		existing, rerr := readManifest(ctx, store, 1)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if existing.KeyColumn != keyColumn || !existing.Schema().Equal(m.Schema()) {
+			return nil, fmt.Errorf("%w: a table with another schema or key column already exists", ErrConflict)
+		}
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table: create: %w", err)
+	}
+	return t, nil
+}
+
+// Open returns a handle on an existing table, or ErrNotFound.
+func Open(ctx context.Context, store objstore.Store, opts Options) (*Table, error) {
+	t := newHandle(store, opts)
+	if _, err := t.Latest(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Latest reads the newest committed manifest.
+func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
+	v, err := latestVersion(ctx, t.store)
+	if err != nil {
+		return nil, err
+	}
+	return readManifest(ctx, t.store, v)
+}
+
+// Version reads a specific retained version (a read-only checkout).
+func (t *Table) Version(ctx context.Context, v uint64) (*Manifest, error) {
+	return readManifest(ctx, t.store, v)
+}
+
+// Store is the object store the table lives in.
+func (t *Table) Store() objstore.Store { return t.store }
+
+func randomName() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// errCommitUnknown: the manifest write failed in a way that does not say whether it landed (a
+// timeout, a crash). The files it references must then be left for CleanupVersions, which
+// deletes them only if no retained version references them.
+var errCommitUnknown = errors.New("table: commit outcome unknown")
+
+// commitLoop commits the manifest prepare builds on top of the latest version. When another
+// writer created that version first, it reloads the latest manifest and calls prepare again
+// (which must re-validate its work against the new base), at most t.retries times. prepare
+// returns nil to mean "nothing to commit"; it owns (and cleans up) the files it writes.
+func (t *Table) commitLoop(ctx context.Context, op string, prepare func(base *Manifest) (*Manifest, error)) (*Manifest, error) {
+	for attempt := 0; attempt < t.retries; attempt++ {
+		base, err := t.Latest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		next, err := prepare(base)
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			return base, nil
+		}
+		err = commitManifest(ctx, t.store, next)
+		if err == nil {
+			t.metrics.commits.WithLabelValues(op).Inc()
+			return next, nil
+		}
+		if !errors.Is(err, objstore.ErrExists) {
+			return nil, fmt.Errorf("%w: %s v%d: %w", errCommitUnknown, op, next.Version, err)
+		}
+		t.metrics.commitConflicts.WithLabelValues(op).Inc()
+	}
+	return nil, fmt.Errorf("%w: %s lost the commit race %d times", ErrConflict, op, t.retries)
+}
+
+// deleteFiles removes files an abandoned attempt wrote, best effort and detached from the
+// caller's context (which may be the reason the attempt failed). Anything left is removed by
+// CleanupVersions after its grace period.
+func (t *Table) deleteFiles(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range paths {
+		_ = t.store.Delete(ctx, p)
+	}
+}
+
+func isCommitUnknown(err error) bool { return errors.Is(err, errCommitUnknown) }

@@ -1,0 +1,411 @@
+// Upsert (merge-insert by key): newest _seq wins within the batch and against the table; replaced
+// rows are masked in deletion vectors; new rows go to one new fragment (sorted by key) that the
+// key index is extended to cover; everything becomes visible in one manifest commit.
+//
+// Prepare reads and computes against a manifest and writes only new, unreferenced files; Commit
+// publishes them by creating the next version. If another writer committed that version first,
+// Commit re-prepares against the new latest manifest (so the decision "which stored row does this
+// row replace, and is it newer" is always made against exactly the version it commits on top
+// of), a bounded number of times.
+package table
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// UpsertOptions qualify an upsert.
+type UpsertOptions struct {
+	// Watermarks advance per-shard WAL watermarks (shard -> last merged generation) in the same
+	// commit as the rows; a watermark never moves backwards.
+	Watermarks map[string]uint64
+	// Merge marks the upsert as a WAL merge (counters and last_merge_at).
+	Merge bool
+}
+
+// UpsertResult reports what an upsert did.
+type UpsertResult struct {
+	Manifest  *Manifest // the committed version (the unchanged latest when nothing was committed)
+	Committed bool
+	Inserted  int // keys new to the table
+	Replaced  int // keys whose stored row was older
+	Stale     int // rows dropped: the table (or the batch) held a newer _seq for their key
+}
+
+// PreparedUpsert is an upsert whose files are written but not committed. Release it when done.
+type PreparedUpsert struct {
+	t      *Table
+	rec    arrow.Record
+	opts   UpsertOptions
+	base   *Manifest
+	next   *Manifest
+	files  []string
+	result UpsertResult
+}
+
+// Upsert prepares and commits in one call.
+func (t *Table) Upsert(ctx context.Context, rec arrow.Record, opts UpsertOptions) (UpsertResult, error) {
+	p, err := t.PrepareUpsert(ctx, rec, opts)
+	if err != nil {
+		return UpsertResult{}, err
+	}
+	defer p.Release()
+	return p.Commit(ctx)
+}
+
+// PrepareUpsert validates rec (it must hold the key column and a non-null uint64 _seq column;
+// _tombstone is optional) and prepares it against the latest manifest.
+func (t *Table) PrepareUpsert(ctx context.Context, rec arrow.Record, opts UpsertOptions) (*PreparedUpsert, error) {
+	if err := checkUpsertBatch(rec); err != nil {
+		return nil, err
+	}
+	base, err := t.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rec.Retain()
+	p := &PreparedUpsert{t: t, rec: rec, opts: opts}
+	if err := p.prepare(ctx, base); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+func checkUpsertBatch(rec arrow.Record) error {
+	idx := rec.Schema().FieldIndices(SeqColumn)
+	if len(idx) == 0 || rec.Column(idx[0]).DataType().ID() != arrow.UINT64 || rec.Column(idx[0]).NullN() > 0 {
+		return schemaErr("an upsert batch needs a non-null uint64 %s column", SeqColumn)
+	}
+	if idx := rec.Schema().FieldIndices(TombstoneColumn); len(idx) > 0 && rec.Column(idx[0]).DataType().ID() != arrow.BOOL {
+		return schemaErr("%s must be bool", TombstoneColumn)
+	}
+	return nil
+}
+
+// Release frees the batch and removes files of a prepared upsert that was never committed.
+func (p *PreparedUpsert) Release() {
+	if p.rec != nil {
+		p.rec.Release()
+		p.rec = nil
+	}
+	p.t.deleteFiles(p.files)
+	p.files = nil
+}
+
+// Commit publishes the prepared upsert, re-preparing against newer versions as needed.
+func (p *PreparedUpsert) Commit(ctx context.Context) (UpsertResult, error) {
+	if p.rec == nil {
+		return UpsertResult{}, errors.New("table: upsert already released")
+	}
+	m, err := p.t.commitLoop(ctx, "upsert", func(base *Manifest) (*Manifest, error) {
+		if base.Version != p.base.Version {
+			p.t.deleteFiles(p.files)
+			p.files = nil
+			if err := p.prepare(ctx, base); err != nil {
+				return nil, err
+			}
+		}
+		return p.next, nil
+	})
+	if errors.Is(err, errCommitUnknown) {
+		p.files = nil // possibly referenced now: only cleanup may decide
+	}
+	if err != nil {
+		return UpsertResult{}, err
+	}
+	res := p.result
+	res.Manifest = m
+	res.Committed = p.next != nil
+	if res.Committed {
+		p.files = nil // now referenced by the table
+		p.t.metrics.rowsUpserted.Add(float64(res.Inserted + res.Replaced))
+		p.t.metrics.staleRowsSkipped.Add(float64(res.Stale))
+	}
+	return res, nil
+}
+
+// location is where a key's live row is stored.
+type location struct {
+	fragment  uint64
+	row       int64
+	seq       uint64
+	tombstone bool
+}
+
+// locate finds the live row of each key (sorted, distinct) in m: through the key index, then by
+// scanning the key columns of fragments the index does not cover.
+func (t *Table) locate(ctx context.Context, m *Manifest, keys []string) (map[string]location, error) {
+	out := make(map[string]location, len(keys))
+	if len(m.Fragments) == 0 {
+		return out, nil
+	}
+	hits, err := t.indexLookup(ctx, m, keys)
+	if err != nil {
+		return nil, err
+	}
+	for k, e := range hits {
+		out[k] = location{fragment: e.Fragment, row: e.Row, seq: e.Seq, tombstone: e.Tombstone}
+	}
+	var uncovered []Fragment
+	for _, f := range m.Fragments {
+		if !m.Covers(f.ID) && f.LiveRows() > 0 {
+			uncovered = append(uncovered, f)
+		}
+	}
+	if len(uncovered) == 0 || len(out) == len(keys) {
+		return out, nil
+	}
+	t.metrics.UnindexedKeyScans.Inc()
+	want := make(map[string]bool, len(keys)-len(out))
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			want[k] = true
+		}
+	}
+	for _, f := range uncovered {
+		err := t.scanKeys(ctx, m, f, func(r keyRow) {
+			if want[r.key] {
+				out[r.key] = location{fragment: f.ID, row: r.row, seq: r.seq, tombstone: r.tombstone}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// prepare computes and writes everything for committing p.rec on top of base.
+func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
+	t := p.t
+	p.base, p.next, p.result = base, nil, UpsertResult{}
+	schema, schemaChanged, err := evolve(base.Schema(), p.rec.Schema())
+	if err != nil {
+		return err
+	}
+	rec, err := align(p.rec, schema, t.mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	keyIdx := schema.FieldIndices(base.KeyColumn)[0]
+	keys := rec.Column(keyIdx).(*array.String)
+	seqs := rec.Column(schema.FieldIndices(SeqColumn)[0]).(*array.Uint64)
+
+	// Newest _seq per key within the batch (a later row wins a tie).
+	newest := make(map[string]int, keys.Len())
+	for i := 0; i < keys.Len(); i++ {
+		k := keys.Value(i)
+		if j, ok := newest[k]; ok {
+			p.result.Stale++
+			if seqs.Value(j) > seqs.Value(i) {
+				continue
+			}
+		}
+		newest[k] = i
+	}
+	sortedKeys := slices.Sorted(maps.Keys(newest))
+
+	stored, err := t.locate(ctx, base, sortedKeys)
+	if err != nil {
+		return err
+	}
+	var rows []int64
+	replaced := map[uint64][]uint32{} // fragment -> rows to mask
+	var maxSeq uint64
+	for _, k := range sortedKeys {
+		i := newest[k]
+		seq := seqs.Value(i)
+		if loc, ok := stored[k]; ok {
+			if loc.seq >= seq {
+				p.result.Stale++
+				continue
+			}
+			replaced[loc.fragment] = append(replaced[loc.fragment], uint32(loc.row))
+			p.result.Replaced++
+		} else {
+			p.result.Inserted++
+		}
+		rows = append(rows, int64(i))
+		maxSeq = max(maxSeq, seq)
+	}
+
+	watermarksChanged := false
+	for shard, g := range p.opts.Watermarks {
+		if g > base.WALWatermarks[shard] {
+			watermarksChanged = true
+		}
+	}
+	if len(rows) == 0 && !watermarksChanged && !schemaChanged {
+		return nil // nothing to commit
+	}
+
+	op := "upsert"
+	if p.opts.Merge {
+		op = "merge"
+	}
+	now := t.now()
+	next := base.next(op, now)
+	if schemaChanged {
+		if err := next.setSchema(schema); err != nil {
+			return err
+		}
+	}
+	for shard, g := range p.opts.Watermarks {
+		next.WALWatermarks[shard] = max(next.WALWatermarks[shard], g)
+	}
+	next.MaxSeq = max(next.MaxSeq, maxSeq)
+	next.Counters.Upserts++
+	next.Counters.RowsUpserted += uint64(len(rows))
+	if p.opts.Merge {
+		next.Counters.Merges++
+		next.LastMergeAt = &now
+	}
+
+	// Mask replaced rows.
+	for i := range next.Fragments {
+		f := &next.Fragments[i]
+		masked, ok := replaced[f.ID]
+		if !ok {
+			continue
+		}
+		old, err := t.deletions(ctx, *f)
+		if err != nil {
+			return err
+		}
+		bm := old.Clone()
+		bm.AddMany(masked)
+		path, err := t.writeDeletions(ctx, f.ID, bm)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, path)
+		f.DeletionFile, f.DeletedRows = path, int64(bm.GetCardinality())
+	}
+
+	if len(rows) > 0 {
+		frag, entries, err := p.writeRows(ctx, rec, rows, next)
+		if err != nil {
+			return err
+		}
+		next.addFragment(frag)
+		if next.KeyIndex != nil {
+			if err := p.extendIndex(ctx, next, frag.ID, entries); err != nil {
+				return err
+			}
+		}
+	}
+	p.next = next
+	return nil
+}
+
+// writeRows writes rec's rows (already sorted by key) as a new fragment of next and returns it
+// with its index entries.
+func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.Record, rows []int64, next *Manifest) (Fragment, []indexEntry, error) {
+	t := p.t
+	sel, err := takeRows(ctx, t.mem, rec, rows)
+	if err != nil {
+		return Fragment{}, nil, err
+	}
+	defer sel.Release()
+	frag, err := t.writeFragment(ctx, next.newFragmentID(), sel, next.KeyColumn)
+	if err != nil {
+		return Fragment{}, nil, err
+	}
+	p.files = append(p.files, frag.Path)
+	return frag, fragmentEntries(frag.ID, sel, next), nil
+}
+
+// fragmentEntries are the index entries of a freshly written fragment's rows.
+func fragmentEntries(id uint64, rec arrow.Record, m *Manifest) []indexEntry {
+	s := rec.Schema()
+	keys := rec.Column(s.FieldIndices(m.KeyColumn)[0]).(*array.String)
+	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
+	tombs := rec.Column(s.FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
+	out := make([]indexEntry, keys.Len())
+	for i := range out {
+		out[i] = indexEntry{Key: keys.Value(i), Fragment: id, Row: int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)}
+	}
+	slices.SortFunc(out, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// writeFragment encodes rec as fragment id and stores it.
+func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.Record, keyColumn string) (Fragment, error) {
+	data, err := encodeFragment(rec, t.mem)
+	if err != nil {
+		return Fragment{}, fmt.Errorf("table: encode fragment: %w", err)
+	}
+	path := fmt.Sprintf("%s%016x-%s.parquet", dataDir, id, randomName())
+	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
+		return Fragment{}, fmt.Errorf("table: write fragment: %w", err)
+	}
+	f := Fragment{ID: id, Path: path, Rows: rec.NumRows(), Bytes: int64(len(data))}
+	if rec.NumRows() > 0 {
+		keys := rec.Column(rec.Schema().FieldIndices(keyColumn)[0]).(*array.String)
+		f.MinKey, f.MaxKey = keys.Value(0), keys.Value(keys.Len()-1)
+		for i := 1; i < keys.Len(); i++ {
+			f.MinKey, f.MaxKey = min(f.MinKey, keys.Value(i)), max(f.MaxKey, keys.Value(i))
+		}
+	}
+	return f, nil
+}
+
+// extendIndex adds entries for fragment id as a new segment, merging it into the tail segments
+// while they are small by comparison (tierRatio), and marks the fragment covered.
+func (p *PreparedUpsert) extendIndex(ctx context.Context, next *Manifest, id uint64, entries []indexEntry) error {
+	segs, files, err := p.t.appendSegment(ctx, next, next.KeyIndex.Segments, entries)
+	p.files = append(p.files, files...)
+	if err != nil {
+		return err
+	}
+	next.KeyIndex.Segments = segs
+	next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, id)
+	return nil
+}
+
+// appendSegment returns segs with entries appended as a new segment, tail segments merged in
+// while they hold fewer than tierRatio times the new run's entries. It returns the files written.
+func (t *Table) appendSegment(ctx context.Context, m *Manifest, segs []IndexSegment, entries []indexEntry) ([]IndexSegment, []string, error) {
+	segs = slices.Clone(segs)
+	runs := [][]indexEntry{entries}
+	total := int64(len(entries))
+	for len(segs) > 0 && segs[len(segs)-1].Entries <= total*tierRatio {
+		last := segs[len(segs)-1]
+		older, err := t.readSegment(ctx, last)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append([][]indexEntry{older}, runs...)
+		total += last.Entries
+		segs = segs[:len(segs)-1]
+	}
+	if len(runs) > 1 {
+		merged, err := t.mergeEntries(ctx, m, runs)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = merged
+	}
+	seg, err := t.writeSegment(ctx, entries)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(segs, seg), []string{seg.Path}, nil
+}
+
+func insertSorted(s []uint64, v uint64) []uint64 {
+	i, ok := slices.BinarySearch(s, v)
+	if ok {
+		return s
+	}
+	return slices.Insert(s, i, v)
+}

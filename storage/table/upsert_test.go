@@ -1,0 +1,190 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func TestUpsertNewestSeqWinsWithinTheBatchAndAgainstTheTable(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+
+	res := upsertRows(t, tbl, mem, []row{
+		{id: "a", value: 1, seq: 10}, {id: "b", value: 1, seq: 10},
+		{id: "a", value: 2, seq: 12}, {id: "a", value: 3, seq: 11}, // a: seq 12 wins inside the batch
+	})
+	require.True(t, res.Committed)
+	require.Equal(t, 2, res.Inserted)
+	require.Equal(t, 2, res.Stale)
+
+	res = upsertRows(t, tbl, mem, []row{
+		{id: "a", value: 9, seq: 5},  // older than stored: dropped
+		{id: "b", value: 7, seq: 20}, // newer: replaces
+		{id: "c", value: 1, seq: 1},  // new
+	})
+	require.Equal(t, 1, res.Inserted)
+	require.Equal(t, 1, res.Replaced)
+	require.Equal(t, 1, res.Stale)
+
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	rows := scanAll(t, tbl, m)
+	require.Equal(t, []string{"a", "b", "c"}, sortedIDs(rows))
+	require.EqualValues(t, 2, rows["a"].value)
+	require.EqualValues(t, 7, rows["b"].value)
+	require.EqualValues(t, 3, m.Version)
+	require.EqualValues(t, 1, m.DeletedRows())
+	require.NoError(t, tbl.Check(ctx, m))
+
+	// Replaying the same batch is a no-op: nothing newer, nothing committed.
+	res = upsertRows(t, tbl, mem, []row{{id: "b", value: 7, seq: 20}})
+	require.False(t, res.Committed)
+	require.Equal(t, 1, res.Stale)
+}
+
+func TestTombstonesHideKeysAndStopOlderWrites(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}, {id: "b", value: 1, seq: 1}})
+	upsertRows(t, tbl, mem, []row{{id: "a", seq: 5, tombstone: true}})
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 3, seq: 4}}) // older than the delete
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, sortedIDs(scanAll(t, tbl, m)))
+	got, err := tbl.Get(ctx, m, "a", nil)
+	require.NoError(t, err)
+	require.Nil(t, got)
+
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 6, seq: 6}}) // newer than the delete
+	m, _ = tbl.Latest(ctx)
+	require.Equal(t, []string{"a", "b"}, sortedIDs(scanAll(t, tbl, m)))
+	require.NoError(t, tbl.Check(ctx, m))
+}
+
+func TestGetReadsOneRowThroughTheIndex(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	var rows []row
+	for i := range 40_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	upsertRows(t, tbl, mem, []row{{id: "k020000", value: -1, payload: "new", seq: 2}})
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.True(t, m.IndexCoversAll())
+
+	before := testutil.ToFloat64(tbl.metrics.UnindexedKeyScans)
+	for _, c := range []struct {
+		key  string
+		want int64
+	}{{"k000000", 0}, {"k039999", 39999}, {"k020000", -1}, {"k031234", 31234}} {
+		rec, err := tbl.Get(ctx, m, c.key, []string{"value", "id"})
+		require.NoError(t, err)
+		require.NotNil(t, rec, c.key)
+		require.EqualValues(t, 1, rec.NumRows())
+		require.Equal(t, c.want, rec.Column(0).(*array.Int64).Value(0))
+		require.Equal(t, c.key, rec.Column(1).(*array.String).Value(0))
+		rec.Release()
+	}
+	rec, err := tbl.Get(ctx, m, "missing", nil)
+	require.NoError(t, err)
+	require.Nil(t, rec)
+	require.Equal(t, before, testutil.ToFloat64(tbl.metrics.UnindexedKeyScans), "a covering index never scans")
+}
+
+func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstore.NewCounting(objstore.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	big := make([]byte, 4096)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	var rows []row
+	for i := range 2000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: string(big) + fmt.Sprint(i), seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	m, _ := tbl.Latest(ctx)
+	dataBytes := m.Bytes()
+
+	before := counting.Stats()
+	upsertRows(t, tbl, mem, []row{{id: "k00010", value: 1, seq: 2}})
+	read := counting.Stats().Sub(before).ReadBytes
+	require.EqualValues(t, 1, testutil.ToFloat64(tbl.metrics.UnindexedKeyScans))
+	require.Less(t, read, dataBytes/4, "the fallback must not read payload columns (read %d of %d)", read, dataBytes)
+}
+
+func TestAdditiveSchemaEvolution(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	upsertRows(t, tbl, mem, []row{{id: "old", value: 1, seq: 1}})
+
+	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))
+	b.Field(0).(*array.StringBuilder).Append("new")
+	b.Field(1).(*array.Float64Builder).Append(0.5)
+	b.Field(2).(*array.Uint64Builder).Append(2)
+	rec := b.NewRecord()
+	b.Release()
+	_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+
+	m, _ := tbl.Latest(ctx)
+	require.Len(t, m.Schema().FieldIndices("score"), 1)
+	var scores []string
+	require.NoError(t, tbl.Scan(ctx, m, ScanOptions{Columns: []string{"id", "score", "value"}}, func(r arrow.Record) error {
+		for i := 0; i < int(r.NumRows()); i++ {
+			s := "null"
+			if r.Column(1).IsValid(i) {
+				s = fmt.Sprint(r.Column(1).(*array.Float64).Value(i))
+			}
+			v := "null"
+			if r.Column(2).IsValid(i) {
+				v = fmt.Sprint(r.Column(2).(*array.Int64).Value(i))
+			}
+			scores = append(scores, r.Column(0).(*array.String).Value(i)+"="+s+"/"+v)
+		}
+		return nil
+	}))
+	require.ElementsMatch(t, []string{"old=null/1", "new=0.5/null"}, scores)
+
+	// A non-null new column and a type change are rejected, and change nothing.
+	for _, bad := range []struct {
+		name     string
+		nullable bool
+	}{{"required", false}, {"value", true}} {
+		b := array.NewRecordBuilder(mem, arrowSchemaWith(t, bad.name, bad.nullable))
+		b.Field(0).(*array.StringBuilder).Append("x")
+		b.Field(1).(*array.Float64Builder).Append(1)
+		b.Field(2).(*array.Uint64Builder).Append(3)
+		rec := b.NewRecord()
+		b.Release()
+		_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+		rec.Release()
+		require.ErrorIs(t, err, ErrSchema, bad.name)
+	}
+	after, _ := tbl.Latest(ctx)
+	require.Equal(t, m.Version, after.Version)
+}
+
+// arrowSchemaWith is {id, <name> float64, _seq}.
+func arrowSchemaWith(t *testing.T, name string, nullable bool) *arrow.Schema {
+	t.Helper()
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: nullable},
+		{Name: SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+	}, nil)
+}
