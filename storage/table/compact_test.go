@@ -1,0 +1,99 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func frags(rows ...int64) *Manifest {
+	m := &Manifest{Version: 9}
+	for i, r := range rows {
+		m.Fragments = append(m.Fragments, Fragment{ID: uint64(i + 1), Rows: r})
+	}
+	return m
+}
+
+func TestPlanIsBoundedAndPure(t *testing.T) {
+	cfg := CompactionConfig{MinFragments: 3, TargetRowsPerFragment: 100, MaxSourceFragments: 4}
+	require.Empty(t, Plan(frags(10, 10), cfg).Sources, "below MinFragments")
+	require.Empty(t, Plan(frags(100, 200), cfg).Sources, "nothing small")
+	p := Plan(frags(50, 10, 500, 20, 30, 40, 5), cfg)
+	require.Equal(t, uint64(9), p.Version)
+	require.Equal(t, []uint64{2, 4, 5, 7}, p.Sources, "the 4 smallest, by id")
+
+	m := frags(1000, 1000)
+	m.Fragments[1].DeletedRows = 300
+	require.Equal(t, []uint64{2}, Plan(m, cfg).Sources, "a heavily deleted fragment is rewritten on its own")
+}
+
+func TestCompactionMaterializesDeletionsAndKeepsTheIndexCovering(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	for b := range 10 {
+		var rows []row
+		for i := range 50 {
+			rows = append(rows, row{id: fmt.Sprintf("k%03d", (b*37+i*7)%300), value: int64(b), payload: "x", seq: uint64(b + 1)})
+		}
+		upsertRows(t, tbl, mem, rows)
+		if b == 3 {
+			_, err := tbl.BuildKeyIndex(ctx)
+			require.NoError(t, err)
+		}
+	}
+	upsertRows(t, tbl, mem, []row{{id: "k007", seq: 100, tombstone: true}})
+	before, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	want := scanAll(t, tbl, before)
+	require.NoError(t, tbl.Check(ctx, before))
+	require.Greater(t, before.DeletedRows(), int64(0))
+
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 200})
+	require.NoError(t, err)
+	require.Equal(t, 11, res.FragmentsRemoved)
+	require.Equal(t, 2, res.FragmentsAdded)
+	after := res.Manifest
+	require.Len(t, after.Fragments, 2)
+	require.Zero(t, after.DeletedRows(), "deletions are materialized")
+	require.True(t, after.IndexCoversAll())
+	require.Equal(t, want, scanAll(t, tbl, after))
+	require.NoError(t, tbl.Check(ctx, after))
+	require.EqualValues(t, 1, after.Counters.Compactions)
+
+	// The tombstone survives compaction: an older write still cannot resurrect k007.
+	res2 := upsertRows(t, tbl, mem, []row{{id: "k007", value: 1, seq: 99}})
+	require.Equal(t, 1, res2.Stale)
+
+	// Nothing left to do.
+	res, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 200})
+	require.NoError(t, err)
+	require.Zero(t, res.FragmentsRemoved)
+}
+
+func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	for b := range 6 {
+		upsertRows(t, tbl, mem, []row{{id: fmt.Sprintf("a%d", b), value: 1, seq: 1}, {id: fmt.Sprintf("b%d", b), value: 1, seq: 1}})
+	}
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	m, _ := tbl.Latest(ctx)
+	plan := Plan(m, CompactionConfig{MinFragments: 2})
+	require.Len(t, plan.Sources, 6)
+
+	// A writer replaces a0 and adds c0 after the plan was made but before it runs: the compaction
+	// must see the new deletion vector and redo its work rather than copy the old a0 back.
+	upsertRows(t, tbl, mem, []row{{id: "a0", value: 2, seq: 2}, {id: "c0", value: 2, seq: 2}})
+	res, err := tbl.Execute(ctx, plan)
+	require.NoError(t, err)
+	rows := scanAll(t, tbl, res.Manifest)
+	require.Len(t, rows, 13)
+	require.EqualValues(t, 2, rows["a0"].value)
+	require.Contains(t, rows, "c0")
+	require.NoError(t, tbl.Check(ctx, res.Manifest))
+}

@@ -1,0 +1,161 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func TestOldVersionsStayReadableAsCheckouts(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}})
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 2, seq: 2}, {id: "b", value: 2, seq: 2}})
+	v2, err := tbl.Version(ctx, 2)
+	require.NoError(t, err)
+	rows := scanAll(t, tbl, v2)
+	require.Len(t, rows, 1)
+	require.EqualValues(t, 1, rows["a"].value)
+	_, err = tbl.Version(ctx, 99)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestOpenFindsTheLatestVersionWithAStaleOrMissingHint(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	store := objstore.NewMemory()
+	_, err := Open(ctx, store, Options{})
+	require.ErrorIs(t, err, ErrNotFound)
+	tbl := newTestTable(t, store, mem)
+	for i := range 5 {
+		upsertRows(t, tbl, mem, []row{{id: "a", value: int64(i), seq: uint64(i + 1)}})
+	}
+	require.NoError(t, store.Put(ctx, latestHint, []byte("2")))
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, m.Version)
+	require.NoError(t, store.Delete(ctx, latestHint))
+	m, err = tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, m.Version)
+	require.NoError(t, store.Put(ctx, latestHint, []byte("garbage")))
+	reopened, err := Open(ctx, store, Options{Allocator: mem})
+	require.NoError(t, err)
+	m, err = reopened.Latest(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, m.Version)
+}
+
+func TestCreateIsIdempotentAndRejectsBadSchemas(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	store := objstore.NewMemory()
+	newTestTable(t, store, mem)
+	_, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	_, err = Create(ctx, store, testSchema, "payload", Options{Allocator: mem})
+	require.Error(t, err)
+
+	for _, bad := range []string{"value", "missing"} {
+		_, err := Create(ctx, objstore.NewMemory(), testSchema, bad, Options{})
+		require.ErrorIs(t, err, ErrSchema, bad)
+	}
+}
+
+func TestCleanupDeletesOldVersionsAndUnreferencedFilesOnly(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	store := objstore.NewMemory()
+	clock := time.Now()
+	tbl, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem, Now: func() time.Time { return clock }})
+	require.NoError(t, err)
+	for i := range 8 {
+		upsertRows(t, tbl, mem, []row{{id: fmt.Sprintf("k%d", i%3), value: int64(i), seq: uint64(i + 1)}})
+	}
+	_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2})
+	require.NoError(t, err)
+	latest, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	want := scanAll(t, tbl, latest)
+
+	// An orphan a crashed writer left behind, still young.
+	require.NoError(t, store.Put(ctx, "data/orphan.parquet", []byte("x")))
+
+	// Nothing is old yet: cleanup removes nothing.
+	res, err := tbl.CleanupVersions(ctx, CleanupOptions{KeepLatest: 2, OlderThan: time.Hour, Grace: time.Hour})
+	require.NoError(t, err)
+	require.Zero(t, res.VersionsDeleted)
+	require.Zero(t, res.FilesDeleted)
+
+	// Two hours later (backdate every object), everything but the latest two versions goes, and
+	// then every file they do not reference, the orphan included.
+	objs, _ := objstore.ListAll(ctx, store, "")
+	for _, o := range objs {
+		store.SetModTime(o.Key, clock.Add(-2*time.Hour))
+	}
+	res, err = tbl.CleanupVersions(ctx, CleanupOptions{KeepLatest: 2, OlderThan: time.Hour, Grace: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, int(latest.Version)-2, res.VersionsDeleted)
+	_, err = store.Stat(ctx, "data/orphan.parquet")
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	prev, err := tbl.Version(ctx, latest.Version-1)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(ctx, prev), "a retained version keeps its files")
+
+	// Keeping only the latest version frees the fragments the compaction replaced.
+	res, err = tbl.CleanupVersions(ctx, CleanupOptions{KeepLatest: 1, OlderThan: time.Hour, Grace: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.VersionsDeleted)
+	require.GreaterOrEqual(t, res.FilesDeleted, 8)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, latest.Version, m.Version)
+	require.Equal(t, want, scanAll(t, tbl, m))
+	require.NoError(t, tbl.Check(ctx, m))
+	left, _ := objstore.ListAll(ctx, store, dataDir)
+	require.Len(t, left, len(m.Fragments))
+
+	// Writes go on after cleanup.
+	upsertRows(t, tbl, mem, []row{{id: "new", value: 1, seq: 100}})
+}
+
+func TestCleanupCanBeAbandonedAndResumed(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	mstore := objstore.NewMemory()
+	faulty := objstore.NewFaulty(mstore)
+	tbl := newTestTable(t, faulty, mem)
+	for i := range 6 {
+		upsertRows(t, tbl, mem, []row{{id: "k", value: int64(i), seq: uint64(i + 1)}})
+	}
+	objs, _ := objstore.ListAll(ctx, mstore, "")
+	for _, o := range objs {
+		mstore.SetModTime(o.Key, time.Now().Add(-3*time.Hour))
+	}
+	// The third delete hangs until the pass's deadline.
+	calls := 0
+	faulty.AddRule(objstore.Rule{Match: func(op objstore.Op, key string) bool {
+		if op != objstore.OpDelete {
+			return false
+		}
+		calls++
+		return calls == 3
+	}, Hang: true})
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := tbl.CleanupVersions(short, CleanupOptions{KeepLatest: 1})
+	cancel()
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+
+	res, err := tbl.CleanupVersions(ctx, CleanupOptions{KeepLatest: 1})
+	require.NoError(t, err)
+	require.Positive(t, res.VersionsDeleted+res.FilesDeleted)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(ctx, m))
+	left, _ := objstore.ListAll(ctx, mstore, versionsDir)
+	require.Len(t, left, 1)
+	require.True(t, strings.HasSuffix(left[0].Key, fmt.Sprintf("%020d.json", m.Version)))
+}
