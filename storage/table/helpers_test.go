@@ -107,3 +107,7 @@ func sortedIDs(m map[string]row) []string {
 	sort.Strings(ids)
 	return ids
 }
+
+func sortEntries(e []indexEntry) {
+	sort.Slice(e, func(i, j int) bool { return e[i].Key < e[j].Key })
+}

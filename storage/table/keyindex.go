@@ -152,11 +152,32 @@ func decodeFooter(data []byte) (*segmentFooter, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	f.bloom = &bloom.BloomFilter{}
-	if err := f.bloom.UnmarshalBinary(bloomBytes); err != nil {
+	bf, err := decodeBloom(bloomBytes)
+	if err != nil {
+		return nil, err
+	}
+	f.bloom = bf
+	return f, nil
+}
+
+// decodeBloom checks the shape of a serialised Bloom filter (m, k, bit count, then the 64-bit
+// words, all big-endian) before handing it to the library, which trusts its input's lengths.
+func decodeBloom(data []byte) (*bloom.BloomFilter, error) {
+	if len(data) < 24 {
+		return nil, fmt.Errorf("%w: bloom filter too short", errCorruptIndex)
+	}
+	m := binary.BigEndian.Uint64(data[0:8])
+	k := binary.BigEndian.Uint64(data[8:16])
+	bits := binary.BigEndian.Uint64(data[16:24])
+	words := (bits + 63) / 64
+	if m != bits || k == 0 || k > 64 || words > uint64(len(data)-24)/8 || uint64(len(data)-24) != words*8 {
+		return nil, fmt.Errorf("%w: bloom filter header", errCorruptIndex)
+	}
+	bf := &bloom.BloomFilter{}
+	if err := bf.UnmarshalBinary(data); err != nil {
 		return nil, fmt.Errorf("%w: bloom filter: %v", errCorruptIndex, err)
 	}
-	return f, nil
+	return bf, nil
 }
 
 func decodePage(data []byte) ([]indexEntry, error) {

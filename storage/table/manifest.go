@@ -78,20 +78,20 @@ type Counters struct {
 
 // Manifest is one version of a table.
 type Manifest struct {
-	FormatVersion  int               `json:"format_version"`
-	Version        uint64            `json:"version"`
-	CreatedAt      time.Time         `json:"created_at"`
-	Operation      string            `json:"operation"`
-	KeyColumn      string            `json:"key_column"`
-	Fields         []fieldJSON       `json:"schema"`
-	Fragments      []Fragment        `json:"fragments"`
-	KeyIndex       *KeyIndex         `json:"key_index,omitempty"`
-	WALWatermarks  map[string]uint64 `json:"wal_watermarks,omitempty"`
-	MaxSeq         uint64            `json:"max_seq"`
-	Counters       Counters          `json:"counters"`
-	LastMergeAt    *time.Time        `json:"last_merge_at,omitempty"`
-	LastCompactAt  *time.Time        `json:"last_compact_at,omitempty"`
-	LastIndexAt    *time.Time        `json:"last_index_at,omitempty"`
+	FormatVersion int               `json:"format_version"`
+	Version       uint64            `json:"version"`
+	CreatedAt     time.Time         `json:"created_at"`
+	Operation     string            `json:"operation"`
+	KeyColumn     string            `json:"key_column"`
+	Fields        []fieldJSON       `json:"schema"`
+	Fragments     []Fragment        `json:"fragments"`
+	KeyIndex      *KeyIndex         `json:"key_index,omitempty"`
+	WALWatermarks map[string]uint64 `json:"wal_watermarks,omitempty"`
+	MaxSeq        uint64            `json:"max_seq"`
+	Counters      Counters          `json:"counters"`
+	LastMergeAt   *time.Time        `json:"last_merge_at,omitempty"`
+	LastCompactAt *time.Time        `json:"last_compact_at,omitempty"`
+	LastIndexAt   *time.Time        `json:"last_index_at,omitempty"`
 
 	schema *arrow.Schema // decoded Fields
 }

@@ -1,0 +1,149 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func TestSchemaJSONRoundTripsEverySupportedType(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "i32", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64}, {Name: "f32", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "ls", Type: arrow.BinaryTypes.LargeString, Nullable: true}, {Name: "bin", Type: arrow.BinaryTypes.LargeBinary},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "tokens", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "rel", Type: arrow.ListOf(arrow.StructOf(
+			arrow.Field{Name: "target_id", Type: arrow.BinaryTypes.String},
+			arrow.Field{Name: "weight", Type: arrow.PrimitiveTypes.Float32, Nullable: true})), Nullable: true},
+	}, nil)
+	fields, err := encodeSchema(s)
+	require.NoError(t, err)
+	data, err := json.Marshal(fields)
+	require.NoError(t, err)
+	var back []fieldJSON
+	require.NoError(t, json.Unmarshal(data, &back))
+	got, err := decodeSchema(back)
+	require.NoError(t, err)
+	require.True(t, s.Equal(got), "%s\n%s", s, got)
+
+	_, err = encodeType(arrow.FixedWidthTypes.MonthInterval)
+	require.Error(t, err)
+}
+
+// A fragment is a plain Parquet file: a reader that knows nothing of Strata reads it with the
+// Arrow types intact and row-group statistics present.
+func TestFragmentsArePlainParquet(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	store := objstore.NewMemory()
+	tbl := newTestTable(t, store, mem)
+	upsertRows(t, tbl, mem, []row{{id: "b", value: 2, payload: "x", seq: 2}, {id: "a", value: 1, payload: "y", seq: 1}})
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	data, err := store.Get(ctx, m.Fragments[0].Path)
+	require.NoError(t, err)
+
+	plain := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer plain.AssertSize(t, 0)
+	got, err := pqarrow.ReadTable(ctx, bytes.NewReader(data), parquet.NewReaderProperties(plain), pqarrow.ArrowReadProperties{}, plain)
+	require.NoError(t, err)
+	defer got.Release()
+	require.EqualValues(t, 2, got.NumRows())
+	require.Equal(t, []string{"id", "value", "payload", SeqColumn, TombstoneColumn}, fieldNames(got.Schema()))
+	require.Equal(t, arrow.UINT64, got.Schema().Field(3).Type.ID())
+	require.Equal(t, "a", m.Fragments[0].MinKey, "rows are sorted by key")
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	var out []string
+	for _, f := range s.Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// A hung object-store call is bounded by the caller's context and leaves the table as it was.
+func TestAHungStoreCallIsBoundedByTheContext(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	faulty := objstore.NewFaulty(objstore.NewMemory())
+	tbl := newTestTable(t, faulty, mem)
+	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}})
+	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(versionsDir, objstore.OpPutIfAbsent), Hang: true})
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	rec := batch(mem, []row{{id: "b", value: 1, seq: 2}})
+	start := time.Now()
+	_, err := tbl.Upsert(short, rec, UpsertOptions{})
+	rec.Release()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 5*time.Second)
+	faulty.Reset()
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, sortedIDs(scanAll(t, tbl, m)))
+	upsertRows(t, tbl, mem, []row{{id: "b", value: 1, seq: 2}}) // nothing stays wedged
+}
+
+func TestSegmentRoundTrip(t *testing.T) {
+	var entries []indexEntry
+	for i := range 1000 {
+		entries = append(entries, indexEntry{Key: string(rune('a'+i%26)) + string(rune('A'+i/26)), Fragment: uint64(i % 7), Row: int64(i), Seq: uint64(i) << 16, Tombstone: i%9 == 0})
+	}
+	sortEntries(entries)
+	data := encodeSegment(entries)
+	tail := data[len(data)-segmentTailSize:]
+	require.Equal(t, indexMagic, string(tail[4:]))
+	flen := int(tail[0]) | int(tail[1])<<8 | int(tail[2])<<16 | int(tail[3])<<24
+	f, err := decodeFooter(data[len(data)-segmentTailSize-flen : len(data)-segmentTailSize])
+	require.NoError(t, err)
+	require.EqualValues(t, 1000, f.entries)
+	var back []indexEntry
+	for _, p := range f.pages {
+		page, err := decodePage(data[p.offset : p.offset+p.length])
+		require.NoError(t, err)
+		back = append(back, page...)
+	}
+	require.Equal(t, entries, back)
+	for _, e := range entries {
+		require.True(t, f.bloom.TestString(e.Key))
+	}
+}
+
+func FuzzDecodeSegment(f *testing.F) {
+	f.Add(encodeSegment([]indexEntry{{Key: "a", Fragment: 1, Row: 2, Seq: 3}, {Key: "b", Tombstone: true}}))
+	f.Add(encodeSegment(nil))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Decoders must reject garbage with an error, never panic or over-allocate.
+		_, _ = decodeFooter(data)
+		_, _ = decodePage(data)
+	})
+}
+
+func FuzzDecodeManifest(f *testing.F) {
+	m := &Manifest{FormatVersion: FormatVersion, Version: 3, KeyColumn: "id"}
+	_ = m.setSchema(withInternalColumns(testSchema))
+	good, _ := json.Marshal(m)
+	f.Add(good)
+	f.Add([]byte(`{"format_version":1,"schema":[{"name":"x","type":{"list":{"name":"e","type":{"struct":[]}}}}]}`))
+	f.Add([]byte(`{"format_version":1,"schema":[{"name":"x","type":{"timestamp":{"unit":"parsec"}}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := decodeManifest(data)
+		if err == nil && m.Schema() == nil {
+			t.Fatal("a decoded manifest always has a schema")
+		}
+	})
+}
