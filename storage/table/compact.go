@@ -150,7 +150,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 			written = append(written, f.Path)
 			added = append(added, f)
 			if base.KeyIndex != nil {
-				entries = append(entries, fragmentEntries(f.ID, part, base)...)
+				entries = append(entries, fragmentEntries(f.ID, part, base.KeyColumn)...)
 			}
 		}
 		part.Release()
@@ -174,7 +174,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 	m, err := t.commitLoop(ctx, "compact", func(latest *Manifest) (*Manifest, error) {
 		for _, src := range sources {
 			cur, ok := latest.Fragment(src.ID)
-			if !ok || cur.DeletionFile != src.DeletionFile {
+			if !ok || deletionKey(cur) != deletionKey(src) {
 				return nil, errSourcesChanged
 			}
 		}

@@ -1,15 +1,23 @@
-// Deletion vectors: per fragment, an immutable roaring bitmap of deleted row offsets at
-// deletions/<fragment id>-<random>.rbm. Marking more rows deleted writes a new file holding the
-// union; the manifest points at the current one.
+// Deletion vectors: per fragment, a roaring bitmap of deleted row offsets. Every commit that
+// deletes rows writes ONE immutable object, deletions/<random>.rbm, holding the new bitmaps of all
+// the fragments it touched back to back; each fragment's manifest entry points at its slice
+// (path, offset, length). An upsert therefore writes a constant number of objects however many
+// fragments its rows were spread over. A fragment's new bitmap is the union of its old one and
+// the newly deleted rows.
 package table
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
+
+// deletionKey identifies one bitmap in the cache.
+func deletionKey(f Fragment) string { return fmt.Sprintf("%s#%d", f.DeletionFile, f.DeletionOffset) }
 
 // deletions returns the deletion bitmap of f (empty when it has none). The result may be shared
 // through the cache: callers must not modify it (Clone first).
@@ -17,32 +25,52 @@ func (t *Table) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, err
 	if f.DeletionFile == "" {
 		return roaring.New(), nil
 	}
-	if bm, ok := t.deletionCache.Get(f.DeletionFile); ok {
+	if bm, ok := t.deletionCache.Get(deletionKey(f)); ok {
 		return bm, nil
 	}
-	data, err := t.store.Get(ctx, f.DeletionFile)
+	data, err := t.store.GetRange(ctx, f.DeletionFile, f.DeletionOffset, f.DeletionLength)
 	if err != nil {
 		return nil, fmt.Errorf("table: read deletion vector %s: %w", f.DeletionFile, err)
 	}
+	if int64(len(data)) != f.DeletionLength {
+		return nil, fmt.Errorf("table: deletion vector %s@%d is truncated", f.DeletionFile, f.DeletionOffset)
+	}
 	bm := roaring.New()
 	if _, err := bm.ReadFrom(bytes.NewReader(data)); err != nil {
-		return nil, fmt.Errorf("table: corrupt deletion vector %s: %w", f.DeletionFile, err)
+		return nil, fmt.Errorf("table: corrupt deletion vector %s@%d: %w", f.DeletionFile, f.DeletionOffset, err)
 	}
-	t.deletionCache.Add(f.DeletionFile, bm)
+	t.deletionCache.Add(deletionKey(f), bm)
 	return bm, nil
 }
 
-// writeDeletions stores bm as the new deletion vector of fragment id and returns its path.
-func (t *Table) writeDeletions(ctx context.Context, fragmentID uint64, bm *roaring.Bitmap) (string, error) {
-	bm.RunOptimize()
+// writeDeletionSet stores the bitmaps (fragment id -> bitmap) in one object and points each
+// fragment of m at its slice, updating DeletedRows. It returns the object's path.
+func (t *Table) writeDeletionSet(ctx context.Context, m *Manifest, bitmaps map[uint64]*roaring.Bitmap) (string, error) {
+	path := deletesDir + randomName() + ".rbm"
 	var buf bytes.Buffer
-	if _, err := bm.WriteTo(&buf); err != nil {
-		return "", err
+	type slice struct{ off, n int64 }
+	slices_ := map[uint64]slice{}
+	for _, id := range slices.Sorted(maps.Keys(bitmaps)) {
+		bm := bitmaps[id]
+		bm.RunOptimize()
+		off := int64(buf.Len())
+		if _, err := bm.WriteTo(&buf); err != nil {
+			return "", err
+		}
+		slices_[id] = slice{off, int64(buf.Len()) - off}
 	}
-	path := fmt.Sprintf("%s%016x-%s.rbm", deletesDir, fragmentID, randomName())
 	if err := t.store.PutIfAbsent(ctx, path, buf.Bytes()); err != nil {
-		return "", fmt.Errorf("table: write deletion vector: %w", err)
+		return "", fmt.Errorf("table: write deletion vectors: %w", err)
 	}
-	t.deletionCache.Add(path, bm)
+	for i := range m.Fragments {
+		f := &m.Fragments[i]
+		s, ok := slices_[f.ID]
+		if !ok {
+			continue
+		}
+		f.DeletionFile, f.DeletionOffset, f.DeletionLength = path, s.off, s.n
+		f.DeletedRows = int64(bitmaps[f.ID].GetCardinality())
+		t.deletionCache.Add(deletionKey(*f), bitmaps[f.ID])
+	}
 	return path, nil
 }

@@ -22,9 +22,12 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 )
 
-// rowGroupRows is the Parquet row-group size: small enough that a point lookup decodes little,
-// large enough for scan throughput.
-const rowGroupRows = 16 * 1024
+// rowGroupRows is the Parquet row-group size: a point lookup decodes one row group of the columns
+// it wants, so it is kept small; scans read in batches of scanBatchRows across row groups.
+const (
+	rowGroupRows  = 4 * 1024
+	scanBatchRows = 64 * 1024
+)
 
 // encodeFragment serialises rec (already aligned to the table schema) as Parquet.
 func encodeFragment(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
@@ -118,7 +121,7 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool) (*pqar
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)
 	}
 	t.footers.Add(f.Path, pf.MetaData())
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rowGroupRows}, t.mem)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, t.mem)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)

@@ -24,7 +24,7 @@ import (
 
 const (
 	indexMagic      = "STRKIX01"
-	entriesPerPage  = 128
+	entriesPerPage  = 64
 	bloomFalsePos   = 0.01
 	segmentTailSize = 4 + len(indexMagic)
 	// tierRatio: a new segment is merged into the previous one while it holds at least 1/tierRatio

@@ -40,14 +40,16 @@ var ErrConflict = errors.New("commit conflict")
 
 // Fragment is one immutable data file and its deletions.
 type Fragment struct {
-	ID           uint64 `json:"id"`
-	Path         string `json:"path"`
-	Rows         int64  `json:"rows"`
-	DeletedRows  int64  `json:"deleted_rows"`
-	DeletionFile string `json:"deletion_file,omitempty"`
-	Bytes        int64  `json:"bytes"`
-	MinKey       string `json:"min_key"`
-	MaxKey       string `json:"max_key"`
+	ID             uint64 `json:"id"`
+	Path           string `json:"path"`
+	Rows           int64  `json:"rows"`
+	DeletedRows    int64  `json:"deleted_rows"`
+	DeletionFile   string `json:"deletion_file,omitempty"`
+	DeletionOffset int64  `json:"deletion_offset,omitempty"`
+	DeletionLength int64  `json:"deletion_length,omitempty"`
+	Bytes          int64  `json:"bytes"`
+	MinKey         string `json:"min_key"`
+	MaxKey         string `json:"max_key"`
 }
 
 // LiveRows is the number of rows not deleted.

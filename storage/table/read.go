@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -117,7 +118,7 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 		return err
 	}
 	defer fr.ParquetReader().Close()
-	leaves, missing := leafColumns(fr, read)
+	leaves, _ := leafColumns(fr, read)
 	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {
 		return fmt.Errorf("table: scan %s: %w", f.Path, err)
@@ -127,34 +128,29 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 	var offset int64
 	for rr.Next() {
 		batch := rr.Record()
-		rec, err := t.shapeBatch(ctx, batch, schema, read, keep, missing, offset, del, dropTombstones)
+		err := t.emitBatch(ctx, batch, schema, read, keep, offset, del, dropTombstones, fn)
 		offset += batch.NumRows()
 		if err != nil {
 			return err
 		}
-		if rec == nil {
-			continue
-		}
-		err = fn(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
 	}
-	if err := rr.Err(); err != nil && !errors.Is(err, errStopScan) {
+	if err := rr.Err(); err != nil {
 		return fmt.Errorf("table: scan %s: %w", f.Path, err)
 	}
 	return nil
 }
 
-// shapeBatch lays a fragment batch out as the first keep columns of read (nulls for columns the
-// fragment predates) and drops deleted rows and, when asked, tombstones. It returns nil when no
-// row survives. Without anything to drop the columns are passed through without copying.
-func (t *Table) shapeBatch(ctx context.Context, batch arrow.Record, schema *arrow.Schema, read []string, keep int, missing []string, offset int64, del interface{ Contains(uint32) bool }, dropTombstones bool) (arrow.Record, error) {
+// maxSliceRuns: a batch whose live rows form at most this many runs is emitted as zero-copy
+// slices; a more fragmented one is compacted with one copy.
+const maxSliceRuns = 8
+
+// emitBatch lays a fragment batch out as the first keep columns of read (nulls for columns the
+// fragment predates), drops deleted rows and, when asked, tombstones, and passes the result to fn.
+func (t *Table) emitBatch(ctx context.Context, batch arrow.Record, schema *arrow.Schema, read []string, keep int, offset int64, del *roaring.Bitmap, dropTombstones bool, fn func(arrow.Record) error) error {
 	n := batch.NumRows()
-	cols := make([]arrow.Array, len(read))
-	fields := make([]arrow.Field, len(read))
-	for i, name := range read {
+	cols := make([]arrow.Array, keep)
+	fields := make([]arrow.Field, keep)
+	for i, name := range read[:keep] {
 		fields[i] = schema.Field(schema.FieldIndices(name)[0])
 		if bi := batch.Schema().FieldIndices(name); len(bi) > 0 {
 			cols[i] = batch.Column(bi[0])
@@ -163,36 +159,56 @@ func (t *Table) shapeBatch(ctx context.Context, batch arrow.Record, schema *arro
 			cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, int(n))
 		}
 	}
-	full := array.NewRecord(arrow.NewSchema(fields, nil), cols, n)
+	rec := array.NewRecord(arrow.NewSchema(fields, nil), cols, n)
 	for _, c := range cols {
 		c.Release()
 	}
-	defer full.Release()
+	defer rec.Release()
 
 	var tombs *array.Boolean
 	if dropTombstones {
-		tombs = full.Column(len(read) - 1).(*array.Boolean)
+		tombs = batch.Column(batch.Schema().FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
+	}
+	// Runs [start, end) of surviving rows.
+	var runs [][2]int64
+	start := int64(-1)
+	for i := int64(0); i < n; i++ {
+		dead := del.Contains(uint32(offset+i)) || (tombs != nil && tombs.Value(int(i)))
+		switch {
+		case !dead && start < 0:
+			start = i
+		case dead && start >= 0:
+			runs = append(runs, [2]int64{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		runs = append(runs, [2]int64{start, n})
+	}
+	if len(runs) == 1 && runs[0] == [2]int64{0, n} {
+		return fn(rec)
+	}
+	if len(runs) <= maxSliceRuns {
+		for _, r := range runs {
+			part := rec.NewSlice(r[0], r[1])
+			err := fn(part)
+			part.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	var keepRows []int64
-	dropped := false
-	for i := int64(0); i < n; i++ {
-		if del.Contains(uint32(offset+i)) || (tombs != nil && tombs.Value(int(i))) {
-			dropped = true
-			continue
+	for _, r := range runs {
+		for i := r[0]; i < r[1]; i++ {
+			keepRows = append(keepRows, i)
 		}
-		keepRows = append(keepRows, i)
 	}
-	projected := full.NewSlice(0, n)
-	if keep < len(read) {
-		projected.Release()
-		projected = array.NewRecord(arrow.NewSchema(fields[:keep], nil), full.Columns()[:keep], n)
+	sel, err := takeRows(ctx, t.mem, rec, keepRows)
+	if err != nil {
+		return err
 	}
-	if !dropped {
-		return projected, nil
-	}
-	defer projected.Release()
-	if len(keepRows) == 0 {
-		return nil, nil
-	}
-	return takeRows(ctx, t.mem, projected, keepRows)
+	defer sel.Release()
+	return fn(sel)
 }

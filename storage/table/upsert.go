@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
 )
 
 // UpsertOptions qualify an upsert.
@@ -46,6 +49,7 @@ type PreparedUpsert struct {
 	opts   UpsertOptions
 	base   *Manifest
 	next   *Manifest
+	mu     sync.Mutex // guards files while an attempt writes objects concurrently
 	files  []string
 	result UpsertResult
 }
@@ -270,32 +274,42 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 		next.LastMergeAt = &now
 	}
 
-	// Mask replaced rows.
-	for i := range next.Fragments {
-		f := &next.Fragments[i]
-		masked, ok := replaced[f.ID]
-		if !ok {
-			continue
-		}
-		old, err := t.deletions(ctx, *f)
+	// Mask replaced rows (one deletion object for every fragment touched) and write the new rows;
+	// the two objects are independent, so they are written concurrently.
+	bitmaps := make(map[uint64]*roaring.Bitmap, len(replaced))
+	for id, masked := range replaced {
+		f, _ := next.Fragment(id)
+		old, err := t.deletions(ctx, f)
 		if err != nil {
 			return err
 		}
 		bm := old.Clone()
 		bm.AddMany(masked)
-		path, err := t.writeDeletions(ctx, f.ID, bm)
-		if err != nil {
-			return err
-		}
-		p.files = append(p.files, path)
-		f.DeletionFile, f.DeletedRows = path, int64(bm.GetCardinality())
+		bitmaps[id] = bm
 	}
-
-	if len(rows) > 0 {
-		frag, entries, err := p.writeRows(ctx, rec, rows, next)
-		if err != nil {
+	var frag Fragment
+	var entries []indexEntry
+	fragID := next.newFragmentID()
+	g, gctx := errgroup.WithContext(ctx)
+	if len(bitmaps) > 0 {
+		g.Go(func() error {
+			path, err := t.writeDeletionSet(gctx, next, bitmaps)
+			if path != "" {
+				p.addFile(path)
+			}
 			return err
-		}
+		})
+	}
+	if len(rows) > 0 {
+		g.Go(func() (err error) {
+			frag, entries, err = p.writeRows(gctx, rec, rows, fragID, next.KeyColumn)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
 		next.addFragment(frag)
 		if next.KeyIndex != nil {
 			if err := p.extendIndex(ctx, next, frag.ID, entries); err != nil {
@@ -307,27 +321,34 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	return nil
 }
 
-// writeRows writes rec's rows (already sorted by key) as a new fragment of next and returns it
-// with its index entries.
-func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.Record, rows []int64, next *Manifest) (Fragment, []indexEntry, error) {
+// writeRows writes rec's rows (already sorted by key) as new fragment id and returns it with its
+// index entries.
+func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.Record, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
 	t := p.t
 	sel, err := takeRows(ctx, t.mem, rec, rows)
 	if err != nil {
 		return Fragment{}, nil, err
 	}
 	defer sel.Release()
-	frag, err := t.writeFragment(ctx, next.newFragmentID(), sel, next.KeyColumn)
+	frag, err := t.writeFragment(ctx, id, sel, keyColumn)
 	if err != nil {
 		return Fragment{}, nil, err
 	}
-	p.files = append(p.files, frag.Path)
-	return frag, fragmentEntries(frag.ID, sel, next), nil
+	p.addFile(frag.Path)
+	return frag, fragmentEntries(frag.ID, sel, keyColumn), nil
+}
+
+// addFile records a file this attempt wrote (deleted if the attempt is abandoned).
+func (p *PreparedUpsert) addFile(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files = append(p.files, path)
 }
 
 // fragmentEntries are the index entries of a freshly written fragment's rows.
-func fragmentEntries(id uint64, rec arrow.Record, m *Manifest) []indexEntry {
+func fragmentEntries(id uint64, rec arrow.Record, keyColumn string) []indexEntry {
 	s := rec.Schema()
-	keys := rec.Column(s.FieldIndices(m.KeyColumn)[0]).(*array.String)
+	keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
 	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
 	tombs := rec.Column(s.FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
 	out := make([]indexEntry, keys.Len())
@@ -363,7 +384,9 @@ func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.Record, 
 // while they are small by comparison (tierRatio), and marks the fragment covered.
 func (p *PreparedUpsert) extendIndex(ctx context.Context, next *Manifest, id uint64, entries []indexEntry) error {
 	segs, files, err := p.t.appendSegment(ctx, next, next.KeyIndex.Segments, entries)
-	p.files = append(p.files, files...)
+	for _, f := range files {
+		p.addFile(f)
+	}
 	if err != nil {
 		return err
 	}
