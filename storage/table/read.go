@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -211,4 +212,28 @@ func (t *Table) emitBatch(ctx context.Context, batch arrow.Record, schema *arrow
 	}
 	defer sel.Release()
 	return fn(sel)
+}
+
+// KeyState is what a version stores for one key: its live row's _seq and tombstone flag.
+type KeyState struct {
+	Found     bool
+	Seq       uint64
+	Tombstone bool
+}
+
+// Lookup reports the live row of each key in version m without reading payload columns (through
+// the key index; uncovered fragments' key columns are scanned). keys need not be sorted.
+func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[string]KeyState, error) {
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	locs, err := t.locate(ctx, m, sorted)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]KeyState, len(locs))
+	for k, l := range locs {
+		out[k] = KeyState{Found: true, Seq: l.seq, Tombstone: l.tombstone}
+	}
+	return out, nil
 }

@@ -115,6 +115,12 @@ func evolve(current, in *arrow.Schema) (next *arrow.Schema, changed bool, err er
 	return withInternalColumns(arrow.NewSchema(fields, nil)), true, nil
 }
 
+// Align lays rec out as schema (a table schema, internal columns included): see align. Callers
+// outside this package (the MemWAL) use it to validate appends against the table's schema.
+func Align(rec arrow.Record, schema *arrow.Schema, mem memory.Allocator) (arrow.Record, error) {
+	return align(rec, schema, mem)
+}
+
 // align returns rec laid out as schema: columns in schema order, missing nullable columns as
 // nulls, _tombstone defaulting to false. A missing non-null column, or nulls in a non-null
 // column, is an ErrSchema. The caller releases the result.

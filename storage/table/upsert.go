@@ -31,6 +31,10 @@ type UpsertOptions struct {
 	Watermarks map[string]uint64
 	// Merge marks the upsert as a WAL merge (counters and last_merge_at).
 	Merge bool
+	// Precondition, when set, is checked against every manifest the upsert prepares on; an error
+	// aborts the upsert with nothing committed (a WAL merge uses it to stop when a racing merge
+	// already advanced the watermark past its generations).
+	Precondition func(base *Manifest) error
 }
 
 // UpsertResult reports what an upsert did.
@@ -191,6 +195,11 @@ func (t *Table) locate(ctx context.Context, m *Manifest, keys []string) (map[str
 func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	t := p.t
 	p.base, p.next, p.result = base, nil, UpsertResult{}
+	if p.opts.Precondition != nil {
+		if err := p.opts.Precondition(base); err != nil {
+			return err
+		}
+	}
 	schema, schemaChanged, err := evolve(base.Schema(), p.rec.Schema())
 	if err != nil {
 		return err

@@ -1,0 +1,18 @@
+// Package memwal is the write path and LSM read path of a store: per-worker write-ahead shards in
+// front of the store's base table (storage/table).
+//
+// Layout under the store's prefix (docs/format/memwal.md):
+//
+//	_shards/<shard>                         marker: the shard exists (cheap shard listing)
+//	_wal/<shard>/manifest/<20d>.json        shard manifest chain, committed with put-if-absent
+//	_wal/<shard>/entries/<20d>.arrows       WAL entries (Arrow IPC stream), one per group commit
+//	_wal/<shard>/gens/<20d>-<rand>.arrow    sealed generations (Arrow IPC file, sorted by key)
+//	_wal/<shard>/gens/<20d>-<rand>.keys     each generation's sorted keys, _seq and tombstone flags
+//
+// One writer per shard, enforced by epoch fencing on storage. Appends are durable (a WAL entry
+// exists) before they are acknowledged, enter the memtable at once (read-your-writes on this
+// worker) and become visible to other workers when sealed into a generation. Reads take the
+// newest _seq of a key across the memtable, every shard's generations and the base table. A WAL
+// merge folds a shard's oldest generations into the base table and advances that shard's
+// watermark in the same table commit.
+package memwal

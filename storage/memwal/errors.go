@@ -1,0 +1,16 @@
+// Errors of the MemWAL.
+package memwal
+
+import "errors"
+
+var (
+	// ErrFenced: another process claimed this shard with a higher epoch; this writer's further
+	// appends fail. Everything it acknowledged before is durable and will be replayed by the new
+	// owner.
+	ErrFenced = errors.New("memwal: shard writer fenced by a newer epoch")
+	// ErrOverloaded: too many sealed generations are pending merge (reads past the hard cap,
+	// appends past the backpressure limit). Retry after the merge catches up.
+	ErrOverloaded = errors.New("memwal: too many pending generations")
+	// ErrClosed: the writer or store was closed.
+	ErrClosed = errors.New("memwal: closed")
+)

@@ -1,0 +1,99 @@
+package memwal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/hlc"
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+var userSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "value", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "payload", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func checkedAlloc(t testing.TB) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+// env is one object store shared by several simulated processes.
+type env struct {
+	t       testing.TB
+	objects objstore.Store
+	mem     memory.Allocator
+	clock   *hlc.Clock
+	budget  *budget.Budget
+}
+
+func newEnv(t testing.TB, objects objstore.Store) *env {
+	return &env{t: t, objects: objects, mem: checkedAlloc(t), clock: hlc.New(nil), budget: budget.New(0, nil)}
+}
+
+func (e *env) opts(instance string) Options {
+	return Options{Instance: instance, Allocator: e.mem, Clock: e.clock, Budget: e.budget,
+		Writer: WriterOptions{GroupCommitWindow: time.Millisecond}, IOTimeout: 10 * time.Second}
+}
+
+// open opens (creating the table if needed) the store as process instance.
+func (e *env) open(instance string, mod ...func(*Options)) *Store {
+	o := e.opts(instance)
+	for _, f := range mod {
+		f(&o)
+	}
+	s, err := Create(context.Background(), e.objects, userSchema, "id", o)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func rows(mem memory.Allocator, ids []string, value int64) arrow.Record {
+	b := array.NewRecordBuilder(mem, userSchema)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.Int64Builder).Append(value)
+		b.Field(2).(*array.StringBuilder).Append("payload-" + id)
+	}
+	return b.NewRecord()
+}
+
+func appendIDs(t testing.TB, s *Store, mem memory.Allocator, value int64, ids ...string) AppendResult {
+	t.Helper()
+	rec := rows(mem, ids, value)
+	defer rec.Release()
+	res, err := s.Append(context.Background(), rec)
+	require.NoError(t, err)
+	return res
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%04d", prefix, i)
+	}
+	return out
+}
+
+// value reads key's value column through s (-1 when absent).
+func value(t testing.TB, s *Store, key string) int64 {
+	t.Helper()
+	rec, err := s.Get(context.Background(), key, []string{"value"})
+	require.NoError(t, err)
+	if rec == nil {
+		return -1
+	}
+	defer rec.Release()
+	return rec.Column(0).(*array.Int64).Value(0)
+}

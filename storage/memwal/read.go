@@ -1,0 +1,231 @@
+// Reads: the newest _seq of a key across this process's memtables, every shard's pending
+// generations and the base table.
+//
+// Ordering rule: shard manifests are read BEFORE the table manifest. A merge commits the table
+// (rows + watermark) before it drops generations from the shard manifest, so whatever a reader
+// misses in the shard snapshot is already in the table version it reads next. Generations at or
+// below the table's watermark for their shard are already merged and skipped; a generation file
+// that vanished after the snapshot (a concurrent merge deleted it) is skipped for the same reason.
+package memwal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// ShardSnapshot is one shard's pending (sealed, unmerged) generations, oldest first.
+type ShardSnapshot struct {
+	Shard       string
+	Manifest    *ShardManifest
+	Generations []Generation
+}
+
+// Snapshot is a consistent view for one read.
+type Snapshot struct {
+	Shards []ShardSnapshot
+	Table  *table.Manifest
+}
+
+// PendingGenerations is the total across shards.
+func (s *Snapshot) PendingGenerations() int {
+	n := 0
+	for _, sh := range s.Shards {
+		n += len(sh.Generations)
+	}
+	return n
+}
+
+// ListShards returns the ids of every shard that ever wrote to the store.
+func (s *Store) ListShards(ctx context.Context) ([]string, error) {
+	objs, err := objstore.ListAll(ctx, s.objects, shardsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, strings.TrimPrefix(o.Key, shardsDir))
+	}
+	return out, nil
+}
+
+// Snapshot reads every shard's manifest, then the table manifest, and applies the pending
+// generation guard rails (ErrOverloaded past ReadMaxGenerations in any shard).
+func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
+	shards, err := s.ListShards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{}
+	for _, sh := range shards {
+		m, _, err := latestShardManifest(ctx, s.objects, sh)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			snap.Shards = append(snap.Shards, ShardSnapshot{Shard: sh, Manifest: m})
+		}
+	}
+	if snap.Table, err = s.tbl.Latest(ctx); err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range snap.Shards {
+		sh := &snap.Shards[i]
+		wm := snap.Table.WALWatermarks[sh.Shard]
+		for _, g := range sh.Manifest.Generations {
+			if g.Gen > wm {
+				sh.Generations = append(sh.Generations, g)
+			} else {
+				s.metrics.generationsRejected.Inc()
+			}
+		}
+		n := len(sh.Generations)
+		total += n
+		if n > s.opts.ReadMaxGenerations {
+			s.metrics.readsRefused.Inc()
+			return nil, fmt.Errorf("%w: shard %s has %d pending generations (limit %d); a merge must catch up", ErrOverloaded, sh.Shard, n, s.opts.ReadMaxGenerations)
+		}
+		if n >= s.opts.ReadWarnGenerations {
+			slog.Warn("memwal: many pending generations", "shard", sh.Shard, "generations", n)
+		}
+	}
+	s.metrics.pendingPerRead.Observe(float64(total))
+	return snap, nil
+}
+
+// source says where a key's newest row lives.
+type source struct {
+	kind int // 0 none, 1 memtable, 2 generation, 3 base
+	seq  uint64
+	tomb bool
+	mem  arrow.Record // kind 1: the row (retained)
+	gen  Generation   // kind 2
+	row  int          // kind 2: row in the generation
+}
+
+func (a *source) offer(b source) {
+	if b.kind != 0 && (a.kind == 0 || b.seq > a.seq) {
+		if a.mem != nil {
+			a.mem.Release()
+		}
+		*a = b
+	} else if b.mem != nil {
+		b.mem.Release()
+	}
+}
+
+// Get returns key's newest live row as a one-row record of the named user columns (all when
+// none), or nil when the key does not exist or was deleted. The caller releases the record.
+func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.Record, error) {
+	names, err := s.columns(columns)
+	if err != nil {
+		return nil, err
+	}
+	var best source
+	defer func() {
+		if best.mem != nil {
+			best.mem.Release()
+		}
+	}()
+	if w := s.residentWriter(); w != nil {
+		if rec, ref, ok := w.lookup(key); ok {
+			best.offer(source{kind: 1, seq: ref.seq, tomb: ref.tomb, mem: rec})
+		}
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range snap.Shards {
+		for i := len(sh.Generations) - 1; i >= 0; i-- {
+			g := sh.Generations[i]
+			if key < g.MinKey || key > g.MaxKey {
+				continue
+			}
+			k, err := s.keys(ctx, g)
+			if errors.Is(err, objstore.ErrNotFound) {
+				continue // merged and deleted since the snapshot: the table has it
+			}
+			if err != nil {
+				return nil, err
+			}
+			if row, ok := k.find(key); ok {
+				best.offer(source{kind: 2, seq: k.seqs[row], tomb: k.tombs[row], gen: g, row: row})
+				break // older generations of this shard hold older rows
+			}
+		}
+	}
+	states, err := s.tbl.Lookup(ctx, snap.Table, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	if st := states[key]; st.Found {
+		best.offer(source{kind: 3, seq: st.Seq, tomb: st.Tombstone})
+	}
+	if best.kind == 0 || best.tomb {
+		return nil, nil
+	}
+	switch best.kind {
+	case 1:
+		return project(best.mem, names)
+	case 2:
+		rec, err := s.generation(ctx, best.gen)
+		if errors.Is(err, objstore.ErrNotFound) {
+			// Merged meanwhile: read the table's newest version instead.
+			m, err := s.tbl.Latest(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return s.tbl.Get(ctx, m, key, names)
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		row := rec.NewSlice(int64(best.row), int64(best.row)+1)
+		defer row.Release()
+		return project(row, names)
+	}
+	return s.tbl.Get(ctx, snap.Table, key, names)
+}
+
+// columns validates a projection (user columns only; all of them when empty).
+func (s *Store) columns(names []string) ([]string, error) {
+	if len(names) == 0 {
+		for _, f := range s.schema.Fields() {
+			if f.Name != table.SeqColumn && f.Name != table.TombstoneColumn {
+				names = append(names, f.Name)
+			}
+		}
+		return names, nil
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "_") || len(s.schema.FieldIndices(n)) == 0 {
+			return nil, fmt.Errorf("%w: no column %q", table.ErrSchema, n)
+		}
+	}
+	return names, nil
+}
+
+// project returns rec's named columns as a new record (retained).
+func project(rec arrow.Record, names []string) (arrow.Record, error) {
+	cols := make([]arrow.Array, len(names))
+	fields := make([]arrow.Field, len(names))
+	for i, n := range names {
+		idx := rec.Schema().FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%w: no column %q", table.ErrSchema, n)
+		}
+		cols[i], fields[i] = rec.Column(idx[0]), rec.Schema().Field(idx[0])
+	}
+	return array.NewRecord(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
+}

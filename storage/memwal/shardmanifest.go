@@ -1,0 +1,146 @@
+// Shard manifests: a chain of small JSON documents per shard, version v+1 created with
+// put-if-absent on top of v (that write is the commit). The latest version is found by listing
+// the shard's manifest directory, which stays small: after each commit, versions more than
+// keepManifests behind are deleted.
+//
+// Ownership rule: only the writer holding the shard's current epoch adds generations; anyone
+// (a merge in any process) may remove merged generations, as a relative edit that keeps the
+// epoch. Every edit is re-applied to the latest manifest when a commit loses the race.
+package memwal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// keepManifests is how many recent shard manifest versions survive each commit.
+const keepManifests = 4
+
+// Generation is one sealed, immutable generation of a shard.
+type Generation struct {
+	Gen      uint64    `json:"generation"`
+	Path     string    `json:"path"`
+	KeysPath string    `json:"keys_path"`
+	Rows     int64     `json:"rows"`
+	Bytes    int64     `json:"bytes"`
+	MinSeq   uint64    `json:"min_seq"`
+	MaxSeq   uint64    `json:"max_seq"`
+	MinKey   string    `json:"min_key"`
+	MaxKey   string    `json:"max_key"`
+	SealedAt time.Time `json:"sealed_at"`
+}
+
+// ShardManifest is one version of a shard's state.
+type ShardManifest struct {
+	Version        uint64       `json:"version"`
+	Shard          string       `json:"shard"`
+	Instance       string       `json:"instance"`
+	Epoch          uint64       `json:"epoch"`
+	NextGeneration uint64       `json:"next_generation"`
+	ReplayAfter    uint64       `json:"replay_after"` // WAL entries at or below this position are sealed
+	Generations    []Generation `json:"generations"`  // oldest first
+	UpdatedAt      time.Time    `json:"updated_at"`
+}
+
+// PendingBytes is the size of the shard's sealed, unmerged generations.
+func (m *ShardManifest) PendingBytes() int64 {
+	var n int64
+	for _, g := range m.Generations {
+		n += g.Bytes
+	}
+	return n
+}
+
+// PendingRows is the number of rows in the shard's sealed, unmerged generations.
+func (m *ShardManifest) PendingRows() int64 {
+	var n int64
+	for _, g := range m.Generations {
+		n += g.Rows
+	}
+	return n
+}
+
+func (m *ShardManifest) clone() *ShardManifest {
+	c := *m
+	c.Generations = append([]Generation(nil), m.Generations...)
+	return &c
+}
+
+// latestShardManifest returns the newest manifest of shard, or nil when the shard has none.
+func latestShardManifest(ctx context.Context, store objstore.Store, shard string) (*ShardManifest, []uint64, error) {
+	objs, err := objstore.ListAll(ctx, store, manifestPrefix(shard))
+	if err != nil {
+		return nil, nil, err
+	}
+	var versions []uint64
+	var latest uint64
+	for _, o := range objs {
+		if v, ok := parseNumbered(o.Key, manifestPrefix(shard), ".json"); ok {
+			versions = append(versions, v)
+			latest = max(latest, v)
+		}
+	}
+	if latest == 0 {
+		return nil, nil, nil
+	}
+	data, err := store.Get(ctx, manifestKey(shard, latest))
+	if err != nil {
+		return nil, nil, err
+	}
+	var m ShardManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil, fmt.Errorf("memwal: corrupt shard manifest %s: %w", manifestKey(shard, latest), err)
+	}
+	return &m, versions, nil
+}
+
+// errStopEdit aborts updateShard without error.
+var errStopEdit = errors.New("no change")
+
+// updateShard applies edit to the latest manifest of shard and commits the result as the next
+// version, re-reading and re-applying on conflict. edit may return errStopEdit (nothing to do;
+// the latest manifest is returned) or any other error (returned as is).
+func updateShard(ctx context.Context, store objstore.Store, shard string, edit func(cur *ShardManifest) (*ShardManifest, error)) (*ShardManifest, error) {
+	for attempt := 0; attempt < 64; attempt++ {
+		cur, versions, err := latestShardManifest(ctx, store, shard)
+		if err != nil {
+			return nil, err
+		}
+		base := cur
+		if base == nil {
+			base = &ShardManifest{Shard: shard, NextGeneration: 1}
+		}
+		next, err := edit(base.clone())
+		if errors.Is(err, errStopEdit) {
+			return cur, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		next.Version = base.Version + 1
+		next.UpdatedAt = time.Now().UTC()
+		data, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		err = store.PutIfAbsent(ctx, manifestKey(shard, next.Version), data)
+		if errors.Is(err, objstore.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range versions {
+			if v+keepManifests < next.Version {
+				_ = store.Delete(ctx, manifestKey(shard, v))
+			}
+		}
+		return next, nil
+	}
+	return nil, fmt.Errorf("memwal: shard %s manifest kept changing under concurrent updates", shard)
+}

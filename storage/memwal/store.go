@@ -1,0 +1,351 @@
+// Store: one store's MemWAL in front of its base table, as seen from one process. It owns the
+// process's shard writer (claimed lazily on the first write) and the caches of immutable
+// generation key files.
+package memwal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/hlc"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// Options configure a Store. Clock, Budget and Metrics are process-wide: share them.
+type Options struct {
+	Instance  string           // this worker's instance id (default: hostname)
+	Allocator memory.Allocator // default memory.DefaultAllocator
+	Clock     *hlc.Clock       // default: a new clock (share one per process)
+	Budget    *budget.Budget   // merge memory budget (default: unlimited)
+	Metrics   *Metrics         // default: unregistered
+	Table     table.Options
+	Writer    WriterOptions
+	IOTimeout time.Duration // bound on background object-store calls (default 60s)
+
+	// Read guard rails (lance-context seed #259): warn past ReadWarnGenerations pending
+	// generations in a shard, refuse reads past ReadMaxGenerations, refuse appends once the
+	// process's own shard has AppendMaxGenerations pending.
+	ReadWarnGenerations  int // default 256
+	ReadMaxGenerations   int // default 4096
+	AppendMaxGenerations int // default 2048
+	KeyCacheEntries      int // generation key files kept in memory (default 65,536)
+}
+
+func (o *Options) defaults() {
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
+		if o.Instance == "" {
+			o.Instance = "default"
+		}
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Clock == nil {
+		o.Clock = hlc.New(nil)
+	}
+	if o.Budget == nil {
+		o.Budget = budget.New(0, nil)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	if o.Table.Allocator == nil {
+		o.Table.Allocator = o.Allocator
+	}
+	if o.IOTimeout <= 0 {
+		o.IOTimeout = 60 * time.Second
+	}
+	if o.ReadWarnGenerations <= 0 {
+		o.ReadWarnGenerations = 256
+	}
+	if o.ReadMaxGenerations <= 0 {
+		o.ReadMaxGenerations = 4096
+	}
+	if o.AppendMaxGenerations <= 0 {
+		o.AppendMaxGenerations = 2048
+	}
+	if o.KeyCacheEntries <= 0 {
+		o.KeyCacheEntries = 65_536
+	}
+}
+
+// Store is a store's write and read path in this process. Safe for concurrent use.
+type Store struct {
+	objects   objstore.Store
+	tbl       *table.Table
+	opts      Options
+	mem       memory.Allocator
+	clock     *hlc.Clock
+	metrics   *Metrics
+	schema    *arrow.Schema // the table schema, internal columns included
+	keyColumn string
+	keyCache  *lru.Cache[string, *genKeys]
+
+	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
+	writer *Writer
+	closed bool
+}
+
+// Create makes the store's base table (idempotent for the same schema) and opens the store.
+func Create(ctx context.Context, objects objstore.Store, user *arrow.Schema, keyColumn string, opts Options) (*Store, error) {
+	opts.defaults()
+	if _, err := table.Create(ctx, objects, user, keyColumn, opts.Table); err != nil {
+		return nil, err
+	}
+	return Open(ctx, objects, opts)
+}
+
+// Open opens an existing store (table.ErrNotFound when its base table does not exist).
+func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, error) {
+	opts.defaults()
+	tbl, err := table.Open(ctx, objects, opts.Table)
+	if err != nil {
+		return nil, err
+	}
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.Clock.Observe(m.MaxSeq)
+	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
+		schema: m.Schema(), keyColumn: m.KeyColumn}
+	s.keyCache, _ = lru.New[string, *genKeys](opts.KeyCacheEntries)
+	// A process that wrote here before (same instance id) takes its shard back at once and
+	// replays what it had not sealed, rather than waiting for its next write.
+	own, _, err := latestShardManifest(ctx, objects, s.Shard())
+	if err != nil {
+		return nil, err
+	}
+	if own != nil {
+		if _, err := s.ownWriter(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Table is the store's base table.
+func (s *Store) Table() *table.Table { return s.tbl }
+
+// Schema is the store's table schema (internal columns included).
+func (s *Store) Schema() *arrow.Schema { return s.schema }
+
+// KeyColumn names the key column.
+func (s *Store) KeyColumn() string { return s.keyColumn }
+
+// Shard is this process's shard id in the store.
+func (s *Store) Shard() string { return ShardID(s.opts.Instance) }
+
+// ownWriter returns the process's writer, claiming the shard on first use.
+func (s *Store) ownWriter(ctx context.Context) (*Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.writer != nil {
+		return s.writer, nil
+	}
+	w, err := claim(ctx, s, s.Shard())
+	if err != nil {
+		return nil, err
+	}
+	s.writer = w
+	return w, nil
+}
+
+func (s *Store) residentWriter() *Writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writer
+}
+
+// AppendResult reports a durable append.
+type AppendResult struct {
+	Rows     int
+	FirstSeq uint64 // rows got FirstSeq, FirstSeq+1, ... in batch order
+}
+
+// Append durably writes rec's rows (user columns; missing nullable columns become null). It
+// returns once they are in the WAL; they are visible to reads in this process at once and to
+// other processes once sealed.
+func (s *Store) Append(ctx context.Context, rec arrow.Record) (AppendResult, error) {
+	for _, f := range rec.Schema().Fields() {
+		if strings.HasPrefix(f.Name, "_") || len(s.schema.FieldIndices(f.Name)) == 0 {
+			return AppendResult{}, fmt.Errorf("%w: column %q is not in the store's schema", table.ErrSchema, f.Name)
+		}
+	}
+	return s.write(ctx, rec, false)
+}
+
+// Delete durably writes tombstones for ids.
+func (s *Store) Delete(ctx context.Context, ids []string) (AppendResult, error) {
+	b := array.NewStringBuilder(s.mem)
+	b.AppendValues(ids, nil)
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: s.keyColumn, Type: arrow.BinaryTypes.String}}, nil), []arrow.Array{col}, int64(len(ids)))
+	defer rec.Release()
+	return s.write(ctx, rec, true)
+}
+
+func (s *Store) write(ctx context.Context, rec arrow.Record, tombstone bool) (AppendResult, error) {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return AppendResult{}, fmt.Errorf("%w: nothing to append", table.ErrSchema)
+	}
+	w, err := s.ownWriter(ctx)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if w.pending.Load() >= int64(s.opts.AppendMaxGenerations) {
+		s.metrics.appendsRefused.Inc()
+		return AppendResult{}, fmt.Errorf("%w: shard %s has %d sealed generations waiting to be merged", ErrOverloaded, w.shard, w.pending.Load())
+	}
+	first := s.clock.NextN(n)
+	stamped, err := s.stamp(rec, first, tombstone)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	defer stamped.Release()
+	if err := w.enqueue(ctx, stamped); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{Rows: n, FirstSeq: first}, nil
+}
+
+// stamp lays rec out as the table schema with _seq = first.. and _tombstone set. Tombstone rows
+// carry only the key: other non-null columns get their type's zero value.
+func (s *Store) stamp(rec arrow.Record, first uint64, tombstone bool) (arrow.Record, error) {
+	n := int(rec.NumRows())
+	seqB := array.NewUint64Builder(s.mem)
+	tombB := array.NewBooleanBuilder(s.mem)
+	for i := 0; i < n; i++ {
+		seqB.Append(first + uint64(i))
+		tombB.Append(tombstone)
+	}
+	seq, tomb := seqB.NewArray(), tombB.NewArray()
+	seqB.Release()
+	tombB.Release()
+	defer seq.Release()
+	defer tomb.Release()
+	fields := append(append([]arrow.Field{}, rec.Schema().Fields()...),
+		arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+		arrow.Field{Name: table.TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean})
+	cols := append(append([]arrow.Array{}, rec.Columns()...), seq, tomb)
+	if tombstone {
+		for _, f := range s.schema.Fields() {
+			if f.Nullable || len(rec.Schema().FieldIndices(f.Name)) > 0 || f.Name == table.SeqColumn || f.Name == table.TombstoneColumn {
+				continue
+			}
+			b := array.NewBuilder(s.mem, f.Type)
+			for i := 0; i < n; i++ {
+				b.AppendEmptyValue()
+			}
+			zero := b.NewArray()
+			b.Release()
+			defer zero.Release()
+			fields = append(fields, f)
+			cols = append(cols, zero)
+		}
+	}
+	with := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(n))
+	defer with.Release()
+	return table.Align(with, s.schema, s.mem)
+}
+
+func (s *Store) emptyRecord() (arrow.Record, error) {
+	cols := make([]arrow.Array, s.schema.NumFields())
+	for i, f := range s.schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(s.mem, f.Type, 0)
+	}
+	rec := array.NewRecord(s.schema, cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
+// Flush seals this process's shard: after it returns, every row this process acknowledged is
+// visible to every process. A no-op when this process never wrote to the store.
+func (s *Store) Flush(ctx context.Context) error {
+	w := s.residentWriter()
+	if w == nil {
+		return nil
+	}
+	return w.Seal(ctx)
+}
+
+// Close seals and releases the shard writer. The store must not be used afterwards.
+func (s *Store) Close(ctx context.Context) error {
+	s.mu.Lock()
+	w := s.writer
+	s.writer, s.closed = nil, true
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.close(ctx)
+}
+
+// deleteEntries removes WAL entries at or below pos (best effort, detached from any request).
+func (s *Store) deleteEntries(shard string, pos uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
+	defer cancel()
+	objs, err := objstore.ListAll(ctx, s.objects, entryPrefix(shard))
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows"); ok && p <= pos {
+			_ = s.objects.Delete(ctx, o.Key)
+		}
+	}
+}
+
+// keys returns a generation's key file, from the cache when possible.
+func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
+	if k, ok := s.keyCache.Get(g.KeysPath); ok {
+		return k, nil
+	}
+	data, err := s.objects.Get(ctx, g.KeysPath)
+	if err != nil {
+		return nil, err
+	}
+	k, err := decodeKeys(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, g.KeysPath)
+	}
+	s.keyCache.Add(g.KeysPath, k)
+	return k, nil
+}
+
+// generation reads a generation's rows. The caller releases the record.
+func (s *Store) generation(ctx context.Context, g Generation) (arrow.Record, error) {
+	data, err := s.objects.Get(ctx, g.Path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFile(data, s.mem)
+}
+
+func randomName() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
