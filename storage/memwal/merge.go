@@ -21,6 +21,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -113,6 +114,13 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 	report()
 
 	rec, err := s.readGenerations(ctx, batch, &progress, report)
+	if errors.Is(err, objstore.ErrNotFound) {
+		// A racing merge folded and deleted it: confirm through the watermark.
+		if latest, lerr := s.tbl.Latest(ctx); lerr == nil && latest.WALWatermarks[shard] >= batch[0].Gen {
+			s.metrics.merges.WithLabelValues("lost_race").Inc()
+			return MergeResult{Remaining: len(pending)}, nil
+		}
+	}
 	if err != nil {
 		return MergeResult{}, err
 	}
