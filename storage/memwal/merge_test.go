@@ -79,7 +79,7 @@ func TestMergeCapsBindInEitherOrderAndAGenerationIsNeverSplit(t *testing.T) {
 	}
 	require.Equal(t, []int{3, 3, 3, 1}, passes(MergeOptions{MaxGenerations: 3, MaxBytes: 100 * genBytes}), "generation cap binds first")
 	sealN(t, s, e, 5)
-	require.Equal(t, []int{2, 2, 1}, passes(MergeOptions{MaxGenerations: 8, MaxBytes: genBytes*3/2}), "byte cap binds first: the crossing generation is included")
+	require.Equal(t, []int{2, 2, 1}, passes(MergeOptions{MaxGenerations: 8, MaxBytes: genBytes * 3 / 2}), "byte cap binds first: the crossing generation is included")
 	sealN(t, s, e, 4)
 	require.Equal(t, []int{1, 1, 1, 1}, passes(MergeOptions{MaxGenerations: -1, MaxBytes: 1}), "an oversized generation still progresses, whole")
 	sealN(t, s, e, 6)

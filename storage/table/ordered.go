@@ -1,0 +1,247 @@
+// Key-ordered access to a version: iterate live keys in key order from a cursor (through the key
+// index's sorted segments, plus an in-memory sort of any uncovered fragments' keys), and read
+// specific rows back by location. This is what keyset-paginated scans are built on: a page costs
+// I/O proportional to the page, not to the table.
+package table
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// RowRef locates one live row of a version.
+type RowRef struct {
+	Key       string
+	Fragment  uint64
+	Row       int64
+	Seq       uint64
+	Tombstone bool
+}
+
+// keyCursor yields index entries of one sorted run in key order.
+type keyCursor interface {
+	peek(ctx context.Context) (indexEntry, bool, error)
+	advance()
+}
+
+// segmentCursor walks one index segment page by page, starting at the page holding after.
+type segmentCursor struct {
+	t       *Table
+	seg     IndexSegment
+	footer  *segmentFooter
+	page    int
+	entries []indexEntry
+	i       int
+	after   string
+}
+
+func (c *segmentCursor) peek(ctx context.Context) (indexEntry, bool, error) {
+	for {
+		if c.i < len(c.entries) {
+			e := c.entries[c.i]
+			if e.Key <= c.after {
+				c.i++
+				continue
+			}
+			return e, true, nil
+		}
+		if c.page >= len(c.footer.pages) {
+			return indexEntry{}, false, nil
+		}
+		entries, err := c.t.readPage(ctx, c.seg, c.footer.pages[c.page])
+		if err != nil {
+			return indexEntry{}, false, err
+		}
+		c.page++
+		c.entries, c.i = entries, 0
+	}
+}
+
+func (c *segmentCursor) advance() { c.i++ }
+
+// sliceCursor walks entries held in memory.
+type sliceCursor struct {
+	entries []indexEntry
+	i       int
+}
+
+func (c *sliceCursor) peek(context.Context) (indexEntry, bool, error) {
+	if c.i < len(c.entries) {
+		return c.entries[c.i], true, nil
+	}
+	return indexEntry{}, false, nil
+}
+
+func (c *sliceCursor) advance() { c.i++ }
+
+type cursorHeap struct {
+	items []cursorItem
+}
+
+type cursorItem struct {
+	e indexEntry
+	c keyCursor
+}
+
+func (h *cursorHeap) Len() int           { return len(h.items) }
+func (h *cursorHeap) Less(i, j int) bool { return h.items[i].e.Key < h.items[j].e.Key }
+func (h *cursorHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *cursorHeap) Push(x any)         { h.items = append(h.items, x.(cursorItem)) }
+func (h *cursorHeap) Pop() any {
+	it := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return it
+}
+
+// KeysAfter calls fn with every live row of version m whose key is greater than after, in key
+// order, until fn returns false. Tombstone rows are included (flagged).
+func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn func(RowRef) bool) error {
+	var cursors []keyCursor
+	if m.KeyIndex != nil {
+		for _, seg := range m.KeyIndex.Segments {
+			f, err := t.footer(ctx, seg)
+			if err != nil {
+				return err
+			}
+			if len(f.pages) == 0 || f.lastKey <= after {
+				continue
+			}
+			start := max(sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > after })-1, 0)
+			cursors = append(cursors, &segmentCursor{t: t, seg: seg, footer: f, page: start, after: after})
+		}
+	}
+	var uncovered []indexEntry
+	for _, f := range m.Fragments {
+		if m.Covers(f.ID) || f.LiveRows() == 0 || f.MaxKey <= after {
+			continue
+		}
+		t.metrics.UnindexedKeyScans.Inc()
+		err := t.scanKeys(ctx, m, f, func(r keyRow) {
+			if r.key > after {
+				uncovered = append(uncovered, indexEntry{Key: r.key, Fragment: f.ID, Row: r.row, Seq: r.seq, Tombstone: r.tombstone})
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(uncovered) > 0 {
+		slices.SortFunc(uncovered, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
+		cursors = append(cursors, &sliceCursor{entries: uncovered})
+	}
+	h := &cursorHeap{}
+	for _, c := range cursors {
+		e, ok, err := c.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.items = append(h.items, cursorItem{e, c})
+		}
+	}
+	heap.Init(h)
+	lv := liveness{t, m}
+	last, emitted := "", false
+	for h.Len() > 0 {
+		it := h.items[0]
+		it.c.advance()
+		next, ok, err := it.c.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.items[0].e = next
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+		if emitted && it.e.Key == last {
+			continue // this key's live entry was already emitted
+		}
+		live, err := lv.live(ctx, it.e)
+		if err != nil {
+			return err
+		}
+		if !live {
+			continue
+		}
+		last, emitted = it.e.Key, true
+		if !fn(RowRef{Key: it.e.Key, Fragment: it.e.Fragment, Row: it.e.Row, Seq: it.e.Seq, Tombstone: it.e.Tombstone}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ReadRows returns the named columns of the given rows of version m, in the order given. Rows are
+// read per fragment, one row group at a time. The caller releases the record.
+func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.Record, error) {
+	names, err := userColumns(m, columns)
+	if err != nil {
+		return nil, err
+	}
+	type want struct {
+		out int
+		row int64
+	}
+	byFragment := map[uint64][]want{}
+	for i, r := range refs {
+		byFragment[r.Fragment] = append(byFragment[r.Fragment], want{i, r.Row})
+	}
+	var parts []arrow.Record
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	order := make([]int64, len(refs)) // output position -> row in the concatenation of parts
+	var base int64
+	for id, wants := range byFragment {
+		f, ok := m.Fragment(id)
+		if !ok {
+			continue
+		}
+		fr, err := t.openFragment(ctx, f, false)
+		if err != nil {
+			return nil, err
+		}
+		md := fr.ParquetReader().MetaData()
+		fr.ParquetReader().Close()
+		groups := map[int][]want{}
+		for _, w := range wants {
+			rg, off := rowGroupOf(md, w.row)
+			groups[rg] = append(groups[rg], want{w.out, off})
+		}
+		for rg, ws := range groups {
+			rec, err := t.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, rec)
+			for _, w := range ws {
+				order[w.out] = base + w.row
+			}
+			base += rec.NumRows()
+		}
+	}
+	schema := arrow.NewSchema(projectFields(m.Schema(), names), nil)
+	all, err := concatRecords(schema, parts, t)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	return takeRows(ctx, t.mem, all, order)
+}
+
+func projectFields(s *arrow.Schema, names []string) []arrow.Field {
+	out := make([]arrow.Field, len(names))
+	for i, n := range names {
+		out[i] = s.Field(s.FieldIndices(n)[0])
+	}
+	return out
+}

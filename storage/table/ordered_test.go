@@ -1,0 +1,83 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// KeysAfter yields exactly the live keys after the cursor, in order, whether they are indexed or
+// not, and ReadRows returns their rows in the order asked.
+func TestKeysAfterAndReadRowsAgreeWithAFullScan(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	rng := rand.New(rand.NewPCG(3, 4))
+	seq := uint64(0)
+	for b := range 12 {
+		var rows []row
+		for range 40 {
+			seq++
+			rows = append(rows, row{id: fmt.Sprintf("k%03d", rng.IntN(200)), value: int64(seq), seq: seq, tombstone: rng.IntN(10) == 0})
+		}
+		upsertRows(t, tbl, mem, rows)
+		switch b {
+		case 4:
+			_, err := tbl.BuildKeyIndex(ctx) // fragments before this are indexed, after it too
+			require.NoError(t, err)
+		case 8:
+			_, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2})
+			require.NoError(t, err)
+		}
+	}
+	for _, covered := range []bool{true, false} {
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		if !covered {
+			m.KeyIndex = nil // read the same version as if it had no index
+		}
+		want := scanAll(t, tbl, m)
+		ids := sortedIDs(want)
+		for _, after := range []string{"", "k050", "k1", "k199", "zzz"} {
+			var got []RowRef
+			require.NoError(t, tbl.KeysAfter(ctx, m, after, func(r RowRef) bool {
+				if !r.Tombstone {
+					got = append(got, r)
+				}
+				return true
+			}))
+			var wantIDs []string
+			for _, id := range ids {
+				if id > after {
+					wantIDs = append(wantIDs, id)
+				}
+			}
+			var gotIDs []string
+			for _, r := range got {
+				gotIDs = append(gotIDs, r.Key)
+			}
+			require.Equal(t, wantIDs, gotIDs, "after %q covered=%v", after, covered)
+			if len(got) == 0 {
+				continue
+			}
+			page := got[:min(len(got), 17)]
+			rec, err := tbl.ReadRows(ctx, m, page, []string{"id", "value"})
+			require.NoError(t, err)
+			require.EqualValues(t, len(page), rec.NumRows())
+			for i, r := range page {
+				require.Equal(t, r.Key, rec.Column(0).(*array.String).Value(i))
+				require.Equal(t, want[r.Key].value, rec.Column(1).(*array.Int64).Value(i))
+			}
+			rec.Release()
+		}
+		// Early stop.
+		n := 0
+		require.NoError(t, tbl.KeysAfter(ctx, m, "", func(RowRef) bool { n++; return n < 5 }))
+		require.Equal(t, 5, n)
+	}
+}
