@@ -160,3 +160,28 @@ func TestAHungStoreCallIsBoundedAndReleasesEverything(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Generations)
 }
+
+func TestSealIfDueSealsOnlyOldMemtables(t *testing.T) {
+	e := newEnv(t, objstore.NewMemory())
+	a := e.open("a")
+	sealed, err := a.SealIfDue(context.Background(), time.Hour)
+	require.NoError(t, err)
+	require.False(t, sealed, "no writer yet")
+	appendIDs(t, a, e.mem, 1, "k")
+	sealed, err = a.SealIfDue(context.Background(), time.Hour)
+	require.NoError(t, err)
+	require.False(t, sealed, "rows are younger than the interval")
+	time.Sleep(5 * time.Millisecond)
+	sealed, err = a.SealIfDue(context.Background(), time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, sealed)
+	require.EqualValues(t, 1, value(t, e.open("b"), "k"))
+}
+
+func TestSizeTriggeredSeal(t *testing.T) {
+	e := newEnv(t, objstore.NewMemory())
+	a := e.open("a", func(o *Options) { o.Writer.SealRows = 10 })
+	appendIDs(t, a, e.mem, 1, ids("k", 25)...)
+	require.Eventually(t, func() bool { return pendingGens(t, a) == 1 }, 2*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 1, value(t, e.open("b"), "k0024"))
+}

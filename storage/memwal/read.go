@@ -66,7 +66,7 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	snap := &Snapshot{}
 	for _, sh := range shards {
-		m, _, err := latestShardManifest(ctx, s.objects, sh)
+		m, _, err := latestShardManifest(ctx, s.objects, sh, s.manifests)
 		if err != nil {
 			return nil, err
 		}

@@ -71,8 +71,15 @@ func (m *ShardManifest) clone() *ShardManifest {
 	return &c
 }
 
-// latestShardManifest returns the newest manifest of shard, or nil when the shard has none.
-func latestShardManifest(ctx context.Context, store objstore.Store, shard string) (*ShardManifest, []uint64, error) {
+// manifestCache holds decoded shard manifests by object key (each version is immutable).
+type manifestCache interface {
+	Get(key string) (*ShardManifest, bool)
+	Add(key string, m *ShardManifest) bool
+}
+
+// latestShardManifest returns the newest manifest of shard, or nil when the shard has none, and
+// every version present. With a cache, an unchanged shard costs one listing and no read.
+func latestShardManifest(ctx context.Context, store objstore.Store, shard string, cache ...manifestCache) (*ShardManifest, []uint64, error) {
 	objs, err := objstore.ListAll(ctx, store, manifestPrefix(shard))
 	if err != nil {
 		return nil, nil, err
@@ -88,13 +95,22 @@ func latestShardManifest(ctx context.Context, store objstore.Store, shard string
 	if latest == 0 {
 		return nil, nil, nil
 	}
-	data, err := store.Get(ctx, manifestKey(shard, latest))
+	key := manifestKey(shard, latest)
+	if len(cache) > 0 {
+		if m, ok := cache[0].Get(key); ok {
+			return m, versions, nil
+		}
+	}
+	data, err := store.Get(ctx, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	var m ShardManifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, nil, fmt.Errorf("memwal: corrupt shard manifest %s: %w", manifestKey(shard, latest), err)
+		return nil, nil, fmt.Errorf("memwal: corrupt shard manifest %s: %w", key, err)
+	}
+	if len(cache) > 0 {
+		cache[0].Add(key, &m)
 	}
 	return &m, versions, nil
 }

@@ -94,6 +94,7 @@ type Store struct {
 	schema    *arrow.Schema // the table schema, internal columns included
 	keyColumn string
 	keyCache  *lru.Cache[string, *genKeys]
+	manifests *lru.Cache[string, *ShardManifest] // decoded shard manifests by object key; shared, never modified
 
 	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
 	writer *Writer
@@ -124,6 +125,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
 		schema: m.Schema(), keyColumn: m.KeyColumn}
 	s.keyCache, _ = lru.New[string, *genKeys](opts.KeyCacheEntries)
+	s.manifests, _ = lru.New[string, *ShardManifest](1024)
 	// A process that wrote here before (same instance id) takes its shard back at once and
 	// replays what it had not sealed, rather than waiting for its next write.
 	own, _, err := latestShardManifest(ctx, objects, s.Shard())
@@ -348,4 +350,22 @@ func randomName() string {
 	var b [10]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// SealIfDue seals this process's shard when its memtable has held rows for at least maxAge, or
+// an earlier seal left frozen memtables behind. The process-wide flush sweeper calls it on its
+// interval (one loop for every resident store, never a timer per store). It reports whether it
+// sealed.
+func (s *Store) SealIfDue(ctx context.Context, maxAge time.Duration) (bool, error) {
+	w := s.residentWriter()
+	if w == nil {
+		return false, nil
+	}
+	w.mu.Lock()
+	due := len(w.frozen) > 0 || (!w.active.firstAt.IsZero() && time.Since(w.active.firstAt) >= maxAge)
+	w.mu.Unlock()
+	if !due {
+		return false, nil
+	}
+	return true, w.Seal(ctx)
 }

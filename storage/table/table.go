@@ -43,6 +43,7 @@ type Table struct {
 	now     func() time.Time
 	retries int
 
+	manifests     *lru.Cache[uint64, *Manifest]
 	footers       *lru.Cache[string, *metadata.FileMetaData]
 	deletionCache *lru.Cache[string, *roaring.Bitmap]
 	segments      *lru.Cache[string, *segmentFooter]
@@ -66,6 +67,7 @@ func newHandle(store objstore.Store, opts Options) *Table {
 	if n <= 0 {
 		n = 4096
 	}
+	t.manifests, _ = lru.New[uint64, *Manifest](64)
 	t.footers, _ = lru.New[string, *metadata.FileMetaData](n)
 	t.deletionCache, _ = lru.New[string, *roaring.Bitmap](n)
 	t.segments, _ = lru.New[string, *segmentFooter](n)
@@ -114,18 +116,28 @@ func Open(ctx context.Context, store objstore.Store, opts Options) (*Table, erro
 	return t, nil
 }
 
-// Latest reads the newest committed manifest.
+// Latest reads the newest committed manifest. Manifests are immutable and shared through a
+// cache: callers must not modify the result.
 func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
 	v, err := latestVersion(ctx, t.store)
 	if err != nil {
 		return nil, err
 	}
-	return readManifest(ctx, t.store, v)
+	return t.Version(ctx, v)
 }
 
-// Version reads a specific retained version (a read-only checkout).
+// Version reads a specific retained version (a read-only checkout). The result is shared: do
+// not modify it.
 func (t *Table) Version(ctx context.Context, v uint64) (*Manifest, error) {
-	return readManifest(ctx, t.store, v)
+	if m, ok := t.manifests.Get(v); ok {
+		return m, nil
+	}
+	m, err := readManifest(ctx, t.store, v)
+	if err != nil {
+		return nil, err
+	}
+	t.manifests.Add(v, m)
+	return m, nil
 }
 
 // Store is the object store the table lives in.
