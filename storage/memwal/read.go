@@ -110,6 +110,7 @@ type source struct {
 	mem  arrow.Record // kind 1: the row (retained)
 	gen  Generation   // kind 2
 	row  int          // kind 2: row in the generation
+	ref  table.RowRef // kind 3
 }
 
 func (a *source) offer(b source) {
@@ -164,12 +165,12 @@ func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.Re
 			}
 		}
 	}
-	states, err := s.tbl.Lookup(ctx, snap.Table, []string{key})
+	stored, err := s.tbl.Lookup(ctx, snap.Table, []string{key})
 	if err != nil {
 		return nil, err
 	}
-	if st := states[key]; st.Found {
-		best.offer(source{kind: 3, seq: st.Seq, tomb: st.Tombstone})
+	if ref, ok := stored[key]; ok {
+		best.offer(source{kind: 3, seq: ref.Seq, tomb: ref.Tombstone, ref: ref})
 	}
 	if best.kind == 0 || best.tomb {
 		return nil, nil
@@ -195,7 +196,7 @@ func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.Re
 		defer row.Release()
 		return project(row, names)
 	}
-	return s.tbl.Get(ctx, snap.Table, key, names)
+	return s.tbl.ReadRows(ctx, snap.Table, []table.RowRef{best.ref}, names)
 }
 
 // columns validates a projection (user columns only; all of them when empty).

@@ -25,7 +25,7 @@ import (
 // rowGroupRows is the Parquet row-group size: a point lookup decodes one row group of the columns
 // it wants, so it is kept small; scans read in batches of scanBatchRows across row groups.
 const (
-	rowGroupRows  = 4 * 1024
+	rowGroupRows  = 1024
 	scanBatchRows = 64 * 1024
 )
 

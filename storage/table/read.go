@@ -214,16 +214,10 @@ func (t *Table) emitBatch(ctx context.Context, batch arrow.Record, schema *arrow
 	return fn(sel)
 }
 
-// KeyState is what a version stores for one key: its live row's _seq and tombstone flag.
-type KeyState struct {
-	Found     bool
-	Seq       uint64
-	Tombstone bool
-}
-
-// Lookup reports the live row of each key in version m without reading payload columns (through
-// the key index; uncovered fragments' key columns are scanned). keys need not be sorted.
-func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[string]KeyState, error) {
+// Lookup returns the live row of each key present in version m (tombstones included, flagged),
+// without reading payload columns: through the key index, scanning the key columns of
+// uncovered fragments. keys need not be sorted; absent keys are missing from the result.
+func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[string]RowRef, error) {
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
@@ -231,9 +225,9 @@ func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[str
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]KeyState, len(locs))
+	out := make(map[string]RowRef, len(locs))
 	for k, l := range locs {
-		out[k] = KeyState{Found: true, Seq: l.seq, Tombstone: l.tombstone}
+		out[k] = RowRef{Key: k, Fragment: l.fragment, Row: l.row, Seq: l.seq, Tombstone: l.tombstone}
 	}
 	return out, nil
 }
