@@ -1,8 +1,8 @@
 // WAL merge: fold one shard's oldest sealed generations into the base table.
 //
-// Prepare takes the oldest pending generations up to MaxGenerations and MaxBytes (a generation
-// is never split: the one that reaches MaxBytes is included, and an oversized first one is taken
-// whole), reserves merge memory from the process budget BEFORE reading anything, and reads them.
+// Prepare takes the oldest pending generations up to MaxGenerations and MaxBytes of merge memory
+// (a generation is never split; an oversized first one is taken whole, alone), reserves that
+// memory from the process budget BEFORE reading anything, and reads them.
 // Commit is one table upsert that also advances the shard's watermark to the last merged
 // generation, so after a crash anywhere either nothing happened or the merge is complete. Only
 // then are the merged generations dropped from the shard manifest (a relative edit any process
@@ -28,7 +28,7 @@ import (
 // MergeOptions bound one merge pass.
 type MergeOptions struct {
 	MaxGenerations int   // default 8; negative = no limit
-	MaxBytes       int64 // default 1 GiB; negative = no limit
+	MaxBytes       int64 // merge memory cap (file bytes x mergeMemoryFactor), default 1 GiB; negative = no limit
 	// OnPhase, when set, is told what the merge is doing (for activity heartbeats).
 	OnPhase func(MergeProgress)
 }
@@ -96,7 +96,7 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 	// Reserve before reading anything; grow only for an oversized first generation.
 	want := opts.MaxBytes
 	if want < 0 {
-		want = totalBytes(batch)
+		want = totalFootprint(batch)
 	}
 	progress.Phase, progress.WaitingForBudget = "waiting_for_budget", true
 	report()
@@ -105,8 +105,8 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 		return MergeResult{}, err
 	}
 	defer res.Release()
-	if batch[0].Bytes > want {
-		if err := res.GrowTo(ctx, batch[0].Bytes); err != nil {
+	if need := totalFootprint(batch); need > want { // only an oversized first generation
+		if err := res.GrowTo(ctx, need); err != nil {
 			return MergeResult{}, err
 		}
 	}
@@ -161,8 +161,16 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 	return MergeResult{Generations: len(batch), Rows: rows, Remaining: len(pending) - len(batch), Version: up.Manifest.Version}, nil
 }
 
-// selectGenerations takes the oldest generations up to maxGens and maxBytes (negative = no
-// limit): it stops after the generation that reaches maxBytes, and always takes at least one.
+// mergeMemoryFactor converts a generation's file size into the memory merging it takes at peak:
+// the fetched file, its decoded Arrow batch, and the key-sorted, deduplicated copy the upsert
+// writes. Caps and budget reservations are in these bytes, so the budget bounds real memory.
+const mergeMemoryFactor = 3
+
+func footprint(g Generation) int64 { return g.Bytes * mergeMemoryFactor }
+
+// selectGenerations takes the oldest generations up to maxGens and maxBytes of merge footprint
+// (negative = no limit). A generation is never split and never pushes the batch past maxBytes,
+// except that the first one is always taken (an oversized generation still progresses, alone).
 func selectGenerations(pending []Generation, maxGens int, maxBytes int64) []Generation {
 	var out []Generation
 	var bytes int64
@@ -170,19 +178,19 @@ func selectGenerations(pending []Generation, maxGens int, maxBytes int64) []Gene
 		if maxGens > 0 && len(out) == maxGens {
 			break
 		}
-		if maxBytes > 0 && len(out) > 0 && bytes >= maxBytes {
+		if maxBytes > 0 && len(out) > 0 && bytes+footprint(g) > maxBytes {
 			break
 		}
 		out = append(out, g)
-		bytes += g.Bytes
+		bytes += footprint(g)
 	}
 	return out
 }
 
-func totalBytes(gens []Generation) int64 {
+func totalFootprint(gens []Generation) int64 {
 	var n int64
 	for _, g := range gens {
-		n += g.Bytes
+		n += footprint(g)
 	}
 	return n
 }
