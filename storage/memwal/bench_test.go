@@ -62,7 +62,7 @@ func BenchmarkP2PendingGenerations(b *testing.B) {
 			}
 			for start := 0; start < total; start += perGen {
 				rb := payloadRows(perGen, start, payload)
-				rec := rb.NewRecord()
+				rec := rb.NewRecordBatch()
 				rb.Release()
 				if _, err := w.Append(ctx, rec); err != nil {
 					b.Fatal(err)
@@ -135,7 +135,7 @@ func BenchmarkA1DurableAppend(b *testing.B) {
 					defer wg.Done()
 					for i := range c.each {
 						rb := payloadRows(1, a*1_000_000+i, payload)
-						rec := rb.NewRecord()
+						rec := rb.NewRecordBatch()
 						rb.Release()
 						_, err := s.Append(ctx, rec)
 						rec.Release()

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-func encodeStream(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
+func encodeStream(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(rec); err != nil {
@@ -30,20 +30,20 @@ func encodeStream(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
 }
 
 // decodeStream returns every record of an IPC stream, concatenated into one.
-func decodeStream(data []byte, mem memory.Allocator) (arrow.Record, error) {
+func decodeStream(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
 	}
 	defer r.Release()
-	var parts []arrow.Record
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
 	for r.Next() {
-		rec := r.Record()
+		rec := r.RecordBatch()
 		rec.Retain()
 		parts = append(parts, rec)
 	}
@@ -53,7 +53,7 @@ func decodeStream(data []byte, mem memory.Allocator) (arrow.Record, error) {
 	return concat(r.Schema(), parts, mem)
 }
 
-func encodeFile(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
+func encodeFile(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 	var buf bytes.Buffer
 	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	if err != nil {
@@ -69,20 +69,20 @@ func encodeFile(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func decodeFile(data []byte, mem memory.Allocator) (arrow.Record, error) {
+func decodeFile(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
 	}
 	defer r.Close()
-	var parts []arrow.Record
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
 	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.RecordAt(i)
+		rec, err := r.RecordBatchAt(i)
 		if err != nil {
 			return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
 		}
@@ -92,7 +92,7 @@ func decodeFile(data []byte, mem memory.Allocator) (arrow.Record, error) {
 }
 
 // concat joins records of one schema into one record.
-func concat(schema *arrow.Schema, parts []arrow.Record, mem memory.Allocator) (arrow.Record, error) {
+func concat(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	if len(parts) == 1 {
 		parts[0].Retain()
 		return parts[0], nil
@@ -120,7 +120,7 @@ func concat(schema *arrow.Schema, parts []arrow.Record, mem memory.Allocator) (a
 		}
 		cols[c] = col
 	}
-	rec := array.NewRecord(schema, cols, rows)
+	rec := array.NewRecordBatch(schema, cols, rows)
 	for _, c := range cols {
 		c.Release()
 	}

@@ -58,7 +58,7 @@ func (e *env) open(instance string, mod ...func(*Options)) *Store {
 	return s
 }
 
-func rows(mem memory.Allocator, ids []string, value int64) arrow.Record {
+func rows(mem memory.Allocator, ids []string, value int64) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, userSchema)
 	defer b.Release()
 	for _, id := range ids {
@@ -66,7 +66,7 @@ func rows(mem memory.Allocator, ids []string, value int64) arrow.Record {
 		b.Field(1).(*array.Int64Builder).Append(value)
 		b.Field(2).(*array.StringBuilder).Append("payload-" + id)
 	}
-	return b.NewRecord()
+	return b.NewRecordBatch()
 }
 
 func appendIDs(t testing.TB, s *Store, mem memory.Allocator, value int64, ids ...string) AppendResult {

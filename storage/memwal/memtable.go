@@ -4,7 +4,6 @@
 package memwal
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -26,7 +25,7 @@ type rowRef struct {
 }
 
 type memtable struct {
-	batches []arrow.Record
+	batches []arrow.RecordBatch
 	index   map[string]rowRef
 	lastPos uint64 // the highest WAL position whose rows are in this memtable
 	rows    int64
@@ -39,7 +38,7 @@ func newMemtable() *memtable { return &memtable{index: map[string]rowRef{}} }
 func (m *memtable) empty() bool { return m.rows == 0 && m.lastPos == 0 }
 
 // insert adds rec's rows (WAL position pos); rec is retained. Rows carry the table schema.
-func (m *memtable) insert(rec arrow.Record, pos uint64, keyColumn string) {
+func (m *memtable) insert(rec arrow.RecordBatch, pos uint64, keyColumn string) {
 	if m.firstAt.IsZero() && rec.NumRows() > 0 {
 		m.firstAt = time.Now()
 	}
@@ -68,7 +67,7 @@ func (m *memtable) insert(rec arrow.Record, pos uint64, keyColumn string) {
 }
 
 // row returns key's newest row as a one-row record (retained; the caller releases it).
-func (m *memtable) row(key string) (arrow.Record, rowRef, bool) {
+func (m *memtable) row(key string) (arrow.RecordBatch, rowRef, bool) {
 	ref, ok := m.index[key]
 	if !ok {
 		return nil, rowRef{}, false
@@ -98,7 +97,7 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 }
 
 // build returns the memtable's newest row per key, sorted by key, as one record plus its key file.
-func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) (arrow.Record, *genKeys, error) {
+func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, *genKeys, error) {
 	keys, refs := m.sortedRefs()
 	all, err := concat(schema, m.batches, mem)
 	if err != nil {
@@ -121,7 +120,7 @@ func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.A
 	return rec, gk, err
 }
 
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.Record, indices []int64) (arrow.Record, error) {
+func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
 	b := array.NewInt64Builder(mem)
 	b.AppendValues(indices, nil)
 	idx := b.NewArray()
@@ -136,5 +135,3 @@ func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.Record, indic
 	}
 	return out.(*compute.RecordDatum).Value, nil
 }
-
-func compareRefs(a, b rowRef) int { return cmp.Compare(a.seq, b.seq) }

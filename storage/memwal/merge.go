@@ -196,8 +196,8 @@ func totalFootprint(gens []Generation) int64 {
 }
 
 // readGenerations reads and concatenates the generations' rows (the upsert dedupes them).
-func (s *Store) readGenerations(ctx context.Context, gens []Generation, progress *MergeProgress, report func()) (arrow.Record, error) {
-	parts := make([]arrow.Record, 0, len(gens))
+func (s *Store) readGenerations(ctx context.Context, gens []Generation, progress *MergeProgress, report func()) (arrow.RecordBatch, error) {
+	parts := make([]arrow.RecordBatch, 0, len(gens))
 	defer func() {
 		for _, p := range parts {
 			p.Release()

@@ -38,7 +38,7 @@ func BenchmarkP4MergeMemory(b *testing.B) {
 		payload := strings.Repeat("z", 1000)
 		for start := 0; start < 90_000; start += 5000 {
 			rb := payloadRows(5000, start, payload)
-			rec := rb.NewRecord()
+			rec := rb.NewRecordBatch()
 			rb.Release()
 			if _, err := w.Append(context.Background(), rec); err != nil {
 				b.Fatal(err)

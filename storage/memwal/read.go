@@ -107,10 +107,10 @@ type source struct {
 	kind int // 0 none, 1 memtable, 2 generation, 3 base
 	seq  uint64
 	tomb bool
-	mem  arrow.Record // kind 1: the row (retained)
-	gen  Generation   // kind 2
-	row  int          // kind 2: row in the generation
-	ref  table.RowRef // kind 3
+	mem  arrow.RecordBatch // kind 1: the row (retained)
+	gen  Generation        // kind 2
+	row  int               // kind 2: row in the generation
+	ref  table.RowRef      // kind 3
 }
 
 func (a *source) offer(b source) {
@@ -126,7 +126,7 @@ func (a *source) offer(b source) {
 
 // Get returns key's newest live row as a one-row record of the named user columns (all when
 // none), or nil when the key does not exist or was deleted. The caller releases the record.
-func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.Record, error) {
+func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.RecordBatch, error) {
 	names, err := s.columns(columns)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (s *Store) columns(names []string) ([]string, error) {
 }
 
 // project returns rec's named columns as a new record (retained).
-func project(rec arrow.Record, names []string) (arrow.Record, error) {
+func project(rec arrow.RecordBatch, names []string) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))
 	for i, n := range names {
@@ -228,5 +228,5 @@ func project(rec arrow.Record, names []string) (arrow.Record, error) {
 		}
 		cols[i], fields[i] = rec.Column(idx[0]), rec.Schema().Field(idx[0])
 	}
-	return array.NewRecord(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
 }

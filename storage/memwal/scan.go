@@ -29,8 +29,8 @@ type ScanOptions struct {
 
 // ScanPage is one page of a scan.
 type ScanPage struct {
-	Rows arrow.Record // the page's rows in key order (never nil; the caller releases it)
-	Next string       // the cursor for the next page; empty when there are no more rows
+	Rows arrow.RecordBatch // the page's rows in key order (never nil; the caller releases it)
+	Next string            // the cursor for the next page; empty when there are no more rows
 }
 
 const maxScanLimit = 10_000
@@ -41,7 +41,7 @@ type candidate struct {
 	seq  uint64
 	tomb bool
 	src  int // 1 memtable, 2 generation, 3 base
-	rec  arrow.Record
+	rec  arrow.RecordBatch
 	row  int
 	gen  Generation
 	ref  table.RowRef
@@ -81,7 +81,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if err != nil {
 		return ScanPage{}, err
 	}
-	genRecs := map[string]arrow.Record{}
+	genRecs := map[string]arrow.RecordBatch{}
 	defer func() {
 		for _, r := range genRecs {
 			r.Release()
@@ -156,7 +156,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 // memtable batches it points into, so a concurrent seal cannot free them.
 type memView struct {
 	entries []candidate
-	held    []arrow.Record
+	held    []arrow.RecordBatch
 }
 
 func (v *memView) release() {
@@ -227,7 +227,7 @@ type pageBuilder struct {
 	s       *Store
 	read    []string
 	names   []string
-	parts   []arrow.Record
+	parts   []arrow.RecordBatch
 	lastKey string
 }
 
@@ -245,14 +245,14 @@ func (p *pageBuilder) release() {
 }
 
 // add materialises the chunk's live keys (in order), filters them and keeps up to limit rows.
-func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, cands map[string]*candidate, genRecs map[string]arrow.Record, filters map[string]any, limit int) error {
+func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, cands map[string]*candidate, genRecs map[string]arrow.RecordBatch, filters map[string]any, limit int) error {
 	var refs []table.RowRef
 	for _, k := range keys {
 		if c := cands[k]; c.src == 3 {
 			refs = append(refs, c.ref)
 		}
 	}
-	var baseRows arrow.Record
+	var baseRows arrow.RecordBatch
 	if len(refs) > 0 {
 		var err error
 		if baseRows, err = p.s.tbl.ReadRows(ctx, snap.Table, refs, p.read); err != nil {
@@ -266,7 +266,7 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, ca
 			return nil
 		}
 		c := cands[k]
-		var src arrow.Record
+		var src arrow.RecordBatch
 		var row int
 		switch c.src {
 		case 1:
@@ -302,7 +302,7 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, ca
 }
 
 // finish concatenates the page and projects it to the requested columns.
-func (p *pageBuilder) finish(ctx context.Context) (arrow.Record, error) {
+func (p *pageBuilder) finish(ctx context.Context) (arrow.RecordBatch, error) {
 	fields := make([]arrow.Field, len(p.read))
 	for i, n := range p.read {
 		fields[i] = p.s.schema.Field(p.s.schema.FieldIndices(n)[0])
@@ -343,7 +343,7 @@ func (s *Store) checkFilters(filters map[string]any) error {
 }
 
 // matches reports whether the one-row record satisfies every equality filter.
-func matches(rec arrow.Record, filters map[string]any) bool {
+func matches(rec arrow.RecordBatch, filters map[string]any) bool {
 	for col, want := range filters {
 		arr := rec.Column(rec.Schema().FieldIndices(col)[0])
 		if arr.IsNull(0) {

@@ -185,7 +185,7 @@ type AppendResult struct {
 // Append durably writes rec's rows (user columns; missing nullable columns become null). It
 // returns once they are in the WAL; they are visible to reads in this process at once and to
 // other processes once sealed.
-func (s *Store) Append(ctx context.Context, rec arrow.Record) (AppendResult, error) {
+func (s *Store) Append(ctx context.Context, rec arrow.RecordBatch) (AppendResult, error) {
 	for _, f := range rec.Schema().Fields() {
 		if strings.HasPrefix(f.Name, "_") || len(s.schema.FieldIndices(f.Name)) == 0 {
 			return AppendResult{}, fmt.Errorf("%w: column %q is not in the store's schema", table.ErrSchema, f.Name)
@@ -201,12 +201,12 @@ func (s *Store) Delete(ctx context.Context, ids []string) (AppendResult, error) 
 	col := b.NewArray()
 	b.Release()
 	defer col.Release()
-	rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: s.keyColumn, Type: arrow.BinaryTypes.String}}, nil), []arrow.Array{col}, int64(len(ids)))
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: s.keyColumn, Type: arrow.BinaryTypes.String}}, nil), []arrow.Array{col}, int64(len(ids)))
 	defer rec.Release()
 	return s.write(ctx, rec, true)
 }
 
-func (s *Store) write(ctx context.Context, rec arrow.Record, tombstone bool) (AppendResult, error) {
+func (s *Store) write(ctx context.Context, rec arrow.RecordBatch, tombstone bool) (AppendResult, error) {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return AppendResult{}, fmt.Errorf("%w: nothing to append", table.ErrSchema)
@@ -233,7 +233,7 @@ func (s *Store) write(ctx context.Context, rec arrow.Record, tombstone bool) (Ap
 
 // stamp lays rec out as the table schema with _seq = first.. and _tombstone set. Tombstone rows
 // carry only the key: other non-null columns get their type's zero value.
-func (s *Store) stamp(rec arrow.Record, first uint64, tombstone bool) (arrow.Record, error) {
+func (s *Store) stamp(rec arrow.RecordBatch, first uint64, tombstone bool) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	seqB := array.NewUint64Builder(s.mem)
 	tombB := array.NewBooleanBuilder(s.mem)
@@ -266,17 +266,17 @@ func (s *Store) stamp(rec arrow.Record, first uint64, tombstone bool) (arrow.Rec
 			cols = append(cols, zero)
 		}
 	}
-	with := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(n))
+	with := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 	defer with.Release()
 	return table.Align(with, s.schema, s.mem)
 }
 
-func (s *Store) emptyRecord() (arrow.Record, error) {
+func (s *Store) emptyRecord() (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, s.schema.NumFields())
 	for i, f := range s.schema.Fields() {
 		cols[i] = array.MakeArrayOfNull(s.mem, f.Type, 0)
 	}
-	rec := array.NewRecord(s.schema, cols, 0)
+	rec := array.NewRecordBatch(s.schema, cols, 0)
 	for _, c := range cols {
 		c.Release()
 	}
@@ -338,7 +338,7 @@ func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
 }
 
 // generation reads a generation's rows. The caller releases the record.
-func (s *Store) generation(ctx context.Context, g Generation) (arrow.Record, error) {
+func (s *Store) generation(ctx context.Context, g Generation) (arrow.RecordBatch, error) {
 	data, err := s.objects.Get(ctx, g.Path)
 	if err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 }
 
 type pendingAppend struct {
-	rec   arrow.Record
+	rec   arrow.RecordBatch
 	bytes int64
 	done  chan error
 }
@@ -164,7 +164,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 }
 
 // enqueue hands a stamped record to the committer and waits until it is durable.
-func (w *Writer) enqueue(ctx context.Context, rec arrow.Record) error {
+func (w *Writer) enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	var size int64
 	for _, c := range rec.Columns() {
 		size += int64(c.Data().SizeInBytes())
@@ -240,7 +240,7 @@ func (w *Writer) commitBatch() bool {
 		finish(fenced)
 		return true
 	}
-	parts := make([]arrow.Record, len(batch))
+	parts := make([]arrow.RecordBatch, len(batch))
 	for i, p := range batch {
 		parts[i] = p.rec
 	}
@@ -408,10 +408,10 @@ func (w *Writer) fence(cur *ShardManifest) error {
 }
 
 // lookup returns key's newest row in the memtables (retained), if any.
-func (w *Writer) lookup(key string) (arrow.Record, rowRef, bool) {
+func (w *Writer) lookup(key string) (arrow.RecordBatch, rowRef, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var best arrow.Record
+	var best arrow.RecordBatch
 	var bestRef rowRef
 	found := false
 	for _, m := range append(append([]*memtable(nil), w.frozen...), w.active) {

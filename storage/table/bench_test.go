@@ -182,7 +182,7 @@ func reportScan(b *testing.B, bt *benchTable) {
 	}
 	strataT, strataRows := best(func() int64 {
 		var n int64
-		if err := bt.tbl.Scan(ctx, m, ScanOptions{}, func(r arrow.Record) error { n += r.NumRows(); return nil }); err != nil {
+		if err := bt.tbl.Scan(ctx, m, ScanOptions{}, func(r arrow.RecordBatch) error { n += r.NumRows(); return nil }); err != nil {
 			b.Fatal(err)
 		}
 		return n
@@ -207,7 +207,7 @@ func reportScan(b *testing.B, bt *benchTable) {
 				b.Fatal(err)
 			}
 			for rr.Next() {
-				n += rr.Record().NumRows()
+				n += rr.RecordBatch().NumRows()
 			}
 			rr.Release()
 			pf.Close()

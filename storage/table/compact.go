@@ -212,20 +212,20 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 
 // readLiveRows reads every live row (tombstones included: they must outlive the rows they
 // delete) of the fragments, in key order, with every column of m's schema.
-func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment) (arrow.Record, error) {
+func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment) (arrow.RecordBatch, error) {
 	schema := m.Schema()
 	names := make([]string, schema.NumFields())
 	for i, f := range schema.Fields() {
 		names[i] = f.Name
 	}
-	var parts []arrow.Record
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
 	for _, f := range frags {
-		err := t.scanFragment(ctx, m, f, names, len(names), false, func(r arrow.Record) error {
+		err := t.scanFragment(ctx, m, f, names, len(names), false, func(r arrow.RecordBatch) error {
 			r.Retain()
 			parts = append(parts, r)
 			return nil
@@ -249,7 +249,7 @@ func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment)
 }
 
 // concatRecords concatenates records of one schema into one.
-func concatRecords(schema *arrow.Schema, parts []arrow.Record, t *Table) (arrow.Record, error) {
+func concatRecords(schema *arrow.Schema, parts []arrow.RecordBatch, t *Table) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, schema.NumFields())
 	var rows int64
 	for _, p := range parts {
@@ -273,7 +273,7 @@ func concatRecords(schema *arrow.Schema, parts []arrow.Record, t *Table) (arrow.
 		}
 		cols[c] = col
 	}
-	rec := array.NewRecord(schema, cols, rows)
+	rec := array.NewRecordBatch(schema, cols, rows)
 	for _, c := range cols {
 		c.Release()
 	}

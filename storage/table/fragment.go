@@ -30,7 +30,7 @@ const (
 )
 
 // encodeFragment serialises rec (already aligned to the table schema) as Parquet.
-func encodeFragment(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
+func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
@@ -160,7 +160,7 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 
 // readFragment reads the named columns (in that order, as typed by schema) of the given row
 // groups (nil = all) as one record; columns the fragment predates are nulls.
-func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rowGroups []int, whole bool) (arrow.Record, error) {
+func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rowGroups []int, whole bool) (arrow.RecordBatch, error) {
 	fr, err := t.openFragment(ctx, f, whole)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 		}
 		cols[i] = col
 	}
-	return array.NewRecord(arrow.NewSchema(fields, nil), cols, n), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n), nil
 }
 
 func rowGroupsOrAll(fr *pqarrow.FileReader, rowGroups []int) []int {

@@ -43,7 +43,7 @@ func newTestTable(t testing.TB, store objstore.Store, mem memory.Allocator) *Tab
 }
 
 // batch builds an upsert batch from rows.
-func batch(mem memory.Allocator, rows []row) arrow.Record {
+func batch(mem memory.Allocator, rows []row) arrow.RecordBatch {
 	schema := arrow.NewSchema(append(testSchema.Fields(),
 		arrow.Field{Name: SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
 		arrow.Field{Name: TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean}), nil)
@@ -61,7 +61,7 @@ func batch(mem memory.Allocator, rows []row) arrow.Record {
 		b.Field(3).(*array.Uint64Builder).Append(r.seq)
 		b.Field(4).(*array.BooleanBuilder).Append(r.tombstone)
 	}
-	return b.NewRecord()
+	return b.NewRecordBatch()
 }
 
 func upsertRows(t testing.TB, tbl *Table, mem memory.Allocator, rows []row) UpsertResult {
@@ -77,7 +77,7 @@ func upsertRows(t testing.TB, tbl *Table, mem memory.Allocator, rows []row) Upse
 func scanAll(t testing.TB, tbl *Table, m *Manifest) map[string]row {
 	t.Helper()
 	out := map[string]row{}
-	err := tbl.Scan(context.Background(), m, ScanOptions{Columns: []string{"id", "value", "payload"}, IncludeInternal: true}, func(rec arrow.Record) error {
+	err := tbl.Scan(context.Background(), m, ScanOptions{Columns: []string{"id", "value", "payload"}, IncludeInternal: true}, func(rec arrow.RecordBatch) error {
 		ids := rec.Column(0).(*array.String)
 		vals := rec.Column(1).(*array.Int64)
 		pays := rec.Column(2).(*array.String)

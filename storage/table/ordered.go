@@ -180,7 +180,7 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 
 // ReadRows returns the named columns of the given rows of version m, in the order given. Rows are
 // read per fragment, one row group at a time. The caller releases the record.
-func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.Record, error) {
+func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.RecordBatch, error) {
 	names, err := userColumns(m, columns)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 	for i, r := range refs {
 		byFragment[r.Fragment] = append(byFragment[r.Fragment], want{i, r.Row})
 	}
-	var parts []arrow.Record
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()

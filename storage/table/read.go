@@ -32,7 +32,7 @@ func userColumns(m *Manifest, names []string) ([]string, error) {
 
 // Get returns the live row of key in version m as a one-row record of the named columns (every
 // user column when none), or nil when the key is absent or deleted. The caller releases it.
-func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []string) (arrow.Record, error) {
+func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []string) (arrow.RecordBatch, error) {
 	names, err := userColumns(m, columns)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ var StopScan = errStopScan
 
 // Scan streams the live rows of version m, fragment by fragment, as records of at most
 // rowGroupRows rows. fn must not keep a record after returning without retaining it.
-func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func(arrow.Record) error) error {
+func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
 	names, err := userColumns(m, opts.Columns)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func
 
 // scanFragment streams one fragment. read lists the columns to read; the first keep of them are
 // returned; when dropTombstones, read must contain _tombstone.
-func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read []string, keep int, dropTombstones bool, fn func(arrow.Record) error) error {
+func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read []string, keep int, dropTombstones bool, fn func(arrow.RecordBatch) error) error {
 	del, err := t.deletions(ctx, f)
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 	schema := m.Schema()
 	var offset int64
 	for rr.Next() {
-		batch := rr.Record()
+		batch := rr.RecordBatch()
 		err := t.emitBatch(ctx, batch, schema, read, keep, offset, del, dropTombstones, fn)
 		offset += batch.NumRows()
 		if err != nil {
@@ -147,7 +147,7 @@ const maxSliceRuns = 8
 
 // emitBatch lays a fragment batch out as the first keep columns of read (nulls for columns the
 // fragment predates), drops deleted rows and, when asked, tombstones, and passes the result to fn.
-func (t *Table) emitBatch(ctx context.Context, batch arrow.Record, schema *arrow.Schema, read []string, keep int, offset int64, del *roaring.Bitmap, dropTombstones bool, fn func(arrow.Record) error) error {
+func (t *Table) emitBatch(ctx context.Context, batch arrow.RecordBatch, schema *arrow.Schema, read []string, keep int, offset int64, del *roaring.Bitmap, dropTombstones bool, fn func(arrow.RecordBatch) error) error {
 	n := batch.NumRows()
 	cols := make([]arrow.Array, keep)
 	fields := make([]arrow.Field, keep)
@@ -160,7 +160,7 @@ func (t *Table) emitBatch(ctx context.Context, batch arrow.Record, schema *arrow
 			cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, int(n))
 		}
 	}
-	rec := array.NewRecord(arrow.NewSchema(fields, nil), cols, n)
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n)
 	for _, c := range cols {
 		c.Release()
 	}

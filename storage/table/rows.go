@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -16,7 +15,7 @@ import (
 )
 
 // takeRows returns the rows of rec at indices, in that order. The caller releases the result.
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.Record, indices []int64) (arrow.Record, error) {
+func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
 	b := array.NewInt64Builder(mem)
 	b.AppendValues(indices, nil)
 	idx := b.NewArray()
@@ -63,15 +62,4 @@ func (t *Table) scanKeys(ctx context.Context, m *Manifest, f Fragment, fn func(k
 		fn(keyRow{key: keys.Value(i), row: int64(i), seq: seqs.Value(i), tombstone: tombs.Value(i)})
 	}
 	return nil
-}
-
-// liveIndices lists the row offsets of rows [0, n) not in del.
-func liveIndices(n int64, del *roaring.Bitmap) []int64 {
-	out := make([]int64, 0, n-int64(del.GetCardinality()))
-	for i := int64(0); i < n; i++ {
-		if !del.Contains(uint32(i)) {
-			out = append(out, i)
-		}
-	}
-	return out
 }

@@ -117,14 +117,14 @@ func evolve(current, in *arrow.Schema) (next *arrow.Schema, changed bool, err er
 
 // Align lays rec out as schema (a table schema, internal columns included): see align. Callers
 // outside this package (the MemWAL) use it to validate appends against the table's schema.
-func Align(rec arrow.Record, schema *arrow.Schema, mem memory.Allocator) (arrow.Record, error) {
+func Align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
 	return align(rec, schema, mem)
 }
 
 // align returns rec laid out as schema: columns in schema order, missing nullable columns as
 // nulls, _tombstone defaulting to false. A missing non-null column, or nulls in a non-null
 // column, is an ErrSchema. The caller releases the result.
-func align(rec arrow.Record, schema *arrow.Schema, mem memory.Allocator) (arrow.Record, error) {
+func align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	release := func() {
@@ -162,7 +162,7 @@ func align(rec arrow.Record, schema *arrow.Schema, mem memory.Allocator) (arrow.
 		col.Retain()
 		cols = append(cols, col)
 	}
-	out := array.NewRecord(schema, cols, int64(n))
+	out := array.NewRecordBatch(schema, cols, int64(n))
 	release()
 	return out, nil
 }

@@ -49,7 +49,7 @@ type UpsertResult struct {
 // PreparedUpsert is an upsert whose files are written but not committed. Release it when done.
 type PreparedUpsert struct {
 	t      *Table
-	rec    arrow.Record
+	rec    arrow.RecordBatch
 	opts   UpsertOptions
 	base   *Manifest
 	next   *Manifest
@@ -59,7 +59,7 @@ type PreparedUpsert struct {
 }
 
 // Upsert prepares and commits in one call.
-func (t *Table) Upsert(ctx context.Context, rec arrow.Record, opts UpsertOptions) (UpsertResult, error) {
+func (t *Table) Upsert(ctx context.Context, rec arrow.RecordBatch, opts UpsertOptions) (UpsertResult, error) {
 	p, err := t.PrepareUpsert(ctx, rec, opts)
 	if err != nil {
 		return UpsertResult{}, err
@@ -70,7 +70,7 @@ func (t *Table) Upsert(ctx context.Context, rec arrow.Record, opts UpsertOptions
 
 // PrepareUpsert validates rec (it must hold the key column and a non-null uint64 _seq column;
 // _tombstone is optional) and prepares it against the latest manifest.
-func (t *Table) PrepareUpsert(ctx context.Context, rec arrow.Record, opts UpsertOptions) (*PreparedUpsert, error) {
+func (t *Table) PrepareUpsert(ctx context.Context, rec arrow.RecordBatch, opts UpsertOptions) (*PreparedUpsert, error) {
 	if err := checkUpsertBatch(rec); err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (t *Table) PrepareUpsert(ctx context.Context, rec arrow.Record, opts Upsert
 	return p, nil
 }
 
-func checkUpsertBatch(rec arrow.Record) error {
+func checkUpsertBatch(rec arrow.RecordBatch) error {
 	idx := rec.Schema().FieldIndices(SeqColumn)
 	if len(idx) == 0 || rec.Column(idx[0]).DataType().ID() != arrow.UINT64 || rec.Column(idx[0]).NullN() > 0 {
 		return schemaErr("an upsert batch needs a non-null uint64 %s column", SeqColumn)
@@ -332,7 +332,7 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 
 // writeRows writes rec's rows (already sorted by key) as new fragment id and returns it with its
 // index entries.
-func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.Record, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
+func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
 	t := p.t
 	sel, err := takeRows(ctx, t.mem, rec, rows)
 	if err != nil {
@@ -355,7 +355,7 @@ func (p *PreparedUpsert) addFile(path string) {
 }
 
 // fragmentEntries are the index entries of a freshly written fragment's rows.
-func fragmentEntries(id uint64, rec arrow.Record, keyColumn string) []indexEntry {
+func fragmentEntries(id uint64, rec arrow.RecordBatch, keyColumn string) []indexEntry {
 	s := rec.Schema()
 	keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
 	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
@@ -369,7 +369,7 @@ func fragmentEntries(id uint64, rec arrow.Record, keyColumn string) []indexEntry
 }
 
 // writeFragment encodes rec as fragment id and stores it.
-func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.Record, keyColumn string) (Fragment, error) {
+func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.RecordBatch, keyColumn string) (Fragment, error) {
 	data, err := encodeFragment(rec, t.mem)
 	if err != nil {
 		return Fragment{}, fmt.Errorf("table: encode fragment: %w", err)

@@ -135,7 +135,7 @@ func TestAdditiveSchemaEvolution(t *testing.T) {
 	b.Field(0).(*array.StringBuilder).Append("new")
 	b.Field(1).(*array.Float64Builder).Append(0.5)
 	b.Field(2).(*array.Uint64Builder).Append(2)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
 	_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
 	rec.Release()
@@ -144,7 +144,7 @@ func TestAdditiveSchemaEvolution(t *testing.T) {
 	m, _ := tbl.Latest(ctx)
 	require.Len(t, m.Schema().FieldIndices("score"), 1)
 	var scores []string
-	require.NoError(t, tbl.Scan(ctx, m, ScanOptions{Columns: []string{"id", "score", "value"}}, func(r arrow.Record) error {
+	require.NoError(t, tbl.Scan(ctx, m, ScanOptions{Columns: []string{"id", "score", "value"}}, func(r arrow.RecordBatch) error {
 		for i := 0; i < int(r.NumRows()); i++ {
 			s := "null"
 			if r.Column(1).IsValid(i) {
@@ -169,7 +169,7 @@ func TestAdditiveSchemaEvolution(t *testing.T) {
 		b.Field(0).(*array.StringBuilder).Append("x")
 		b.Field(1).(*array.Float64Builder).Append(1)
 		b.Field(2).(*array.Uint64Builder).Append(3)
-		rec := b.NewRecord()
+		rec := b.NewRecordBatch()
 		b.Release()
 		_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
 		rec.Release()
