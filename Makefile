@@ -48,6 +48,7 @@ run: build services
 ## test: tools, test services (separate ports and .data/test), then every test
 test: tools test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
+	scripts/check-parquet-interop.sh
 
 test-services: tools
 	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start

@@ -94,8 +94,9 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 			s.metrics.readsRefused.Inc()
 			return nil, fmt.Errorf("%w: shard %s has %d pending generations (limit %d); a merge must catch up", ErrOverloaded, sh.Shard, n, s.opts.ReadMaxGenerations)
 		}
-		if n >= s.opts.ReadWarnGenerations {
-			slog.Warn("memwal: many pending generations", "shard", sh.Shard, "generations", n)
+		if n >= s.opts.ReadWarnGenerations && s.warnLimiter.Allow() {
+			slog.Warn("memwal: many pending generations; reads slow down until a merge catches up",
+				"shard", sh.Shard, "generations", n, "refuse_at", s.opts.ReadMaxGenerations)
 		}
 	}
 	s.metrics.pendingPerRead.Observe(float64(total))

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
@@ -85,16 +86,17 @@ func (o *Options) defaults() {
 
 // Store is a store's write and read path in this process. Safe for concurrent use.
 type Store struct {
-	objects   objstore.Store
-	tbl       *table.Table
-	opts      Options
-	mem       memory.Allocator
-	clock     *hlc.Clock
-	metrics   *Metrics
-	schema    *arrow.Schema // the table schema, internal columns included
-	keyColumn string
-	keyCache  *lru.Cache[string, *genKeys]
-	manifests *lru.Cache[string, *ShardManifest] // decoded shard manifests by object key; shared, never modified
+	objects     objstore.Store
+	tbl         *table.Table
+	opts        Options
+	mem         memory.Allocator
+	clock       *hlc.Clock
+	metrics     *Metrics
+	schema      *arrow.Schema // the table schema, internal columns included
+	keyColumn   string
+	keyCache    *lru.Cache[string, *genKeys]
+	manifests   *lru.Cache[string, *ShardManifest] // decoded shard manifests by object key; shared, never modified
+	warnLimiter *rate.Limiter                      // at most one "many pending generations" warning a minute
 
 	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
 	writer *Writer
@@ -126,6 +128,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 		schema: m.Schema(), keyColumn: m.KeyColumn}
 	s.keyCache, _ = lru.New[string, *genKeys](opts.KeyCacheEntries)
 	s.manifests, _ = lru.New[string, *ShardManifest](1024)
+	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
 	// A process that wrote here before (same instance id) takes its shard back at once and
 	// replays what it had not sealed, rather than waiting for its next write.
 	own, _, err := latestShardManifest(ctx, objects, s.Shard())
