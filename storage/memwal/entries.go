@@ -11,9 +11,9 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 func encodeStream(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
@@ -50,7 +50,7 @@ func decodeStream(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) 
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
 	}
-	return concat(r.Schema(), parts, mem)
+	return arrowutil.Concat(r.Schema(), parts, mem)
 }
 
 func encodeFile(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
@@ -88,43 +88,7 @@ func decodeFile(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 		}
 		parts = append(parts, rec)
 	}
-	return concat(r.Schema(), parts, mem)
-}
-
-// concat joins records of one schema into one record.
-func concat(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
-	}
-	cols := make([]arrow.Array, schema.NumFields())
-	var rows int64
-	for _, p := range parts {
-		rows += p.NumRows()
-	}
-	for c := range cols {
-		if len(parts) == 0 {
-			cols[c] = array.MakeArrayOfNull(mem, schema.Field(c).Type, 0)
-			continue
-		}
-		arrs := make([]arrow.Array, len(parts))
-		for i, p := range parts {
-			arrs[i] = p.Column(c)
-		}
-		col, err := array.Concatenate(arrs, mem)
-		if err != nil {
-			for _, done := range cols[:c] {
-				done.Release()
-			}
-			return nil, err
-		}
-		cols[c] = col
-	}
-	rec := array.NewRecordBatch(schema, cols, rows)
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec, nil
+	return arrowutil.Concat(r.Schema(), parts, mem)
 }
 
 // genKeys is a generation's key file, decoded: keys ascending, one per key.

@@ -10,10 +10,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/compute/exec"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -99,7 +98,7 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 // build returns the memtable's newest row per key, sorted by key, as one record plus its key file.
 func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, *genKeys, error) {
 	keys, refs := m.sortedRefs()
-	all, err := concat(schema, m.batches, mem)
+	all, err := arrowutil.Concat(schema, m.batches, mem)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,22 +115,6 @@ func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.A
 		idx[i] = offsets[r.batch] + int64(r.row)
 		gk.seqs[i], gk.tombs[i] = r.seq, r.tomb
 	}
-	rec, err := takeRows(ctx, mem, all, idx)
+	rec, err := arrowutil.Take(ctx, mem, all, idx)
 	return rec, gk, err
-}
-
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
-	b := array.NewInt64Builder(mem)
-	b.AppendValues(indices, nil)
-	idx := b.NewArray()
-	b.Release()
-	defer idx.Release()
-	id, rd := compute.NewDatum(idx), compute.NewDatum(rec)
-	defer id.Release()
-	defer rd.Release()
-	out, err := compute.Take(exec.WithAllocator(ctx, mem), *compute.DefaultTakeOptions(), rd, id)
-	if err != nil {
-		return nil, err
-	}
-	return out.(*compute.RecordDatum).Value, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -212,7 +213,7 @@ func (s *Store) readGenerations(ctx context.Context, gens []Generation, progress
 		progress.GenerationsRead++
 		report()
 	}
-	return concat(s.schema, parts, s.mem)
+	return arrowutil.Concat(s.schema, parts, s.mem)
 }
 
 // dropMerged removes generations at or below gen from the shard manifest, then deletes their

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -307,7 +308,7 @@ func (p *pageBuilder) finish(ctx context.Context) (arrow.RecordBatch, error) {
 	for i, n := range p.read {
 		fields[i] = p.s.schema.Field(p.s.schema.FieldIndices(n)[0])
 	}
-	all, err := concat(arrow.NewSchema(fields, nil), p.parts, p.s.mem)
+	all, err := arrowutil.Concat(arrow.NewSchema(fields, nil), p.parts, p.s.mem)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -244,7 +245,7 @@ func (w *Writer) commitBatch() bool {
 	for i, p := range batch {
 		parts[i] = p.rec
 	}
-	rec, err := concat(w.s.schema, parts, w.s.mem)
+	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
 	if err != nil {
 		finish(err)
 		return true

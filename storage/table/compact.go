@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // CompactionConfig tunes Plan.
@@ -234,7 +235,7 @@ func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment)
 			return nil, err
 		}
 	}
-	all, err := concatRecords(schema, parts, t)
+	all, err := arrowutil.Concat(schema, parts, t.mem)
 	if err != nil {
 		return nil, err
 	}
@@ -245,37 +246,5 @@ func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment)
 		order[i] = int64(i)
 	}
 	slices.SortFunc(order, func(a, b int64) int { return cmp.Compare(keys.Value(int(a)), keys.Value(int(b))) })
-	return takeRows(ctx, t.mem, all, order)
-}
-
-// concatRecords concatenates records of one schema into one.
-func concatRecords(schema *arrow.Schema, parts []arrow.RecordBatch, t *Table) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, schema.NumFields())
-	var rows int64
-	for _, p := range parts {
-		rows += p.NumRows()
-	}
-	for c := range cols {
-		if len(parts) == 0 {
-			cols[c] = array.MakeArrayOfNull(t.mem, schema.Field(c).Type, 0)
-			continue
-		}
-		arrs := make([]arrow.Array, len(parts))
-		for i, p := range parts {
-			arrs[i] = p.Column(c)
-		}
-		col, err := array.Concatenate(arrs, t.mem)
-		if err != nil {
-			for _, done := range cols[:c] {
-				done.Release()
-			}
-			return nil, err
-		}
-		cols[c] = col
-	}
-	rec := array.NewRecordBatch(schema, cols, rows)
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec, nil
+	return arrowutil.Take(ctx, t.mem, all, order)
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // RowRef locates one live row of a version.
@@ -230,12 +231,12 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 		}
 	}
 	schema := arrow.NewSchema(projectFields(m.Schema(), names), nil)
-	all, err := concatRecords(schema, parts, t)
+	all, err := arrowutil.Concat(schema, parts, t.mem)
 	if err != nil {
 		return nil, err
 	}
 	defer all.Release()
-	return takeRows(ctx, t.mem, all, order)
+	return arrowutil.Take(ctx, t.mem, all, order)
 }
 
 func projectFields(s *arrow.Schema, names []string) []arrow.Field {

@@ -11,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // userColumns returns the named columns, or every user column when names is empty; unknown
@@ -206,7 +207,7 @@ func (t *Table) emitBatch(ctx context.Context, batch arrow.RecordBatch, schema *
 			keepRows = append(keepRows, i)
 		}
 	}
-	sel, err := takeRows(ctx, t.mem, rec, keepRows)
+	sel, err := arrowutil.Take(ctx, t.mem, rec, keepRows)
 	if err != nil {
 		return err
 	}

@@ -5,32 +5,9 @@ package table
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/compute/exec"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
-
-// takeRows returns the rows of rec at indices, in that order. The caller releases the result.
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
-	b := array.NewInt64Builder(mem)
-	b.AppendValues(indices, nil)
-	idx := b.NewArray()
-	b.Release()
-	defer idx.Release()
-	idxDatum := compute.NewDatum(idx)
-	defer idxDatum.Release()
-	recDatum := compute.NewDatum(rec)
-	defer recDatum.Release()
-	out, err := compute.Take(exec.WithAllocator(ctx, mem), *compute.DefaultTakeOptions(), recDatum, idxDatum)
-	if err != nil {
-		return nil, fmt.Errorf("table: select rows: %w", err)
-	}
-	return out.(*compute.RecordDatum).Value, nil
-}
 
 // keyRow is one row's identity as the key columns describe it.
 type keyRow struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/strata-store/strata/storage/arrowutil"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -334,7 +335,7 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 // index entries.
 func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
 	t := p.t
-	sel, err := takeRows(ctx, t.mem, rec, rows)
+	sel, err := arrowutil.Take(ctx, t.mem, rec, rows)
 	if err != nil {
 		return Fragment{}, nil, err
 	}

@@ -1,0 +1,38 @@
+package arrowutil
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConcatAndTake(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	mk := func(vals ...int64) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).AppendValues(vals, nil)
+		return b.NewRecordBatch()
+	}
+	a, b := mk(1, 2), mk(3)
+	defer a.Release()
+	defer b.Release()
+	all, err := Concat(schema, []arrow.RecordBatch{a, b}, mem)
+	require.NoError(t, err)
+	defer all.Release()
+	require.EqualValues(t, 3, all.NumRows())
+	sel, err := Take(context.Background(), mem, all, []int64{2, 0})
+	require.NoError(t, err)
+	defer sel.Release()
+	require.Equal(t, []int64{3, 1}, sel.Column(0).(*array.Int64).Int64Values())
+	empty, err := Concat(schema, nil, mem)
+	require.NoError(t, err)
+	require.Zero(t, empty.NumRows())
+	empty.Release()
+}
