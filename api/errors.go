@@ -5,6 +5,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/table"
 )
 
 // Error codes, matching lance-context's envelope.
@@ -86,6 +89,12 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: he.Code, Code: code, Message: msg, Err: err}
 	}
 	switch {
+	case errors.Is(err, memwal.ErrOverloaded):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: 5 * time.Second, Err: err}
+	case errors.Is(err, memwal.ErrFenced), errors.Is(err, memwal.ErrClosed):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is moving between owners; retry", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, table.ErrSchema):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrConflict):
@@ -94,6 +103,14 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+func invalid(format string, args ...any) error {
+	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
 // ErrorHandler is the Echo HTTPErrorHandler: it writes the envelope and logs server-side faults.

@@ -3,14 +3,19 @@ package api
 
 import (
 	"context"
+	"crypto/subtle"
+	"strings"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-store/strata/stores"
 )
 
 // Pinger reports whether a dependency answers (the catalog, for health).
@@ -20,14 +25,24 @@ type Pinger interface {
 
 // Deps are what the HTTP layer needs from the rest of the process.
 type Deps struct {
-	Log      *slog.Logger
-	Catalog  Pinger
-	Registry *prometheus.Registry // metrics are registered here and served from it
-	Version  string
+	Log       *slog.Logger
+	Catalog   Pinger
+	Stores    *stores.Manager      // nil serves only health, metrics and the OpenAPI document
+	Registry  *prometheus.Registry // metrics are registered here and served from it
+	Version   string
+	Allocator memory.Allocator // Arrow memory for request batches (default memory.DefaultAllocator)
+	APIToken  string           // when set, data routes need "Authorization: Bearer <token>"
+	BodyLimit string           // largest request body, e.g. "1G" (default)
 }
 
 // New builds the Echo instance with every route registered.
 func New(d Deps) *echo.Echo {
+	if d.Allocator == nil {
+		d.Allocator = memory.DefaultAllocator
+	}
+	if d.BodyLimit == "" {
+		d.BodyLimit = "1G"
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
@@ -35,14 +50,37 @@ func New(d Deps) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(metrics.middleware)
 
-	h := &handlers{deps: d}
+	h := &handlers{deps: d, mem: d.Allocator}
 	e.GET("/api/v1/health", h.health)
+	e.GET("/api/v1/openapi.json", h.openAPI)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
+	if d.Stores != nil {
+		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit))
+		h.registerRollouts(data)
+		h.registerGeneric(data)
+	}
 	return e
+}
+
+// bearerAuth requires "Authorization: Bearer <token>" when token is set.
+func bearerAuth(token string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if token == "" {
+				return next(c)
+			}
+			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing or wrong bearer token"}
+			}
+			return next(c)
+		}
+	}
 }
 
 type handlers struct {
 	deps Deps
+	mem  memory.Allocator
 }
 
 // HealthResponse is the body of GET /api/v1/health.

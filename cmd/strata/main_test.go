@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,9 @@ func sampleValue(f *flag.Flag) string {
 	if _, err := time.ParseDuration(f.DefValue); err == nil {
 		return "17s"
 	}
+	if _, err := strconv.ParseInt(f.DefValue, 10, 64); err == nil {
+		return "17"
+	}
 	switch f.Name {
 	case "log-level":
 		return "debug"
@@ -75,7 +79,8 @@ func TestServeAnswersHealthAndStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, serveConfig{
-			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: testenv.Database(t),
+			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: testenv.Database(t), DataURL: t.TempDir(),
+			StoreCacheCapacity: 10, FlushInterval: time.Second,
 			LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		})
 	}()

@@ -21,15 +21,27 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/hlc"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/stores"
 )
 
 // serveConfig is every setting of `strata serve`; each field is one flag (and STRATA_* variable).
 type serveConfig struct {
-	ListenAddr      string
-	DatabaseURL     string
-	LogLevel        string
-	LogFormat       string
-	ShutdownTimeout time.Duration
+	ListenAddr         string
+	DatabaseURL        string
+	DataURL            string
+	InstanceID         string
+	StoreCacheCapacity int
+	FlushInterval      time.Duration
+	MergeMemoryBytes   int64
+	APIToken           string
+	BodyLimit          string
+	LogLevel           string
+	LogFormat          string
+	ShutdownTimeout    time.Duration
 }
 
 // DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
@@ -38,6 +50,13 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=di
 func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ListenAddr, "listen-addr", "127.0.0.1:3000", "address the HTTP API listens on")
 	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
+	fs.StringVar(&c.DataURL, "data-url", "file://.data/stores", "where store data lives: file://<dir> or a directory path")
+	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
+	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
+	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
+	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
+	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 }
@@ -93,7 +112,33 @@ func serve(ctx context.Context, cfg serveConfig) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e := api.New(api.Deps{Log: log, Catalog: cat, Registry: reg, Version: version})
+	dataDir, err := dataDirOf(cfg.DataURL)
+	if err != nil {
+		return err
+	}
+	mgr, err := stores.New(cat, stores.Config{
+		DataDir:  dataDir,
+		Capacity: cfg.StoreCacheCapacity,
+		Store: memwal.Options{
+			Instance: cfg.InstanceID,
+			Clock:    hlc.New(nil),
+			Budget:   budget.New(cfg.MergeMemoryBytes, reg),
+			Metrics:  memwal.NewMetrics(reg),
+			Table:    table.Options{Metrics: table.NewMetrics(reg)},
+		},
+	}, reg, log)
+	if err != nil {
+		return err
+	}
+	sweepCtx, stopSweeper := context.WithCancel(context.Background())
+	defer stopSweeper()
+	sweeperDone := make(chan struct{})
+	go func() {
+		defer close(sweeperDone)
+		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, stores.NewSweeperMetrics(reg))
+	}()
+	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
+		APIToken: cfg.APIToken, BodyLimit: cfg.BodyLimit})
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
@@ -115,5 +160,22 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	stopSweeper()
+	<-sweeperDone
+	// Seal every resident store so nothing this worker acknowledged waits for a replay.
+	if err := mgr.Close(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: sealing resident stores: %w", err)
+	}
 	return nil
+}
+
+// dataDirOf accepts file://<dir> or a plain directory path.
+func dataDirOf(dataURL string) (string, error) {
+	if rest, ok := strings.CutPrefix(dataURL, "file://"); ok {
+		return rest, nil
+	}
+	if strings.Contains(dataURL, "://") {
+		return "", fmt.Errorf("--data-url %q: only file:// (a local or shared directory) is supported so far", dataURL)
+	}
+	return dataURL, nil
 }

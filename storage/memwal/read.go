@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -230,4 +231,27 @@ func project(rec arrow.RecordBatch, names []string) (arrow.RecordBatch, error) {
 		cols[i], fields[i] = rec.Column(idx[0]), rec.Schema().Field(idx[0])
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
+}
+
+// ShardState is a shard's pending work, as reported to the catalog's shard_stats.
+type ShardState struct {
+	Shard              string
+	PendingGenerations int
+	PendingRows        int64
+	PendingBytes       int64
+	OldestPendingAt    *time.Time
+}
+
+// OwnShardState describes this process's shard (ok=false when it never wrote to the store).
+func (s *Store) OwnShardState(ctx context.Context) (ShardState, bool, error) {
+	m, _, err := latestShardManifest(ctx, s.objects, s.Shard(), s.manifests)
+	if err != nil || m == nil {
+		return ShardState{}, false, err
+	}
+	st := ShardState{Shard: m.Shard, PendingGenerations: len(m.Generations), PendingRows: m.PendingRows(), PendingBytes: m.PendingBytes()}
+	if len(m.Generations) > 0 {
+		t := m.Generations[0].SealedAt
+		st.OldestPendingAt = &t
+	}
+	return st, true, nil
 }

@@ -1,0 +1,55 @@
+// Request-body helpers: strict JSON decoding into DTOs and content-type checks.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/labstack/echo/v4"
+)
+
+// decodeBody reads a JSON body into v, rejecting unknown fields and trailing data.
+func decodeBody(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return echo.ErrStatusRequestEntityTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return invalid("the request body is empty")
+		}
+		return invalid("invalid JSON body: %v", err)
+	}
+	if dec.More() {
+		return invalid("invalid JSON body: trailing data after the object")
+	}
+	return nil
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == echo.MIMEApplicationJSON
+}
+
+func contains(s []string, v string) bool { return slices.Contains(s, v) }
+
+func arrowSchema(fields []arrow.Field) *arrow.Schema { return arrow.NewSchema(fields, nil) }
+
+// valueBytes returns the bytes of a binary value at row 0.
+func valueBytes(col arrow.Array) []byte {
+	switch a := col.(type) {
+	case *array.Binary:
+		return a.Value(0)
+	case *array.LargeBinary:
+		return a.Value(0)
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+// The JSON <-> Arrow row codec shared by rollout and generic stores: JSON objects keyed by column
+// name become an Arrow record of the store's schema, and back. Decoding rejects undeclared
+// columns, missing required columns and values of the wrong type, naming the row and column, so
+// a bad batch fails before anything is written.
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// codec converts rows of one schema.
+type codec struct {
+	schema *arrow.Schema   // user columns only
+	json   map[string]bool // string columns holding arbitrary JSON documents (stored as text)
+}
+
+// rowError is a decoding error that names the row and column.
+func rowError(row int, col string, format string, args ...any) error {
+	return invalid("row %d, column %q: %s", row, col, fmt.Sprintf(format, args...))
+}
+
+// decode builds a record from JSON rows. The caller releases it.
+func (c codec) decode(rows []map[string]json.RawMessage, mem memory.Allocator) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(mem, c.schema)
+	defer b.Release()
+	for i, row := range rows {
+		for name := range row {
+			if len(c.schema.FieldIndices(name)) == 0 {
+				return nil, rowError(i, name, "not a column of this store")
+			}
+		}
+		for fi, f := range c.schema.Fields() {
+			raw, ok := row[f.Name]
+			if !ok || isNull(raw) {
+				if !f.Nullable {
+					return nil, rowError(i, f.Name, "required")
+				}
+				b.Field(fi).AppendNull()
+				continue
+			}
+			if c.json[f.Name] {
+				if !json.Valid(raw) {
+					return nil, rowError(i, f.Name, "not valid JSON")
+				}
+				var buf bytes.Buffer
+				_ = json.Compact(&buf, raw)
+				appendString(b.Field(fi), buf.String())
+				continue
+			}
+			if err := appendJSON(b.Field(fi), f.Type, raw); err != nil {
+				return nil, rowError(i, f.Name, "%v", err)
+			}
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+func appendString(b array.Builder, s string) {
+	switch sb := b.(type) {
+	case *array.StringBuilder:
+		sb.Append(s)
+	case *array.LargeStringBuilder:
+		sb.Append(s)
+	}
+}
+
+func parseInt(raw json.RawMessage, bits int) (int64, error) {
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer that fits in %d bits, got %s", bits, truncate(raw))
+	}
+	return v, nil
+}
+
+func parseFloat(raw json.RawMessage, bits int) (float64, error) {
+	v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), bits)
+	if err != nil || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("want a number, got %s", truncate(raw))
+	}
+	return v, nil
+}
+
+func truncate(raw json.RawMessage) string {
+	if len(raw) > 40 {
+		return string(raw[:40]) + "..."
+	}
+	return string(raw)
+}
+
+// appendJSON appends one non-null JSON value to b as type dt.
+func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
+	switch bb := b.(type) {
+	case *array.StringBuilder, *array.LargeStringBuilder:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("want a string, got %s", truncate(raw))
+		}
+		appendString(b, s)
+	case *array.BooleanBuilder:
+		var v bool
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("want true or false, got %s", truncate(raw))
+		}
+		bb.Append(v)
+	case *array.Int8Builder:
+		v, err := parseInt(raw, 8)
+		if err != nil {
+			return err
+		}
+		bb.Append(int8(v))
+	case *array.Int32Builder:
+		v, err := parseInt(raw, 32)
+		if err != nil {
+			return err
+		}
+		bb.Append(int32(v))
+	case *array.Int64Builder:
+		v, err := parseInt(raw, 64)
+		if err != nil {
+			return err
+		}
+		bb.Append(v)
+	case *array.Float32Builder:
+		v, err := parseFloat(raw, 32)
+		if err != nil {
+			return err
+		}
+		bb.Append(float32(v))
+	case *array.Float64Builder:
+		v, err := parseFloat(raw, 64)
+		if err != nil {
+			return err
+		}
+		bb.Append(v)
+	case *array.TimestampBuilder:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("want an RFC 3339 timestamp string, got %s", truncate(raw))
+		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 timestamp, got %q", s)
+		}
+		bb.Append(arrow.Timestamp(ts.UnixMicro()))
+	case *array.BinaryBuilder:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("want a base64 string, got %s", truncate(raw))
+		}
+		data, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return fmt.Errorf("not valid base64: %v", err)
+		}
+		bb.Append(data)
+	case *array.ListBuilder:
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return fmt.Errorf("want an array, got %s", truncate(raw))
+		}
+		elem := dt.(*arrow.ListType).ElemField()
+		bb.Append(true)
+		for _, it := range items {
+			if isNull(it) {
+				if !elem.Nullable {
+					return fmt.Errorf("null inside a list of non-null %s", elem.Type)
+				}
+				bb.ValueBuilder().AppendNull()
+				continue
+			}
+			if err := appendJSON(bb.ValueBuilder(), elem.Type, it); err != nil {
+				return fmt.Errorf("list item: %w", err)
+			}
+		}
+	case *array.StructBuilder:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return fmt.Errorf("want an object, got %s", truncate(raw))
+		}
+		st := dt.(*arrow.StructType)
+		for k := range obj {
+			if _, ok := st.FieldIdx(k); !ok {
+				return fmt.Errorf("unknown field %q", k)
+			}
+		}
+		bb.Append(true)
+		for i, f := range st.Fields() {
+			v, ok := obj[f.Name]
+			if !ok || isNull(v) {
+				if !f.Nullable {
+					return fmt.Errorf("field %q is required", f.Name)
+				}
+				bb.FieldBuilder(i).AppendNull()
+				continue
+			}
+			if err := appendJSON(bb.FieldBuilder(i), f.Type, v); err != nil {
+				return fmt.Errorf("field %q: %w", f.Name, err)
+			}
+		}
+	default:
+		return fmt.Errorf("unsupported column type %s", dt)
+	}
+	return nil
+}
+
+// encode turns every row of rec into a JSON object (columns in schema order; nulls omitted unless
+// always lists them).
+func (c codec) encode(rec arrow.RecordBatch, always map[string]bool) []json.RawMessage {
+	out := make([]json.RawMessage, rec.NumRows())
+	for i := range out {
+		var buf bytes.Buffer
+		buf.WriteByte('{')
+		first := true
+		for ci, f := range rec.Schema().Fields() {
+			col := rec.Column(ci)
+			if col.IsNull(i) && !always[f.Name] {
+				continue
+			}
+			if !first {
+				buf.WriteByte(',')
+			}
+			first = false
+			name, _ := json.Marshal(f.Name)
+			buf.Write(name)
+			buf.WriteByte(':')
+			if c.json[f.Name] && col.IsValid(i) {
+				buf.WriteString(valueAt(col, i).(string))
+				continue
+			}
+			v, _ := json.Marshal(valueAt(col, i))
+			buf.Write(v)
+		}
+		buf.WriteByte('}')
+		out[i] = buf.Bytes()
+	}
+	return out
+}
+
+// valueAt is the JSON-ready value of arr[i].
+func valueAt(arr arrow.Array, i int) any {
+	if arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Int8:
+		return a.Value(i)
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float32:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC().Format(time.RFC3339Nano)
+	case *array.Binary:
+		return base64.StdEncoding.EncodeToString(a.Value(i))
+	case *array.LargeBinary:
+		return base64.StdEncoding.EncodeToString(a.Value(i))
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		vals := a.ListValues()
+		out := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, valueAt(vals, int(j)))
+		}
+		return out
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		out := make(map[string]any, st.NumFields())
+		for f := 0; f < st.NumFields(); f++ {
+			if v := valueAt(a.Field(f), i); v != nil {
+				out[st.Field(f).Name] = v
+			}
+		}
+		return out
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+// Generic store routes (/api/v1/generic): a schema declared at creation (validated before
+// anything is created), JSON rows keyed by column name, newest write per id wins.
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+)
+
+// CreateGenericRequest is the body of POST /api/v1/generic.
+type CreateGenericRequest struct {
+	Name           string            `json:"name"`
+	Schema         json.RawMessage   `json:"schema"`
+	StorageOptions map[string]string `json:"storage_options,omitempty"`
+	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
+}
+
+// RowsPage is a page of generic rows.
+type RowsPage struct {
+	Rows       []json.RawMessage `json:"rows"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// genericOptions are the options persisted in the catalog.
+type genericOptions struct {
+	StorageOptions map[string]string `json:"storage_options,omitempty"`
+	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
+}
+
+func (h *handlers) registerGeneric(g *echo.Group) {
+	g.POST("/generic", h.createGeneric)
+	g.GET("/generic", h.listStores(catalog.KindGeneric))
+	g.GET("/generic/:name", h.getStore(catalog.KindGeneric))
+	g.DELETE("/generic/:name", h.deleteStore(catalog.KindGeneric))
+	g.POST("/generic/:name/rows", h.addGenericRows)
+	g.GET("/generic/:name/rows", h.listGenericRows)
+	g.GET("/generic/:name/rows/:id", h.getGenericRow)
+	g.DELETE("/generic/:name/rows/:id", h.deleteRecord(catalog.KindGeneric))
+	g.POST("/generic/:name/flush", h.flushStore(catalog.KindGeneric))
+}
+
+func (h *handlers) createGeneric(c echo.Context) error {
+	var req CreateGenericRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if len(req.Schema) == 0 {
+		return invalid("schema is required")
+	}
+	options, _ := json.Marshal(genericOptions{StorageOptions: req.StorageOptions, SealOnAdd: req.SealOnAdd})
+	st, created, err := h.deps.Stores.Create(c.Request().Context(), catalog.KindGeneric, req.Name, req.Schema, options)
+	if err != nil {
+		return err
+	}
+	return h.respondStore(c, st, created)
+}
+
+// genericCodec is the codec of a generic store's schema.
+func genericCodec(s *memwal.Store) codec {
+	var fields = s.Schema().Fields()
+	user := fields[:0:0]
+	for _, f := range fields {
+		if !strings.HasPrefix(f.Name, "_") {
+			user = append(user, f)
+		}
+	}
+	return codec{schema: arrowSchema(user)}
+}
+
+func (h *handlers) addGenericRows(c echo.Context) error {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); !isJSON(ct) {
+		return invalid("unsupported content type %q: send application/json", ct)
+	}
+	var req struct {
+		Rows []map[string]json.RawMessage `json:"rows"`
+	}
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	name := c.Param("name")
+	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
+		st, err := h.deps.Stores.Catalog().GetStore(c.Request().Context(), catalog.KindGeneric, name)
+		if err != nil {
+			return err
+		}
+		var opts genericOptions
+		_ = json.Unmarshal(st.Options, &opts)
+		flush := opts.SealOnAdd || flushRequested(c)
+		if err := h.appendRows(c.Request().Context(), s, genericCodec(s), req.Rows, flush); err != nil {
+			return err
+		}
+		v, err := tableVersion(c.Request().Context(), s)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: len(req.Rows)})
+	})
+}
+
+// genericFilter parses ?filter={"col": value, ...} (equality, ANDed) against the schema.
+func genericFilter(c echo.Context, s *memwal.Store) (map[string]any, error) {
+	raw := c.QueryParam("filter")
+	if raw == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	var in map[string]any
+	if err := dec.Decode(&in); err != nil {
+		return nil, invalid("filter must be a JSON object of column: value equalities: %v", err)
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				out[k] = i
+				continue
+			}
+			f, _ := n.Float64()
+			out[k] = f
+			continue
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (h *handlers) listGenericRows(c echo.Context) error {
+	limit, offset, cursor, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
+		filters, err := genericFilter(c, s)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, binaryColumns(s)), filters, limit, offset, cursor)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		return c.JSON(http.StatusOK, RowsPage{Rows: genericCodec(s).encode(rec, nil), NextCursor: next})
+	})
+}
+
+func (h *handlers) getGenericRow(c echo.Context) error {
+	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
+		var columns []string
+		if v := c.QueryParam("columns"); v != "" {
+			columns = strings.Split(v, ",")
+			if len(s.Schema().FieldIndices(s.KeyColumn())) > 0 && !contains(columns, s.KeyColumn()) {
+				columns = append([]string{s.KeyColumn()}, columns...)
+			}
+		} else {
+			columns = columnsExcept(s, binaryColumns(s))
+		}
+		rec, err := s.Get(c.Request().Context(), c.Param("id"), columns)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return notFound("row %q not found", c.Param("id"))
+		}
+		defer rec.Release()
+		return c.JSONBlob(http.StatusOK, genericCodec(s).encode(rec, nil)[0])
+	})
+}
+

@@ -1,0 +1,81 @@
+// The OpenAPI 3 document served at /api/v1/openapi.json. Every registered route must appear in
+// apiRoutes (a test checks it against the router).
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+type apiRoute struct {
+	method, path, summary string
+}
+
+var apiRoutes = []apiRoute{
+	{"GET", "/api/v1/health", "Liveness and catalog reachability"},
+	{"GET", "/api/v1/openapi.json", "This document"},
+	{"GET", "/metrics", "Prometheus metrics"},
+	{"POST", "/api/v1/rollouts", "Create a rollout store (201 created, 200 same definition exists, 409 conflict)"},
+	{"GET", "/api/v1/rollouts", "List rollout stores (?limit, ?cursor, ?prefix)"},
+	{"GET", "/api/v1/rollouts/{name}", "Describe a rollout store"},
+	{"DELETE", "/api/v1/rollouts/{name}", "Delete a rollout store (soft delete; data purged by maintenance)"},
+	{"POST", "/api/v1/rollouts/{name}/records", "Append rollout records (JSON {records:[...]}); ?flush=true seals before answering"},
+	{"GET", "/api/v1/rollouts/{name}/records", "List records (?limit, ?offset, ?cursor, ?filters={json})"},
+	{"GET", "/api/v1/rollouts/{name}/records/{id}", "Get one record ({record: null} when absent)"},
+	{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "Delete a record (tombstone)"},
+	{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "Download a record's binary payload"},
+	{"POST", "/api/v1/rollouts/{name}/flush", "Seal this worker's shard: rows become visible to every worker"},
+	{"POST", "/api/v1/generic", "Create a generic store with a declared schema"},
+	{"GET", "/api/v1/generic", "List generic stores"},
+	{"GET", "/api/v1/generic/{name}", "Describe a generic store"},
+	{"DELETE", "/api/v1/generic/{name}", "Delete a generic store (soft delete)"},
+	{"POST", "/api/v1/generic/{name}/rows", "Add rows (JSON {rows:[...]}); ?flush=true seals before answering"},
+	{"GET", "/api/v1/generic/{name}/rows", "List rows (?limit, ?offset, ?cursor, ?filter={json equalities})"},
+	{"GET", "/api/v1/generic/{name}/rows/{id}", "Get one row (?columns=a,b)"},
+	{"DELETE", "/api/v1/generic/{name}/rows/{id}", "Delete a row (tombstone)"},
+	{"POST", "/api/v1/generic/{name}/flush", "Seal this worker's shard"},
+}
+
+// openAPIPath turns an Echo path (/x/:name) into an OpenAPI path (/x/{name}).
+func openAPIPath(echoPath string) string {
+	parts := strings.Split(echoPath, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, ":") {
+			parts[i] = "{" + p[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func (h *handlers) openAPI(c echo.Context) error {
+	paths := map[string]map[string]any{}
+	for _, r := range apiRoutes {
+		if paths[r.path] == nil {
+			paths[r.path] = map[string]any{}
+		}
+		op := map[string]any{
+			"summary": r.summary,
+			"responses": map[string]any{
+				"default": map[string]any{"description": "Error envelope {\"error\": {\"code\", \"message\"}}"},
+				"200":     map[string]any{"description": "OK"},
+			},
+		}
+		var params []map[string]any
+		for _, seg := range strings.Split(r.path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true, "schema": map[string]string{"type": "string"}})
+			}
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		paths[r.path][strings.ToLower(r.method)] = op
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"openapi": "3.0.3",
+		"info":    map[string]string{"title": "Strata data API", "version": h.deps.Version},
+		"paths":   paths,
+	})
+}

@@ -1,0 +1,141 @@
+// Shared record plumbing for store routes: resolving a store, decoding a JSON batch into Arrow,
+// appending it, and reading pages and single rows back as JSON.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+)
+
+// withStore validates the name before anything touches storage, acquires the store and runs fn.
+func (h *handlers) withStore(c echo.Context, kind catalog.Kind, fn func(*memwal.Store) error) error {
+	name := c.Param("name")
+	if err := catalog.ValidateName(name); err != nil {
+		return err
+	}
+	s, release, err := h.deps.Stores.Acquire(c.Request().Context(), kind, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn(s)
+}
+
+// flushRequested reads ?flush= (true, 1, yes or empty value; case-insensitive).
+func flushRequested(c echo.Context) bool {
+	if !c.QueryParams().Has("flush") {
+		return false
+	}
+	switch strings.ToLower(c.QueryParam("flush")) {
+	case "", "true", "1", "yes":
+		return true
+	}
+	return false
+}
+
+// appendRows decodes rows with cd, appends them durably and, when asked, seals so that every
+// worker sees them before the response.
+func (h *handlers) appendRows(ctx context.Context, s *memwal.Store, cd codec, rows []map[string]json.RawMessage, flush bool) error {
+	if len(rows) == 0 {
+		return invalid("no rows to add")
+	}
+	rec, err := cd.decode(rows, h.mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if _, err := s.Append(ctx, rec); err != nil {
+		return err
+	}
+	if flush {
+		return s.Flush(ctx)
+	}
+	return nil
+}
+
+// tableVersion is the base table's version, reported by create/get/append responses.
+func tableVersion(ctx context.Context, s *memwal.Store) (uint64, error) {
+	m, err := s.Table().Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return m.Version, nil
+}
+
+// pageParams reads limit (1..10000, default 100), offset and cursor.
+func pageParams(c echo.Context) (limit, offset int, cursor string, err error) {
+	limit, offset = 100, 0
+	if v := c.QueryParam("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 10_000 {
+			return 0, 0, "", invalid("limit must be an integer between 1 and 10000")
+		}
+	}
+	if v := c.QueryParam("offset"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			return 0, 0, "", invalid("offset must be a non-negative integer")
+		}
+	}
+	return limit, offset, c.QueryParam("cursor"), nil
+}
+
+// page reads limit rows after cursor, skipping the first offset matching rows.
+func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, filters map[string]any, limit, offset int, cursor string) (arrow.RecordBatch, string, error) {
+	for offset > 0 {
+		p, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000)})
+		if err != nil {
+			return nil, "", err
+		}
+		offset -= int(p.Rows.NumRows())
+		p.Rows.Release()
+		if p.Next == "" {
+			return h.emptyBatch(s, columns), "", nil // the offset is past the end
+		}
+		cursor = p.Next
+	}
+	p, err := s.Scan(ctx, memwal.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit})
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Rows, p.Next, nil
+}
+
+func (h *handlers) emptyBatch(s *memwal.Store, columns []string) arrow.RecordBatch {
+	fields := make([]arrow.Field, len(columns))
+	for i, c := range columns {
+		fields[i] = s.Schema().Field(s.Schema().FieldIndices(c)[0])
+	}
+	b := array.NewRecordBuilder(h.mem, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	return b.NewRecordBatch()
+}
+
+// columnsExcept lists the store's user columns minus the excluded ones.
+func columnsExcept(s *memwal.Store, exclude map[string]bool) []string {
+	var out []string
+	for _, f := range s.Schema().Fields() {
+		if !strings.HasPrefix(f.Name, "_") && !exclude[f.Name] {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// binaryColumns are the store's binary columns (excluded from listings).
+func binaryColumns(s *memwal.Store) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range s.Schema().Fields() {
+		if f.Type.ID() == arrow.BINARY || f.Type.ID() == arrow.LARGE_BINARY {
+			out[f.Name] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,319 @@
+// Rollout store routes (/api/v1/rollouts), lance-context compatible: DTO field names, status
+// codes and the error envelope follow ../shared/reference/lance-context.md §2.2-2.3.
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+)
+
+var rolloutCodec = codec{schema: stores.RolloutSchema, json: stores.RolloutJSONColumns}
+
+// rolloutAlways are the DTO fields present even when null-able defaults apply.
+var rolloutAlways = map[string]bool{"problem_id": true, "sequence_order": true, "role": true, "created_at": true, "content_type": true}
+
+// rolloutFilterKeys are the filterable columns (lance-context's list).
+var rolloutFilterKeys = map[string]string{
+	"rollout_id": "string", "problem_id": "string", "policy_version": "string", "role": "string",
+	"artifact_type": "string", "include_in_training": "bool",
+}
+
+// CreateStoreRequest is the body of POST /api/v1/rollouts.
+type CreateStoreRequest struct {
+	Name           string            `json:"name"`
+	StorageOptions map[string]string `json:"storage_options,omitempty"`
+}
+
+// StoreInfo describes a store.
+type StoreInfo struct {
+	Name    string          `json:"name"`
+	URI     string          `json:"uri"`
+	Version *uint64         `json:"version,omitempty"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
+}
+
+// StoreList is a page of stores.
+type StoreList struct {
+	Stores     []StoreInfo `json:"stores"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// AppendResponse answers an append.
+type AppendResponse struct {
+	Version uint64   `json:"version"`
+	IDs     []string `json:"ids,omitempty"`
+	Count   int      `json:"count"`
+}
+
+// RecordsPage is a page of records.
+type RecordsPage struct {
+	Records    []json.RawMessage `json:"records"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// RecordResponse is one record (null when absent).
+type RecordResponse struct {
+	Record json.RawMessage `json:"record"`
+}
+
+func (h *handlers) registerRollouts(g *echo.Group) {
+	g.POST("/rollouts", h.createRollout)
+	g.GET("/rollouts", h.listStores(catalog.KindRollout))
+	g.GET("/rollouts/:name", h.getStore(catalog.KindRollout))
+	g.DELETE("/rollouts/:name", h.deleteStore(catalog.KindRollout))
+	g.POST("/rollouts/:name/records", h.addRollouts)
+	g.GET("/rollouts/:name/records", h.listRollouts)
+	g.GET("/rollouts/:name/records/:id", h.getRollout)
+	g.DELETE("/rollouts/:name/records/:id", h.deleteRecord(catalog.KindRollout))
+	g.GET("/rollouts/:name/records/:id/blob", h.getRolloutBlob)
+	g.POST("/rollouts/:name/flush", h.flushStore(catalog.KindRollout))
+}
+
+func (h *handlers) createRollout(c echo.Context) error {
+	var req CreateStoreRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	options, _ := json.Marshal(req.StorageOptions)
+	if req.StorageOptions == nil {
+		options = nil
+	}
+	st, created, err := h.deps.Stores.Create(c.Request().Context(), catalog.KindRollout, req.Name, nil, options)
+	if err != nil {
+		return err
+	}
+	return h.respondStore(c, st, created)
+}
+
+// respondStore answers a create: 201 when created, 200 when the same definition existed.
+func (h *handlers) respondStore(c echo.Context, st catalog.Store, created bool) error {
+	info := StoreInfo{Name: st.Name, URI: st.URI, Schema: st.Schema}
+	var v uint64 = 1
+	info.Version = &v
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, info)
+}
+
+func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		limit, _, cursor, err := pageParams(c)
+		if err != nil {
+			return err
+		}
+		p, err := h.deps.Stores.Catalog().ListStores(c.Request().Context(), kind,
+			catalog.ListOptions{Prefix: c.QueryParam("prefix"), After: cursor, Limit: limit})
+		if err != nil {
+			return err
+		}
+		out := StoreList{Stores: make([]StoreInfo, 0, len(p.Stores)), NextCursor: p.Next}
+		for _, st := range p.Stores {
+			out.Stores = append(out.Stores, StoreInfo{Name: st.Name, URI: st.URI})
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+}
+
+func (h *handlers) getStore(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return h.withStore(c, kind, func(s *memwal.Store) error {
+			st, err := h.deps.Stores.Catalog().GetStore(c.Request().Context(), kind, c.Param("name"))
+			if err != nil {
+				return err
+			}
+			v, err := tableVersion(c.Request().Context(), s)
+			if err != nil {
+				return err
+			}
+			return c.JSON(http.StatusOK, StoreInfo{Name: st.Name, URI: st.URI, Version: &v, Schema: st.Schema})
+		})
+	}
+}
+
+func (h *handlers) deleteStore(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name := c.Param("name")
+		if err := catalog.ValidateName(name); err != nil {
+			return err
+		}
+		if err := h.deps.Stores.Delete(c.Request().Context(), kind, name); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+}
+
+func (h *handlers) flushStore(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return h.withStore(c, kind, func(s *memwal.Store) error {
+			if err := s.Flush(c.Request().Context()); err != nil {
+				return err
+			}
+			return c.NoContent(http.StatusNoContent)
+		})
+	}
+}
+
+// applyRolloutDefaults fills lance-context's defaults into one AddRolloutRequest.
+func applyRolloutDefaults(row map[string]json.RawMessage, now string) {
+	setDefault := func(k string, v json.RawMessage) {
+		if raw, ok := row[k]; !ok || isNull(raw) {
+			row[k] = v
+		}
+	}
+	if rid, ok := row["rollout_id"]; ok {
+		setDefault("problem_id", rid)
+	}
+	setDefault("sequence_order", json.RawMessage("0"))
+	setDefault("role", json.RawMessage(`"assistant"`))
+	setDefault("created_at", json.RawMessage(now))
+	setDefault("content_type", json.RawMessage(`"text/plain"`))
+}
+
+func (h *handlers) addRollouts(c echo.Context) error {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if !isJSON(ct) {
+		return invalid("unsupported content type %q: send application/json", ct)
+	}
+	var req struct {
+		Records []map[string]json.RawMessage `json:"records"`
+	}
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	now, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339Nano))
+	ids := make([]string, len(req.Records))
+	for i, r := range req.Records {
+		applyRolloutDefaults(r, string(now))
+		for _, k := range []string{"id", "rollout_id"} {
+			if raw, ok := r[k]; !ok || isNull(raw) {
+				return rowError(i, k, "required")
+			}
+		}
+		_ = json.Unmarshal(r["id"], &ids[i])
+	}
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		if err := h.appendRows(c.Request().Context(), s, rolloutCodec, req.Records, flushRequested(c)); err != nil {
+			return err
+		}
+		v, err := tableVersion(c.Request().Context(), s)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, IDs: ids, Count: len(ids)})
+	})
+}
+
+// rolloutFilters parses ?filters={"col": value} against the filterable columns.
+func rolloutFilters(c echo.Context) (map[string]any, error) {
+	raw := c.QueryParam("filters")
+	if raw == "" {
+		return nil, nil
+	}
+	var in map[string]any
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		return nil, invalid("filters must be a JSON object: %v", err)
+	}
+	for k, v := range in {
+		want, ok := rolloutFilterKeys[k]
+		if !ok {
+			return nil, invalid("cannot filter on %q (filterable: rollout_id, problem_id, policy_version, role, artifact_type, include_in_training)", k)
+		}
+		switch v.(type) {
+		case string:
+			if want != "string" {
+				return nil, invalid("filter %q wants a %s", k, want)
+			}
+		case bool:
+			if want != "bool" {
+				return nil, invalid("filter %q wants a %s", k, want)
+			}
+		default:
+			return nil, invalid("filter %q wants a %s", k, want)
+		}
+	}
+	return in, nil
+}
+
+func (h *handlers) listRollouts(c echo.Context) error {
+	limit, offset, cursor, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	filters, err := rolloutFilters(c)
+	if err != nil {
+		return err
+	}
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		return c.JSON(http.StatusOK, RecordsPage{Records: rolloutCodec.encode(rec, rolloutAlways), NextCursor: next})
+	})
+}
+
+func (h *handlers) getRollout(c echo.Context) error {
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		rec, err := s.Get(c.Request().Context(), c.Param("id"), columnsExcept(s, map[string]bool{"binary_payload": true}))
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return c.JSON(http.StatusOK, RecordResponse{Record: json.RawMessage("null")})
+		}
+		defer rec.Release()
+		return c.JSON(http.StatusOK, RecordResponse{Record: rolloutCodec.encode(rec, rolloutAlways)[0]})
+	})
+}
+
+func (h *handlers) getRolloutBlob(c echo.Context) error {
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		rec, err := s.Get(c.Request().Context(), c.Param("id"), []string{"binary_payload"})
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return notFound("record %q not found", c.Param("id"))
+		}
+		defer rec.Release()
+		col := rec.Column(0)
+		if col.IsNull(0) {
+			return notFound("record %q has no binary payload", c.Param("id"))
+		}
+		data := valueBytes(col)
+		return c.Blob(http.StatusOK, echo.MIMEOctetStream, data)
+	})
+}
+
+// DeleteResponse answers a record delete.
+type DeleteResponse struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
+}
+
+func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return h.withStore(c, kind, func(s *memwal.Store) error {
+			if _, err := s.Delete(c.Request().Context(), []string{c.Param("id")}); err != nil {
+				return err
+			}
+			if flushRequested(c) {
+				if err := s.Flush(c.Request().Context()); err != nil {
+					return err
+				}
+			}
+			return c.JSON(http.StatusOK, DeleteResponse{Deleted: true, ID: c.Param("id")})
+		})
+	}
+}

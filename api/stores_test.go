@@ -1,0 +1,373 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/hlc"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/stores"
+)
+
+// cluster is one catalog and one data directory shared by several workers.
+type cluster struct {
+	t       *testing.T
+	cat     *catalog.Catalog
+	dataDir string
+	mem     *memory.CheckedAllocator
+}
+
+func newCluster(t *testing.T) *cluster {
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return &cluster{t: t, cat: cat, dataDir: t.TempDir(), mem: mem}
+}
+
+type worker struct {
+	e   *echo.Echo
+	mgr *stores.Manager
+	reg *prometheus.Registry
+}
+
+func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
+	reg := prometheus.NewRegistry()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := stores.New(c.cat, stores.Config{DataDir: c.dataDir, Capacity: 4, Store: memwal.Options{
+		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
+		Metrics: memwal.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
+	}}, reg, log)
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	d := api.Deps{Log: log, Catalog: c.cat, Stores: mgr, Registry: reg, Version: "test", Allocator: c.mem}
+	for _, f := range mod {
+		f(&d)
+	}
+	return &worker{e: api.New(d), mgr: mgr, reg: reg}
+}
+
+func (w *worker) do(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	ct := echo.MIMEApplicationJSON
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		require.NoError(t, err)
+		r = bytes.NewReader(data)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if r != nil {
+		req.Header.Set(echo.HeaderContentType, ct)
+	}
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	if out != nil && rec.Body.Len() > 0 {
+		// Decode into a zeroed value: omitted fields must not keep an earlier response's values.
+		if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && !v.IsNil() {
+			v.Elem().Set(reflect.Zero(v.Elem().Type()))
+		}
+		if b, ok := out.(*[]byte); ok {
+			*b = rec.Body.Bytes()
+		} else {
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), out), rec.Body.String())
+		}
+	}
+	return rec.Code
+}
+
+func errCode(t *testing.T, w *worker, method, path string, body any) (int, string) {
+	t.Helper()
+	var env api.ErrorBody
+	status := w.do(t, method, path, body, &env)
+	return status, env.Error.Code
+}
+
+func rollout(id, rolloutID string, extra ...string) map[string]any {
+	r := map[string]any{"id": id, "rollout_id": rolloutID, "content": "hello " + id}
+	for i := 0; i+1 < len(extra); i += 2 {
+		r[extra[i]] = extra[i+1]
+	}
+	return r
+}
+
+func TestRolloutStoreLifecycle(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	var info api.StoreInfo
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "exp-1"}, &info))
+	require.Equal(t, "exp-1", info.Name)
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "exp-1"}, nil), "same definition: idempotent")
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1", nil, &info))
+	require.NotNil(t, info.Version)
+
+	var app api.AppendResponse
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/exp-1/records", map[string]any{"records": []any{
+		rollout("r1", "traj-a", "policy_version", "v1"),
+		rollout("r2", "traj-a", "policy_version", "v2"),
+		map[string]any{"id": "r3", "rollout_id": "traj-b", "reward": 0.5, "input_tokens": []int{1, 2, 3},
+			"relationships": []any{map[string]any{"target_id": "r1", "relation": "follows"}},
+			"metadata": map[string]any{"k": []int{1}}, "binary_payload": "aGVsbG8=", "include_in_training": true},
+	}}, &app))
+	require.Equal(t, 3, app.Count)
+	require.Equal(t, []string{"r1", "r2", "r3"}, app.IDs)
+
+	var got api.RecordResponse
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3", nil, &got))
+	var r3 map[string]any
+	require.NoError(t, json.Unmarshal(got.Record, &r3))
+	require.Equal(t, "traj-b", r3["problem_id"], "problem_id defaults to rollout_id")
+	require.Equal(t, "assistant", r3["role"])
+	require.Equal(t, "text/plain", r3["content_type"])
+	require.EqualValues(t, 0, r3["sequence_order"])
+	require.Equal(t, map[string]any{"k": []any{1.0}}, r3["metadata"])
+	require.Equal(t, []any{1.0, 2.0, 3.0}, r3["input_tokens"])
+	require.NotContains(t, r3, "binary_payload", "blobs are never inlined on get")
+	_, err := time.Parse(time.RFC3339Nano, r3["created_at"].(string))
+	require.NoError(t, err)
+
+	var blob []byte
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3/blob", nil, &blob))
+	require.Equal(t, "hello", string(blob))
+	status, code := errCode(t, w, "GET", "/api/v1/rollouts/exp-1/records/r1/blob", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, api.CodeNotFound, code)
+
+	var page api.RecordsPage
+	require.Equal(t, http.StatusOK, w.do(t, "GET", `/api/v1/rollouts/exp-1/records?filters={"policy_version":"v2"}`, nil, &page))
+	require.Len(t, page.Records, 1)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records?limit=2", nil, &page))
+	require.Len(t, page.Records, 2)
+	require.NotEmpty(t, page.NextCursor)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records?limit=2&cursor="+page.NextCursor, nil, &page))
+	require.Len(t, page.Records, 1)
+	require.Empty(t, page.NextCursor)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records?offset=2", nil, &page))
+	require.Len(t, page.Records, 1)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records?offset=9", nil, &page))
+	require.Empty(t, page.Records)
+
+	var del api.DeleteResponse
+	require.Equal(t, http.StatusOK, w.do(t, "DELETE", "/api/v1/rollouts/exp-1/records/r2", nil, &del))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r2", nil, &got))
+	require.Equal(t, "null", string(got.Record))
+
+	var list api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts", nil, &list))
+	require.Len(t, list.Stores, 1)
+	require.Equal(t, http.StatusNoContent, w.do(t, "DELETE", "/api/v1/rollouts/exp-1", nil, nil))
+	status, code = errCode(t, w, "GET", "/api/v1/rollouts/exp-1", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, api.CodeNotFound, code)
+	status, _ = errCode(t, w, "POST", "/api/v1/rollouts/exp-1/records", map[string]any{"records": []any{rollout("x", "y")}})
+	require.Equal(t, http.StatusNotFound, status)
+}
+
+func TestFlushTrueGivesReadYourWriteFromAnotherWorker(t *testing.T) {
+	c := newCluster(t)
+	w1, w2 := c.worker("w1"), c.worker("w2")
+	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "s"}, nil))
+	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("a", "t")}}, nil))
+	var got api.RecordResponse
+	w1.do(t, "GET", "/api/v1/rollouts/s/records/a", nil, &got)
+	require.NotEqual(t, "null", string(got.Record), "the appending worker reads its own write")
+	w2.do(t, "GET", "/api/v1/rollouts/s/records/a", nil, &got)
+	require.Equal(t, "null", string(got.Record), "by default another worker sees it only after a seal")
+
+	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts/s/records?flush=true", map[string]any{"records": []any{rollout("b", "t")}}, nil))
+	w2.do(t, "GET", "/api/v1/rollouts/s/records/b", nil, &got)
+	require.NotEqual(t, "null", string(got.Record))
+	w2.do(t, "GET", "/api/v1/rollouts/s/records/a", nil, &got)
+	require.NotEqual(t, "null", string(got.Record), "the seal covered the earlier append too")
+
+	// The sweeper seals the rest and reports shard stats.
+	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("c", "t")}}, nil))
+	w1.mgr.FlushPass(context.Background(), time.Second, nil)
+	w2.do(t, "GET", "/api/v1/rollouts/s/records/c", nil, &got)
+	require.NotEqual(t, "null", string(got.Record))
+	st, err := c.cat.GetStoreStats(context.Background(), catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Equal(t, 2, st.PendingGenerations)
+}
+
+func TestRejectionsChangeNothing(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "s"}, nil))
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		status       int
+	}{
+		{"POST", "/api/v1/rollouts", map[string]any{"name": "../x"}, 400},
+		{"POST", "/api/v1/rollouts", map[string]any{"name": "_registry"}, 400},
+		{"POST", "/api/v1/rollouts", map[string]any{"name": strings.Repeat("a", 129)}, 400},
+		{"POST", "/api/v1/rollouts", `{"name": "x", "bogus": 1}`, 400},
+		{"POST", "/api/v1/rollouts", `{not json`, 400},
+		{"GET", "/api/v1/rollouts/a%2Fb", nil, 400},
+		{"GET", "/api/v1/rollouts/..", nil, 400},
+		{"GET", "/api/v1/rollouts/nope", nil, 404},
+		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{}}, 400},
+		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{map[string]any{"id": "x"}}}, 400},
+		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("x", "y", "undeclared", "1")}}, 400},
+		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("ok", "y"), map[string]any{"id": "bad", "rollout_id": "y", "reward": "high"}}}, 400},
+		{"GET", `/api/v1/rollouts/s/records?filters={"nope":"x"}`, nil, 400},
+		{"GET", `/api/v1/rollouts/s/records?filters={"include_in_training":"yes"}`, nil, 400},
+		{"GET", "/api/v1/rollouts/s/records?limit=0", nil, 400},
+		{"GET", "/api/v1/rollouts/s/records?offset=-1", nil, 400},
+	} {
+		status, code := errCode(t, w, tc.method, tc.path, tc.body)
+		require.Equal(t, tc.status, status, "%s %s %v", tc.method, tc.path, tc.body)
+		require.NotEmpty(t, code, "%s %s: error envelope", tc.method, tc.path)
+	}
+	// Unsupported content type.
+	req := httptest.NewRequest("POST", "/api/v1/rollouts/s/records", strings.NewReader(`x`))
+	req.Header.Set(echo.HeaderContentType, "text/csv")
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+
+	var page api.RecordsPage
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/s/records", nil, &page))
+	require.Empty(t, page.Records, "no rejected batch wrote anything, not even its valid rows")
+	var list api.StoreList
+	w.do(t, "GET", "/api/v1/rollouts", nil, &list)
+	require.Len(t, list.Stores, 1)
+}
+
+func TestGenericStoreRoundTrip(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	schema := `{"columns": [["id", "string"], ["score", {"type": "float64"}], ["step", {"type": "int64", "nullable": false}],
+		["tags", {"type": "list", "item": "string"}], ["blob", "binary"], ["ok", "bool"]]}`
+	status, _ := errCode(t, w, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["x", "nonsense"]]}}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	var list api.StoreList
+	w.do(t, "GET", "/api/v1/generic", nil, &list)
+	require.Empty(t, list.Stores, "an invalid schema creates nothing")
+
+	var info api.StoreInfo
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, &info))
+	require.JSONEq(t, schema, string(info.Schema))
+	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["step", "int32"]]}}`, nil))
+
+	var app api.AppendResponse
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows?flush=true", map[string]any{"rows": []any{
+		map[string]any{"id": "a", "score": 1.5, "step": 1, "tags": []string{"x"}, "blob": "AQI=", "ok": true},
+		map[string]any{"id": "b", "step": 2},
+		map[string]any{"id": "a", "score": 2.5, "step": 3},
+	}}, &app))
+	require.Equal(t, 3, app.Count)
+	status, _ = errCode(t, w, "POST", "/api/v1/generic/g/rows", map[string]any{"rows": []any{map[string]any{"id": "c", "step": 1, "undeclared": 1}}})
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = errCode(t, w, "POST", "/api/v1/generic/g/rows", map[string]any{"rows": []any{map[string]any{"id": "c"}}})
+	require.Equal(t, http.StatusBadRequest, status, "a non-null column is required")
+
+	var row map[string]any
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows/a", nil, &row))
+	require.Equal(t, 2.5, row["score"], "newest write per id wins")
+	require.NotContains(t, row, "blob")
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows/a?columns=step", nil, &row))
+	require.Equal(t, map[string]any{"id": "a", "step": 3.0}, row)
+	status, _ = errCode(t, w, "GET", "/api/v1/generic/g/rows/zzz", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = errCode(t, w, "GET", "/api/v1/generic/g/rows/a?columns=missing", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+
+	var rows api.RowsPage
+	require.Equal(t, http.StatusOK, w.do(t, "GET", `/api/v1/generic/g/rows?filter={"step":2}`, nil, &rows))
+	require.Len(t, rows.Rows, 1)
+	status, _ = errCode(t, w, "GET", `/api/v1/generic/g/rows?filter={"nope":1}`, nil)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, http.StatusOK, w.do(t, "DELETE", "/api/v1/generic/g/rows/b", nil, nil))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows", nil, &rows))
+	require.Len(t, rows.Rows, 1)
+}
+
+func TestAnEvictedStoreReopensTransparently(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1") // capacity 4
+	for i := range 6 {
+		name := fmt.Sprintf("s%d", i)
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": name}, nil))
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/"+name+"/records", map[string]any{"records": []any{rollout("a", "t")}}, nil))
+	}
+	var got api.RecordResponse
+	for i := range 6 {
+		require.Equal(t, http.StatusOK, w.do(t, "GET", fmt.Sprintf("/api/v1/rollouts/s%d/records/a", i), nil, &got))
+		require.NotEqual(t, "null", string(got.Record), "store s%d lost its row across eviction", i)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken = "s3cret" })
+	status, code := errCode(t, w, "GET", "/api/v1/rollouts", nil)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Equal(t, api.CodeUnauthorized, code)
+	req := httptest.NewRequest("GET", "/api/v1/rollouts", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/health", nil, nil), "health stays open")
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/metrics", nil, nil), "metrics stay open")
+}
+
+func TestEveryRouteIsDocumentedAndMetricsPassPromlint(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/openapi.json", nil, &doc))
+	for _, r := range w.e.Routes() {
+		if r.Method == echo.RouteNotFound || strings.HasSuffix(r.Path, "/*") {
+			continue
+		}
+		path := r.Path
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		require.Contains(t, doc.Paths, path, "route %s %s is not documented", r.Method, r.Path)
+		require.Contains(t, doc.Paths[path], strings.ToLower(r.Method), "route %s %s is not documented", r.Method, r.Path)
+	}
+	// Exercise the store metrics, then lint the whole registry.
+	w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil)
+	w.do(t, "POST", "/api/v1/rollouts/m/records?flush=true", map[string]any{"records": []any{rollout("a", "t")}}, nil)
+	mfs, err := w.reg.Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}

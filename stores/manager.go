@@ -1,0 +1,309 @@
+// Package stores is the process's registry of open stores: a bounded LRU of open memwal.Stores
+// resolved through the PostgreSQL catalog, shared by the HTTP API and the maintenance
+// activities, and the process-wide flush sweeper.
+//
+// Lifecycle rule: a store handed out by Acquire stays open until its release function is called,
+// even if it is evicted meanwhile; an evicted store is sealed and closed when its last user
+// releases it. Concurrent first opens of one store open it once (singleflight).
+package stores
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// Config configures a Manager.
+type Config struct {
+	DataDir  string         // local directory holding every store (STRATA_DATA_URL file://...)
+	Capacity int            // open stores kept resident (default 2000)
+	Store    memwal.Options // process-wide clock, budget, metrics, instance id
+}
+
+// Manager hands out open stores.
+type Manager struct {
+	cat     *catalog.Catalog
+	root    objstore.Store
+	rootURL string
+	cfg     Config
+	log     *slog.Logger
+
+	mu      sync.Mutex // guards cache (and the handles' refs/evicted flags)
+	cache   *lru.Cache[string, *handle]
+	group   singleflight.Group
+	closing sync.WaitGroup // background closes of evicted stores; Close waits for them
+
+	hits, misses prometheus.Counter
+	resident     prometheus.GaugeFunc
+}
+
+type handle struct {
+	kind    catalog.Kind
+	name    string
+	store   *memwal.Store
+	refs    int  // guarded by Manager.mu
+	evicted bool // guarded by Manager.mu
+}
+
+// New creates a manager over the data directory.
+func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Manager, error) {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 2000
+	}
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := objstore.NewLocal(abs)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cat: cat, root: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log}
+	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
+	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
+	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
+	m.resident = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_stores_resident", Help: "Stores open in this process."},
+		func() float64 { return float64(m.cache.Len()) })
+	if reg != nil {
+		reg.MustRegister(m.hits, m.misses, m.resident)
+	}
+	return m, nil
+}
+
+func cacheKey(kind catalog.Kind, name string) string { return string(kind) + "/" + name }
+
+// onEvict runs under m.mu (inside cache operations): an unused store closes now, a used one when
+// its last user releases it.
+func (m *Manager) onEvict(_ string, h *handle) {
+	h.evicted = true
+	if h.refs == 0 {
+		m.closeLater(h)
+	}
+}
+
+func (m *Manager) closeLater(h *handle) {
+	m.closing.Add(1)
+	go func() {
+		defer m.closing.Done()
+		m.close(h)
+	}()
+}
+
+func (m *Manager) close(h *handle) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.store.Close(ctx); err != nil {
+		m.log.Warn("closing evicted store failed", "kind", h.kind, "name", h.name, "err", err)
+	}
+}
+
+// Acquire returns the open store kind/name (catalog.ErrNotFound when it is not registered) and
+// the function that releases it.
+func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (*memwal.Store, func(), error) {
+	key := cacheKey(kind, name)
+	for {
+		m.mu.Lock()
+		if h, ok := m.cache.Get(key); ok && !h.evicted {
+			h.refs++
+			m.mu.Unlock()
+			m.hits.Inc()
+			return h.store, m.releaser(h), nil
+		}
+		m.mu.Unlock()
+		m.misses.Inc()
+		_, err, _ := m.group.Do(key, func() (any, error) {
+			m.mu.Lock()
+			if h, ok := m.cache.Peek(key); ok && !h.evicted {
+				m.mu.Unlock()
+				return nil, nil
+			}
+			m.mu.Unlock()
+			st, err := m.cat.GetStore(ctx, kind, name)
+			if err != nil {
+				return nil, err
+			}
+			s, err := m.open(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			m.mu.Lock()
+			m.cache.Add(key, &handle{kind: kind, name: name, store: s})
+			m.mu.Unlock()
+			return nil, nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+func (m *Manager) releaser(h *handle) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			h.refs--
+			closeNow := h.evicted && h.refs == 0
+			m.mu.Unlock()
+			if closeNow {
+				m.closeLater(h)
+			}
+		})
+	}
+}
+
+// prefix is the store's location relative to the data directory.
+func (m *Manager) prefix(st catalog.Store) (string, error) {
+	rel, ok := strings.CutPrefix(st.URI, m.rootURL+"/")
+	if !ok {
+		return "", fmt.Errorf("store %s/%s lives at %s, outside this process's data directory %s", st.Kind, st.Name, st.URI, m.rootURL)
+	}
+	return rel, nil
+}
+
+// open opens a registered store, creating its table if the process that registered it died
+// before doing so.
+func (m *Manager) open(ctx context.Context, st catalog.Store) (*memwal.Store, error) {
+	prefix, err := m.prefix(st)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := objstore.WithPrefix(m.root, prefix)
+	if err != nil {
+		return nil, err
+	}
+	s, err := memwal.Open(ctx, objects, m.cfg.Store)
+	if errors.Is(err, table.ErrNotFound) {
+		schema, serr := SchemaOf(st)
+		if serr != nil {
+			return nil, serr
+		}
+		return memwal.Create(ctx, objects, schema, "id", m.cfg.Store)
+	}
+	return s, err
+}
+
+// SchemaOf returns the Arrow schema of a registered store.
+func SchemaOf(st catalog.Store) (*arrow.Schema, error) {
+	switch st.Kind {
+	case catalog.KindRollout:
+		return RolloutSchema, nil
+	case catalog.KindGeneric:
+		return ParseSchemaSpec(st.Schema)
+	}
+	return nil, fmt.Errorf("%w: %s stores are not served yet", catalog.ErrInvalid, st.Kind)
+}
+
+// Create registers a store (idempotently) and creates its table. schemaSpec is nil for kinds
+// with a fixed schema.
+func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, schemaSpec, options []byte) (catalog.Store, bool, error) {
+	if err := catalog.ValidateName(name); err != nil {
+		return catalog.Store{}, false, err
+	}
+	var schema *arrow.Schema
+	var err error
+	switch kind {
+	case catalog.KindRollout:
+		schema = RolloutSchema
+	case catalog.KindGeneric:
+		if schema, err = ParseSchemaSpec(schemaSpec); err != nil {
+			return catalog.Store{}, false, err
+		}
+	default:
+		return catalog.Store{}, false, fmt.Errorf("%w: %s stores are not served yet", catalog.ErrInvalid, kind)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	uri := fmt.Sprintf("%s/%s/%s.%s", m.rootURL, kind, name, hex.EncodeToString(rnd[:]))
+	st, created, err := m.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: kind, Name: name, URI: uri, Schema: schemaSpec, Options: options})
+	if err != nil {
+		return st, false, err
+	}
+	if created {
+		prefix, err := m.prefix(st)
+		if err != nil {
+			return st, false, err
+		}
+		objects, err := objstore.WithPrefix(m.root, prefix)
+		if err != nil {
+			return st, false, err
+		}
+		if _, err := table.Create(ctx, objects, schema, "id", m.cfg.Store.Table); err != nil {
+			return st, false, err
+		}
+	}
+	return st, created, nil
+}
+
+// Delete soft-deletes the store in the catalog and closes it here. Its data stays until
+// registry cleanup purges it.
+func (m *Manager) Delete(ctx context.Context, kind catalog.Kind, name string) error {
+	if _, err := m.cat.SoftDeleteStore(ctx, kind, name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.cache.Remove(cacheKey(kind, name)) // onEvict closes it once unused
+	m.mu.Unlock()
+	return nil
+}
+
+// Catalog is the catalog the manager resolves stores through.
+func (m *Manager) Catalog() *catalog.Catalog { return m.cat }
+
+// resident returns the resident stores, each acquired; the caller releases them.
+func (m *Manager) residentStores() ([]*handle, func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var hs []*handle
+	for _, key := range m.cache.Keys() {
+		if h, ok := m.cache.Peek(key); ok && !h.evicted {
+			h.refs++
+			hs = append(hs, h)
+		}
+	}
+	return hs, func() {
+		for _, h := range hs {
+			m.releaser(h)()
+		}
+	}
+}
+
+// Close seals and closes every resident store (shutdown).
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	var hs []*handle
+	for _, key := range m.cache.Keys() {
+		if h, ok := m.cache.Peek(key); ok {
+			h.refs++ // closed below, not by the eviction callback
+			hs = append(hs, h)
+		}
+	}
+	m.cache.Purge()
+	m.mu.Unlock()
+	m.closing.Wait()
+	var errs []error
+	for _, h := range hs {
+		if err := h.store.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", h.kind, h.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
