@@ -172,4 +172,3 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 		return c.JSONBlob(http.StatusOK, genericCodec(s).encode(rec, nil)[0])
 	})
 }
-

@@ -4,9 +4,9 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"strings"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"

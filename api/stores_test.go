@@ -135,7 +135,7 @@ func TestRolloutStoreLifecycle(t *testing.T) {
 		rollout("r2", "traj-a", "policy_version", "v2"),
 		map[string]any{"id": "r3", "rollout_id": "traj-b", "reward": 0.5, "input_tokens": []int{1, 2, 3},
 			"relationships": []any{map[string]any{"target_id": "r1", "relation": "follows"}},
-			"metadata": map[string]any{"k": []int{1}}, "binary_payload": "aGVsbG8=", "include_in_training": true},
+			"metadata":      map[string]any{"k": []int{1}}, "binary_payload": "aGVsbG8=", "include_in_training": true},
 	}}, &app))
 	require.Equal(t, 3, app.Count)
 	require.Equal(t, []string{"r1", "r2", "r3"}, app.IDs)
