@@ -21,7 +21,7 @@ func decodeBody(c echo.Context, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return echo.ErrStatusRequestEntityTooLarge
+			return errBodyTooLarge
 		}
 		if errors.Is(err, io.EOF) {
 			return invalid("the request body is empty")
@@ -32,6 +32,14 @@ func decodeBody(c echo.Context, v any) error {
 		return invalid("invalid JSON body: trailing data after the object")
 	}
 	return nil
+}
+
+// errBodyTooLarge is answered with 413.
+var errBodyTooLarge = echo.ErrStatusRequestEntityTooLarge
+
+func isMultipart(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == echo.MIMEMultipartForm
 }
 
 func isJSON(contentType string) bool {

@@ -180,15 +180,25 @@ func applyRolloutDefaults(row map[string]json.RawMessage, now string) {
 }
 
 func (h *handlers) addRollouts(c echo.Context) error {
-	ct := c.Request().Header.Get(echo.HeaderContentType)
-	if !isJSON(ct) {
-		return invalid("unsupported content type %q: send application/json", ct)
-	}
 	var req struct {
 		Records []map[string]json.RawMessage `json:"records"`
 	}
-	if err := decodeBody(c, &req); err != nil {
-		return err
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	switch {
+	case isJSON(ct):
+		if err := decodeBody(c, &req); err != nil {
+			return err
+		}
+	case isMultipart(ct):
+		r, err := c.Request().MultipartReader()
+		if err != nil {
+			return invalid("malformed multipart body: %v", err)
+		}
+		if req.Records, err = decodeMultipartRollouts(r); err != nil {
+			return err
+		}
+	default:
+		return invalid("unsupported content type %q: send application/json or multipart/form-data", ct)
 	}
 	now, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339Nano))
 	ids := make([]string, len(req.Records))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -370,4 +371,64 @@ func TestEveryRouteIsDocumentedAndMetricsPassPromlint(t *testing.T) {
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+// multipartBody builds a multipart append: parts in order, each (name, bytes).
+func multipartBody(t *testing.T, parts ...[2]string) (string, []byte) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		fw, err := mw.CreateFormField(p[0])
+		require.NoError(t, err)
+		_, err = fw.Write([]byte(p[1]))
+		require.NoError(t, err)
+	}
+	require.NoError(t, mw.Close())
+	return mw.FormDataContentType(), buf.Bytes()
+}
+
+func postMultipart(w *worker, path, ct string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, ct)
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestMultipartAppendAndItsStrictRejections(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil))
+	meta := `{"records": [{"id": "a", "rollout_id": "t", "payload_size": 5}, {"id": "b", "rollout_id": "t"}]}`
+
+	ct, body := multipartBody(t, [2]string{"metadata", meta}, [2]string{"0", "hello"})
+	rec := postMultipart(w, "/api/v1/rollouts/m/records", ct, body)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	var blob []byte
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/m/records/a/blob", nil, &blob))
+	require.Equal(t, "hello", string(blob))
+
+	bad := map[string][][2]string{
+		"metadata not first":     {{"0", "hello"}, {"metadata", meta}},
+		"part name not an index": {{"metadata", meta}, {"payload", "hello"}},
+		"index out of range":     {{"metadata", meta}, {"0", "hello"}, {"7", "x"}},
+		"duplicate index":        {{"metadata", meta}, {"0", "hello"}, {"0", "hello"}},
+		"size mismatch":          {{"metadata", meta}, {"0", "hell"}},
+		"declared but missing":   {{"metadata", meta}},
+		"empty records":          {{"metadata", `{"records": []}`}},
+	}
+	for name, parts := range bad {
+		meta2 := strings.ReplaceAll(meta, `"a"`, `"`+strings.ReplaceAll(name, " ", "-")+`"`)
+		for i := range parts {
+			if parts[i][0] == "metadata" && parts[i][1] == meta {
+				parts[i][1] = meta2
+			}
+		}
+		ct, body := multipartBody(t, parts...)
+		rec := postMultipart(w, "/api/v1/rollouts/m/records", ct, body)
+		require.Equal(t, http.StatusBadRequest, rec.Code, "%s: %s", name, rec.Body.String())
+		var got api.RecordResponse
+		w.do(t, "GET", "/api/v1/rollouts/m/records/"+strings.ReplaceAll(name, " ", "-"), nil, &got)
+		require.Equal(t, "null", string(got.Record), "%s: nothing written", name)
+	}
 }
