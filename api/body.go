@@ -23,6 +23,9 @@ func decodeBody(c echo.Context, v any) error {
 		if errors.As(err, &tooLarge) {
 			return errBodyTooLarge
 		}
+		if errors.Is(err, errBodyIdle) {
+			return errBodyIdle
+		}
 		if errors.Is(err, io.EOF) {
 			return invalid("the request body is empty")
 		}

@@ -64,6 +64,9 @@ func decodeMultipartRollouts(r *multipart.Reader) ([]map[string]json.RawMessage,
 			if errors.As(err, &tooLarge) {
 				return nil, errBodyTooLarge
 			}
+			if errors.Is(err, errBodyIdle) {
+				return nil, errBodyIdle
+			}
 			return nil, invalid("reading multipart part %d: %v", idx, err)
 		}
 		rec := meta.Records[idx]

@@ -190,6 +190,12 @@ func (h *handlers) addRollouts(c echo.Context) error {
 			return err
 		}
 	case isMultipart(ct):
+		// Blob uploads reserve their declared length (the whole budget when unknown) first.
+		release, err := h.blobs.reserve(c.Request().ContentLength)
+		if err != nil {
+			return err
+		}
+		defer release()
 		r, err := c.Request().MultipartReader()
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
@@ -302,6 +308,11 @@ func (h *handlers) getRolloutBlob(c echo.Context) error {
 			return notFound("record %q has no binary payload", c.Param("id"))
 		}
 		data := valueBytes(col)
+		release, err := h.blobs.reserve(int64(len(data)))
+		if err != nil {
+			return err
+		}
+		defer release()
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, data)
 	})
 }

@@ -33,6 +33,10 @@ type Deps struct {
 	Allocator memory.Allocator // Arrow memory for request batches (default memory.DefaultAllocator)
 	APIToken  string           // when set, data routes need "Authorization: Bearer <token>"
 	BodyLimit string           // largest request body, e.g. "1G" (default)
+	// BodyIdleTimeout answers 408 when a request body stalls this long (default 120s).
+	BodyIdleTimeout time.Duration
+	// MaxInflightBlobBytes bounds blob bytes being uploaded or downloaded at once (0 = unlimited).
+	MaxInflightBlobBytes int64
 }
 
 // New builds the Echo instance with every route registered.
@@ -43,6 +47,9 @@ func New(d Deps) *echo.Echo {
 	if d.BodyLimit == "" {
 		d.BodyLimit = "1G"
 	}
+	if d.BodyIdleTimeout == 0 {
+		d.BodyIdleTimeout = 120 * time.Second
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
@@ -50,12 +57,17 @@ func New(d Deps) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(metrics.middleware)
 
-	h := &handlers{deps: d, mem: d.Allocator}
+	bodyTimeouts := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_http_request_body_timeouts_total", Help: "Requests answered 408 because their body stalled."})
+	blobRejections := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_blob_budget_rejections_total", Help: "Blob uploads and downloads refused with 503 by the in-flight blob budget."})
+	d.Registry.MustRegister(bodyTimeouts, blobRejections)
+	h := &handlers{deps: d, mem: d.Allocator, blobs: &blobBudget{capacity: d.MaxInflightBlobBytes, rejected: blobRejections}}
 	e.GET("/api/v1/health", h.health)
 	e.GET("/api/v1/openapi.json", h.openAPI)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	if d.Stores != nil {
-		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit))
+		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), bodyIdleTimeout(d.BodyIdleTimeout, bodyTimeouts))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
 	}
@@ -79,8 +91,9 @@ func bearerAuth(token string) echo.MiddlewareFunc {
 }
 
 type handlers struct {
-	deps Deps
-	mem  memory.Allocator
+	deps  Deps
+	mem   memory.Allocator
+	blobs *blobBudget
 }
 
 // HealthResponse is the body of GET /api/v1/health.

@@ -39,6 +39,8 @@ type serveConfig struct {
 	MergeMemoryBytes   int64
 	APIToken           string
 	BodyLimit          string
+	BodyIdleTimeout    time.Duration
+	MaxInflightBlobs   int64
 	LogLevel           string
 	LogFormat          string
 	ShutdownTimeout    time.Duration
@@ -57,6 +59,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
+	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
+	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 }
@@ -138,7 +142,8 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, stores.NewSweeperMetrics(reg))
 	}()
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
-		APIToken: cfg.APIToken, BodyLimit: cfg.BodyLimit})
+		APIToken: cfg.APIToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		MaxInflightBlobBytes: cfg.MaxInflightBlobs})
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
