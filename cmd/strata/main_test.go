@@ -57,11 +57,11 @@ func sampleValue(f *flag.Flag) string {
 		}
 		return "true"
 	}
-	if _, err := time.ParseDuration(f.DefValue); err == nil {
-		return "17s"
-	}
 	if _, err := strconv.ParseInt(f.DefValue, 10, 64); err == nil {
 		return "17"
+	}
+	if _, err := time.ParseDuration(f.DefValue); err == nil {
+		return "17s"
 	}
 	switch f.Name {
 	case "log-level":
