@@ -184,6 +184,9 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		Records []map[string]json.RawMessage `json:"records"`
 	}
 	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if isArrowStream(ct) {
+		return h.addRolloutsArrow(c)
+	}
 	switch {
 	case isJSON(ct):
 		if err := decodeBody(c, &req); err != nil {
@@ -275,6 +278,9 @@ func (h *handlers) listRollouts(c echo.Context) error {
 			return err
 		}
 		defer rec.Release()
+		if wantsArrow(c) {
+			return writeArrow(c, rec, next, h.mem)
+		}
 		return c.JSON(http.StatusOK, RecordsPage{Records: rolloutCodec.encode(rec, rolloutAlways), NextCursor: next})
 	})
 }
@@ -337,4 +343,37 @@ func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
 			return c.JSON(http.StatusOK, DeleteResponse{Deleted: true, ID: c.Param("id")})
 		})
 	}
+}
+
+// addRolloutsArrow appends an Arrow IPC stream of rollout columns.
+func (h *handlers) addRolloutsArrow(c echo.Context) error {
+	name := c.Param("name")
+	if err := catalog.ValidateName(name); err != nil {
+		return err
+	}
+	rec, err := readArrowBody(c.Request().Body, h.mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	full, err := withRolloutDefaults(rec, h.mem)
+	if err != nil {
+		return err
+	}
+	defer full.Release()
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		if _, err := s.Append(c.Request().Context(), full); err != nil {
+			return err
+		}
+		if flushRequested(c) {
+			if err := s.Flush(c.Request().Context()); err != nil {
+				return err
+			}
+		}
+		v, err := tableVersion(c.Request().Context(), s)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: int(full.NumRows())})
+	})
 }

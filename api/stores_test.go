@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -431,4 +434,72 @@ func TestMultipartAppendAndItsStrictRejections(t *testing.T) {
 		w.do(t, "GET", "/api/v1/rollouts/m/records/"+strings.ReplaceAll(name, " ", "-"), nil, &got)
 		require.Equal(t, "null", string(got.Record), "%s: nothing written", name)
 	}
+}
+
+func arrowBody(t *testing.T, mem memory.Allocator, schema *arrow.Schema, fill func(b *array.RecordBuilder)) []byte {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	fill(b)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	require.NoError(t, w.Write(rec))
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+func TestArrowIPCAppendAndListing(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "reward", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+	}, nil)
+	body := arrowBody(t, c.mem, schema, func(b *array.RecordBuilder) {
+		for i := range 5 {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+			b.Field(1).(*array.StringBuilder).Append("traj")
+			b.Field(2).(*array.Float32Builder).Append(float32(i))
+		}
+	})
+	req := httptest.NewRequest("POST", "/api/v1/rollouts/a/records", bytes.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, api.MIMEArrowStream)
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+
+	req = httptest.NewRequest("GET", "/api/v1/rollouts/a/records?limit=3", nil)
+	req.Header.Set(echo.HeaderAccept, api.MIMEArrowStream)
+	rec = httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "r2", rec.Header().Get("X-Next-Cursor"))
+	r, err := ipc.NewReader(rec.Body, ipc.WithAllocator(c.mem))
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	got := r.RecordBatch()
+	require.EqualValues(t, 3, got.NumRows())
+	require.Equal(t, "traj", got.Column(got.Schema().FieldIndices("problem_id")[0]).(*array.String).Value(0), "defaults apply to Arrow bodies too")
+	r.Release()
+
+	// A column of the wrong type is refused and writes nothing.
+	bad := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "reward", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	body = arrowBody(t, c.mem, bad, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.StringBuilder).Append("wrong")
+		b.Field(1).(*array.StringBuilder).Append("traj")
+		b.Field(2).(*array.StringBuilder).Append("high")
+	})
+	req = httptest.NewRequest("POST", "/api/v1/rollouts/a/records", bytes.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, api.MIMEArrowStream)
+	rec = httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	var one api.RecordResponse
+	w.do(t, "GET", "/api/v1/rollouts/a/records/wrong", nil, &one)
+	require.Equal(t, "null", string(one.Record))
 }

@@ -1,0 +1,131 @@
+// Arrow IPC bodies: appends may send an Arrow IPC stream (application/vnd.apache.arrow.stream)
+// of user columns instead of JSON, and listings may ask for one (Accept header) instead of JSON.
+// Columns are checked against the store's schema by name and type; nothing is converted.
+package api
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+)
+
+// MIMEArrowStream is the Arrow IPC streaming format's media type.
+const MIMEArrowStream = "application/vnd.apache.arrow.stream"
+
+func isArrowStream(contentType string) bool {
+	return strings.HasPrefix(strings.TrimSpace(contentType), MIMEArrowStream)
+}
+
+// readArrowBody reads an IPC stream body into one record. The caller releases it.
+func readArrowBody(body io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
+	r, err := ipc.NewReader(body, ipc.WithAllocator(mem))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errBodyTooLarge
+		}
+		return nil, invalid("invalid Arrow IPC stream: %v", err)
+	}
+	defer r.Release()
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		parts = append(parts, rec)
+	}
+	if err := r.Err(); err != nil {
+		if errors.Is(err, errBodyIdle) {
+			return nil, errBodyIdle
+		}
+		return nil, invalid("invalid Arrow IPC stream: %v", err)
+	}
+	rec, err := arrowutil.Concat(r.Schema(), parts, mem)
+	if err != nil {
+		return nil, err
+	}
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil, invalid("no rows to add")
+	}
+	return rec, nil
+}
+
+// withRolloutDefaults adds lance-context's defaults for absent rollout columns: problem_id =
+// rollout_id, sequence_order 0, role "assistant", created_at now, content_type "text/plain".
+func withRolloutDefaults(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	s := rec.Schema()
+	if len(s.FieldIndices("id")) == 0 || len(s.FieldIndices("rollout_id")) == 0 {
+		return nil, invalid("an Arrow rollout batch needs the id and rollout_id columns")
+	}
+	fields := append([]arrow.Field{}, s.Fields()...)
+	cols := append([]arrow.Array{}, rec.Columns()...)
+	var made []arrow.Array
+	defer func() {
+		for _, a := range made {
+			a.Release()
+		}
+	}()
+	n := int(rec.NumRows())
+	add := func(name string, dt arrow.DataType, build func(b array.Builder)) {
+		if len(s.FieldIndices(name)) > 0 {
+			return
+		}
+		b := array.NewBuilder(mem, dt)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			build(b)
+		}
+		a := b.NewArray()
+		made = append(made, a)
+		fields = append(fields, arrow.Field{Name: name, Type: dt})
+		cols = append(cols, a)
+	}
+	if len(s.FieldIndices("problem_id")) == 0 {
+		rid := rec.Column(s.FieldIndices("rollout_id")[0])
+		fields = append(fields, arrow.Field{Name: "problem_id", Type: rid.DataType(), Nullable: s.Field(s.FieldIndices("rollout_id")[0]).Nullable})
+		cols = append(cols, rid)
+	}
+	now := arrow.Timestamp(time.Now().UTC().UnixMicro())
+	add("sequence_order", arrow.PrimitiveTypes.Int32, func(b array.Builder) { b.(*array.Int32Builder).Append(0) })
+	add("role", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("assistant") })
+	add("created_at", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, func(b array.Builder) { b.(*array.TimestampBuilder).Append(now) })
+	add("content_type", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("text/plain") })
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
+}
+
+// wantsArrow reports whether the client asked for an Arrow IPC response.
+func wantsArrow(c echo.Context) bool {
+	return strings.Contains(c.Request().Header.Get(echo.HeaderAccept), MIMEArrowStream)
+}
+
+// writeArrow answers with rec as an Arrow IPC stream.
+func writeArrow(c echo.Context, rec arrow.RecordBatch, next string, mem memory.Allocator) error {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	if err := w.Write(rec); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if next != "" {
+		c.Response().Header().Set("X-Next-Cursor", next)
+	}
+	return c.Blob(http.StatusOK, MIMEArrowStream, buf.Bytes())
+}
