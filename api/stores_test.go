@@ -36,10 +36,10 @@ import (
 
 // cluster is one catalog and one data directory shared by several workers.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	cat     *catalog.Catalog
 	dataDir string
-	mem     *memory.CheckedAllocator
+	mem     memory.Allocator
 }
 
 func newCluster(t *testing.T) *cluster {

@@ -22,19 +22,36 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 )
 
-// rowGroupRows is the Parquet row-group size: a point lookup decodes one row group of the columns
-// it wants, so it is kept small; scans read in batches of scanBatchRows across row groups.
+// Row groups: a point lookup decodes one row group of the columns it wants, so groups are kept
+// small — at most rowGroupRows rows and about rowGroupBytes of Arrow data, whichever is fewer
+// (wide rows get smaller groups), never fewer than minRowGroupRows. Scans read batches of
+// scanBatchRows across row groups.
 const (
-	rowGroupRows  = 1024
-	scanBatchRows = 64 * 1024
+	rowGroupRows    = 1024
+	minRowGroupRows = 64
+	rowGroupBytes   = 256 << 10
+	scanBatchRows   = 64 * 1024
 )
+
+// rowGroupLength picks the row-group size for rec.
+func rowGroupLength(rec arrow.RecordBatch) int64 {
+	if rec.NumRows() == 0 {
+		return rowGroupRows
+	}
+	var size int64
+	for _, c := range rec.Columns() {
+		size += int64(c.Data().SizeInBytes())
+	}
+	perRow := max(size/rec.NumRows(), 1)
+	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/perRow))
+}
 
 // encodeFragment serialises rec (already aligned to the table schema) as Parquet.
 func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
-		parquet.WithMaxRowGroupLength(rowGroupRows),
+		parquet.WithMaxRowGroupLength(rowGroupLength(rec)),
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithStats(true),
 		parquet.WithDictionaryDefault(true),

@@ -78,7 +78,7 @@ var errStopScan = errors.New("stop scan")
 var StopScan = errStopScan
 
 // Scan streams the live rows of version m, fragment by fragment, as records of at most
-// rowGroupRows rows. fn must not keep a record after returning without retaining it.
+// scanBatchRows rows. fn must not keep a record after returning without retaining it.
 func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
 	names, err := userColumns(m, opts.Columns)
 	if err != nil {

@@ -1,0 +1,210 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+)
+
+const (
+	p3Clients = 16
+	p3Batches = 30 // per client
+	p3Batch   = 100
+)
+
+var p3Content = strings.Repeat("c", 1000) // 1 KB rows
+
+// BenchmarkP3AppendOverHTTP compares durable append throughput over HTTP (JSON and Arrow IPC
+// bodies, 16 clients, batches of 100 1 KB rows) with PostgreSQL on this machine doing the same
+// work (batched INSERT ... ON CONFLICT (id) DO UPDATE, synchronous_commit on), and point-get p99
+// over HTTP with a primary-key SELECT.
+func BenchmarkP3AppendOverHTTP(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		c := benchCluster(b)
+		w := c.benchWorker(b)
+		srv := httptest.NewServer(w.e)
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: p3Clients}}
+		post := func(path, ct string, body []byte) {
+			resp, err := client.Post(srv.URL+path, ct, bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				b.Fatalf("POST %s: %d", path, resp.StatusCode)
+			}
+		}
+		post("/api/v1/rollouts", "application/json", []byte(`{"name": "json"}`))
+		post("/api/v1/rollouts", "application/json", []byte(`{"name": "arrow"}`))
+
+		jsonBody := func(client, batch int) []byte {
+			recs := make([]map[string]any, p3Batch)
+			for i := range recs {
+				recs[i] = map[string]any{"id": fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i), "rollout_id": fmt.Sprintf("t%d", client), "content": p3Content}
+			}
+			data, _ := json.Marshal(map[string]any{"records": recs})
+			return data
+		}
+		arrowSchema := arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+			{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+		arrowBody := func(client, batch int) []byte {
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, arrowSchema)
+			defer bld.Release()
+			for i := range p3Batch {
+				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
+				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
+				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content)
+			}
+			rec := bld.NewRecordBatch()
+			defer rec.Release()
+			var buf bytes.Buffer
+			iw := ipc.NewWriter(&buf, ipc.WithSchema(arrowSchema))
+			_ = iw.Write(rec)
+			_ = iw.Close()
+			return buf.Bytes()
+		}
+		run := func(work func(client, batch int)) float64 {
+			var wg sync.WaitGroup
+			start := time.Now()
+			for cl := range p3Clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for bt := range p3Batches {
+						work(cl, bt)
+					}
+				}()
+			}
+			wg.Wait()
+			return float64(p3Clients*p3Batches*p3Batch) / time.Since(start).Seconds()
+		}
+		jsonRate := run(func(cl, bt int) { post("/api/v1/rollouts/json/records", "application/json", jsonBody(cl, bt)) })
+		arrowRate := run(func(cl, bt int) {
+			post("/api/v1/rollouts/arrow/records", "application/vnd.apache.arrow.stream", arrowBody(cl, bt))
+		})
+
+		pool := c.pgPool(b)
+		if _, err := pool.Exec(ctx, `CREATE TABLE p3_rollouts (id text PRIMARY KEY, rollout_id text NOT NULL, problem_id text NOT NULL,
+			sequence_order int NOT NULL, role text NOT NULL, created_at timestamptz NOT NULL, content text, content_type text NOT NULL)`); err != nil {
+			b.Fatal(err)
+		}
+		pgRate := run(func(cl, bt int) {
+			ids, rids := make([]string, p3Batch), make([]string, p3Batch)
+			for i := range ids {
+				ids[i], rids[i] = fmt.Sprintf("c%02d-b%03d-r%03d", cl, bt, i), fmt.Sprintf("t%d", cl)
+			}
+			if _, err := pool.Exec(ctx, `INSERT INTO p3_rollouts SELECT id, rid, rid, 0, 'assistant', now(), $3, 'text/plain'
+				FROM unnest($1::text[], $2::text[]) AS t(id, rid)
+				ON CONFLICT (id) DO UPDATE SET rollout_id = EXCLUDED.rollout_id, problem_id = EXCLUDED.problem_id,
+				  content = EXCLUDED.content, created_at = EXCLUDED.created_at`, ids, rids, p3Content); err != nil {
+				b.Fatal(err)
+			}
+		})
+		benchfmt.Report("P3-json-rows", jsonRate, "rows/s", "durable HTTP append, JSON bodies, 16 clients x 100 x 1 KB rows")
+		benchfmt.Report("P3-arrow-rows", arrowRate, "rows/s", "durable HTTP append, Arrow IPC bodies, same load")
+		benchfmt.Report("P3-pg-rows", pgRate, "rows/s", "PostgreSQL batched INSERT ON CONFLICT DO UPDATE, same load, synchronous_commit on")
+		benchfmt.Report("P3-json-vs-pg", jsonRate/pgRate, "x", "JSON append rows/s / PostgreSQL rows/s (goal >= 1)")
+		benchfmt.Report("P3-arrow-vs-pg", arrowRate/pgRate, "x", "Arrow IPC append rows/s / PostgreSQL rows/s (goal >= 2)")
+
+		// Point gets: seal, merge and index the JSON store first (its steady state).
+		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = s.Flush(ctx)
+		for {
+			res, err := s.MergeShard(ctx, s.Shard(), memwal.MergeOptions{MaxGenerations: -1, MaxBytes: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Generations == 0 {
+				break
+			}
+		}
+		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+			b.Fatal(err)
+		}
+		release()
+		rng := rand.New(rand.NewPCG(1, 2))
+		randomID := func() string {
+			return fmt.Sprintf("c%02d-b%03d-r%03d", rng.IntN(p3Clients), rng.IntN(p3Batches), rng.IntN(p3Batch))
+		}
+		httpGets, err := benchfmt.Time(2000, func(int) error {
+			resp, err := client.Get(srv.URL + "/api/v1/rollouts/json/records/" + randomID())
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pgGets, err := benchfmt.Time(2000, func(int) error {
+			var content string
+			return pool.QueryRow(ctx, `SELECT content FROM p3_rollouts WHERE id = $1`, randomID()).Scan(&content)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hp99, pp99 := benchfmt.Percentile(httpGets, 99), benchfmt.Percentile(pgGets, 99)
+		benchfmt.Report("P3-get-p99", benchfmt.Millis(hp99), "ms", "point get over HTTP (merged, indexed store), p99")
+		benchfmt.Report("P3-pg-get-p99", benchfmt.Millis(pp99), "ms", "PostgreSQL primary-key SELECT, p99")
+		benchfmt.Report("P3-get-p99-vs-pg", float64(hp99)/float64(pp99), "x", "HTTP get p99 / PostgreSQL SELECT p99")
+		srv.Close()
+	}
+}
+
+type benchClusterT struct {
+	cat  *catalog.Catalog
+	url  string
+	data string
+}
+
+func benchCluster(b *testing.B) *benchClusterT {
+	url := testenv.Database(b)
+	cat, err := catalog.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cat.Close)
+	return &benchClusterT{cat: cat, url: url, data: b.TempDir()}
+}
+
+func (c *benchClusterT) benchWorker(b *testing.B) *worker {
+	inner := &cluster{t: b, cat: c.cat, dataDir: c.data, mem: memory.DefaultAllocator}
+	return inner.worker("bench")
+}
+
+func (c *benchClusterT) pgPool(b *testing.B) *pgxpool.Pool {
+	pool, err := pgxpool.New(context.Background(), c.url+"&pool_max_conns=20")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
