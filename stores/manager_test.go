@@ -1,0 +1,147 @@
+package stores
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *prometheus.Registry) {
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	reg := prometheus.NewRegistry()
+	m, err := New(cat, Config{DataDir: t.TempDir(), Capacity: capacity, Store: memwal.Options{Instance: "w"}},
+		reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m, cat, reg
+}
+
+func appendOne(t *testing.T, s *memwal.Store, id string) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, RolloutSchema)
+	defer b.Release()
+	for i, f := range RolloutSchema.Fields() {
+		switch f.Name {
+		case "id":
+			b.Field(i).(*array.StringBuilder).Append(id)
+		case "rollout_id", "problem_id", "role", "content_type":
+			b.Field(i).(*array.StringBuilder).Append("x")
+		case "sequence_order":
+			b.Field(i).(*array.Int32Builder).Append(0)
+		case "created_at":
+			b.Field(i).(*array.TimestampBuilder).Append(1)
+		default:
+			b.Field(i).AppendNull()
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	_, err := s.Append(context.Background(), rec)
+	require.NoError(t, err)
+}
+
+func TestConcurrentFirstOpensOpenOnce(t *testing.T) {
+	m, _, reg := newManager(t, 10)
+	_, _, err := m.Create(context.Background(), catalog.KindRollout, "s", nil, nil)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	got := make([]*memwal.Store, 12)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, release, err := m.Acquire(context.Background(), catalog.KindRollout, "s")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer release()
+			got[i] = s
+		}()
+	}
+	wg.Wait()
+	for _, s := range got {
+		require.Same(t, got[0], s)
+	}
+	require.EqualValues(t, 1, testutil.ToFloat64(m.resident))
+	_ = reg
+	_, _, err = m.Acquire(context.Background(), catalog.KindRollout, "missing")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+}
+
+func TestAnEvictedStoreStaysUsableUntilReleasedAndKeepsItsRows(t *testing.T) {
+	m, _, _ := newManager(t, 1)
+	for _, n := range []string{"a", "b"} {
+		_, _, err := m.Create(context.Background(), catalog.KindRollout, n, nil, nil)
+		require.NoError(t, err)
+	}
+	a, releaseA, err := m.Acquire(context.Background(), catalog.KindRollout, "a")
+	require.NoError(t, err)
+	appendOne(t, a, "row-1")
+	_, releaseB, err := m.Acquire(context.Background(), catalog.KindRollout, "b") // evicts a
+	require.NoError(t, err)
+	releaseB()
+	appendOne(t, a, "row-2") // still open: a user holds it
+	releaseA()               // now it is sealed and closed
+	require.Eventually(t, func() bool {
+		again, release, err := m.Acquire(context.Background(), catalog.KindRollout, "a")
+		require.NoError(t, err)
+		defer release()
+		rec, err := again.Get(context.Background(), "row-2", []string{"id"})
+		require.NoError(t, err)
+		if rec == nil {
+			return false
+		}
+		rec.Release()
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestFlushPassSealsAndReportsShardStats(t *testing.T) {
+	m, cat, reg := newManager(t, 10)
+	_, _, err := m.Create(context.Background(), catalog.KindRollout, "s", nil, nil)
+	require.NoError(t, err)
+	s, release, err := m.Acquire(context.Background(), catalog.KindRollout, "s")
+	require.NoError(t, err)
+	appendOne(t, s, "r")
+	release()
+	metrics := NewSweeperMetrics(reg)
+	m.FlushPass(context.Background(), time.Second, metrics)
+	st, err := cat.GetStoreStats(context.Background(), catalog.KindRollout, "s")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.PendingGenerations)
+	require.NotNil(t, st.OldestPendingAt)
+	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("sealed")))
+	m.FlushPass(context.Background(), time.Second, metrics)
+	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("idle")))
+}
+
+func TestGenericSchemaSpec(t *testing.T) {
+	s, err := ParseSchemaSpec(json.RawMessage(`{"columns": [["score", "float64"], ["tags", {"type": "list", "item": "string"}], ["n", {"type": "int64", "nullable": false}]]}`))
+	require.NoError(t, err)
+	require.Equal(t, "id", s.Field(0).Name)
+	require.False(t, s.Field(3).Nullable)
+	for _, bad := range []string{`{}`, `{"columns": []}`, `{"columns": [["_x", "string"]]}`, `{"columns": [["a", "string"], ["a", "int64"]]}`,
+		`{"columns": [["a", "decimal"]]}`, `{"columns": [["a", {"type": "list", "item": {"type": "list", "item": "string"}}]]}`,
+		`{"columns": [["id", "int64"]]}`, `{"columns": [["v", {"type": "vector", "dim": 3}]]}`, `{"columns": [["a"]]}`, `{"cols": []}`} {
+		_, err := ParseSchemaSpec(json.RawMessage(bad))
+		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
+	}
+}
