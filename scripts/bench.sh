@@ -7,7 +7,7 @@ prefix=${1:-}
 group=${prefix%%-*}
 mkdir -p .data/bench
 out=.data/bench/raw.txt
-STRATA_BENCH="$prefix" go test -run '^$' -bench "^Benchmark${group}" -benchtime 1x -timeout 90m ./... 2>&1 | tee "$out" |
+STRATA_BENCH="$prefix" go test -p 1 -run '^$' -bench "^Benchmark${group}" -benchtime 1x -timeout 90m ./... 2>&1 | tee "$out" |
   grep -E '^(BENCH |FAIL|--- FAIL|panic:)' || true
 if grep -qE '^(FAIL|--- FAIL|panic:)' "$out"; then
   echo "bench.sh: a benchmark failed; full output in $out" >&2

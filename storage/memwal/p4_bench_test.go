@@ -84,7 +84,7 @@ func TestP4Child(t *testing.T) {
 	}
 	// Run as a worker should: the Go heap is told the process's memory limit (GOMEMLIMIT), so
 	// garbage is collected before the heap doubles past the live merge data.
-	debug.SetMemoryLimit(p4Budget + 192<<20)
+	debug.SetMemoryLimit(p4Budget + 128<<20)
 	shared := budget.New(p4Budget, nil)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
