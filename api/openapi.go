@@ -27,6 +27,8 @@ var apiRoutes = []apiRoute{
 	{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "Delete a record (tombstone)"},
 	{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "Download a record's binary payload"},
 	{"POST", "/api/v1/rollouts/{name}/flush", "Seal this worker's shard: rows become visible to every worker"},
+	{"POST", "/api/v1/rollouts/{name}/compact", "Compact the base table now ({target_rows_per_fragment?, materialize_deletions?})"},
+	{"GET", "/api/v1/rollouts/{name}/compact/stats", "Compaction state of the base table"},
 	{"POST", "/api/v1/generic", "Create a generic store with a declared schema"},
 	{"GET", "/api/v1/generic", "List generic stores"},
 	{"GET", "/api/v1/generic/{name}", "Describe a generic store"},

@@ -74,6 +74,8 @@ func (h *handlers) registerRollouts(g *echo.Group) {
 	g.DELETE("/rollouts/:name/records/:id", h.deleteRecord(catalog.KindRollout))
 	g.GET("/rollouts/:name/records/:id/blob", h.getRolloutBlob)
 	g.POST("/rollouts/:name/flush", h.flushStore(catalog.KindRollout))
+	g.POST("/rollouts/:name/compact", h.compactRollouts)
+	g.GET("/rollouts/:name/compact/stats", h.compactStats)
 }
 
 func (h *handlers) createRollout(c echo.Context) error {

@@ -503,3 +503,32 @@ func TestArrowIPCAppendAndListing(t *testing.T) {
 	w.do(t, "GET", "/api/v1/rollouts/a/records/wrong", nil, &one)
 	require.Equal(t, "null", string(one.Record))
 }
+
+func TestCompactAndStats(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "c"}, nil))
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "c")
+	require.NoError(t, err)
+	for i := range 3 {
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/c/records?flush=true", map[string]any{"records": []any{rollout(fmt.Sprint(i), "t")}}, nil))
+		_, err := s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+		require.NoError(t, err)
+	}
+	release()
+	var stats api.CompactStats
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/c/compact/stats", nil, &stats))
+	require.Equal(t, 3, stats.TotalFragments)
+	require.Nil(t, stats.LastCompaction)
+	var res api.CompactResponse
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/c/compact", map[string]any{}, &res))
+	require.Equal(t, 3, res.FragmentsRemoved)
+	require.Equal(t, 1, res.FragmentsAdded)
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/c/compact/stats", nil, &stats))
+	require.Equal(t, 1, stats.TotalFragments)
+	require.EqualValues(t, 1, stats.TotalCompactions)
+	require.NotNil(t, stats.LastCompaction)
+	var page api.RecordsPage
+	w.do(t, "GET", "/api/v1/rollouts/c/records", nil, &page)
+	require.Len(t, page.Records, 3)
+}
