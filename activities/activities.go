@@ -1,0 +1,267 @@
+// Package activities holds the Temporal activities that do Strata's maintenance work against
+// storage and the catalog. Every activity is idempotent under retries: each storage step commits
+// by compare-and-swap on a manifest, so a retried or duplicated attempt finds the work done.
+//
+// Long activities heartbeat every few seconds with details a person reads in the Temporal UI
+// (phase, shard, reserved_bytes, waiting_for_budget, generations_read, rows_merged). Merge memory
+// is reserved from the process budget inside the activity — while it waits, it keeps
+// heartbeating — and released on success, failure, cancellation and heartbeat timeout (the
+// reservation lives only inside the activity's call).
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/workflows"
+)
+
+// HeartbeatDetails are recorded with every heartbeat (visible in the UI's pending activity).
+type HeartbeatDetails struct {
+	Phase            string `json:"phase"`
+	Shard            string `json:"shard,omitempty"`
+	ReservedBytes    int64  `json:"reserved_bytes"`
+	WaitingForBudget bool   `json:"waiting_for_budget"`
+	GenerationsRead  int    `json:"generations_read"`
+	RowsMerged       int64  `json:"rows_merged"`
+}
+
+// Activities are the maintenance activities; register them on the maintenance worker.
+type Activities struct {
+	Stores            *stores.Manager
+	HeartbeatInterval time.Duration // default 5s
+	Merge             memwal.MergeOptions
+	Compaction        table.CompactionConfig
+	Cleanup           table.CleanupOptions
+}
+
+// heartbeater records the latest details on an interval until stopped.
+type heartbeater struct {
+	mu      sync.Mutex
+	details HeartbeatDetails
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func (a *Activities) startHeartbeats(ctx context.Context, phase string) *heartbeater {
+	h := &heartbeater{details: HeartbeatDetails{Phase: phase}, stop: make(chan struct{}), done: make(chan struct{})}
+	interval := a.HeartbeatInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	activity.RecordHeartbeat(ctx, h.snapshot())
+	go func() {
+		defer close(h.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, h.snapshot())
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heartbeater) snapshot() HeartbeatDetails {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.details
+}
+
+func (h *heartbeater) set(f func(*HeartbeatDetails)) {
+	h.mu.Lock()
+	f(&h.details)
+	h.mu.Unlock()
+}
+
+func (h *heartbeater) close() {
+	close(h.stop)
+	<-h.done
+}
+
+// open acquires the store; a store that is not registered (deleted) is non-retryable.
+func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*memwal.Store, func(), error) {
+	kind, err := catalog.ParseKind(ref.Kind)
+	if err != nil {
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrStoreGone, err)
+	}
+	s, release, err := a.Stores.Acquire(ctx, kind, ref.Name)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("store %s/%s does not exist", ref.Kind, ref.Name), workflows.ErrStoreGone, err)
+	}
+	return s, release, err
+}
+
+// MergeWAL folds every shard's sealed generations into the base table, building the key index
+// first when it does not cover the table (index-before-merge: a merge never falls back to
+// scanning key columns).
+func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, in.Store)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	hb := a.startHeartbeats(ctx, "indexing")
+	defer hb.close()
+
+	var res workflows.ActivityResult
+	m, err := s.Table().Latest(ctx)
+	if err != nil {
+		return res, err
+	}
+	if !m.IndexCoversAll() || m.KeyIndex == nil {
+		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+			return res, err
+		}
+	}
+	shards, err := s.ListShards(ctx)
+	if err != nil {
+		return res, err
+	}
+	opts := a.Merge
+	opts.OnPhase = func(p memwal.MergeProgress) {
+		hb.set(func(d *HeartbeatDetails) {
+			d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = p.Phase, p.Shard, p.ReservedBytes, p.WaitingForBudget
+			d.GenerationsRead = res.GenerationsMerged + p.GenerationsRead
+		})
+	}
+	passes := 0
+	for _, shard := range shards {
+		for in.Request.MaxPasses == 0 || passes < in.Request.MaxPasses {
+			r, err := s.MergeShard(ctx, shard, opts)
+			if err != nil {
+				return res, err
+			}
+			passes++
+			res.GenerationsMerged += r.Generations
+			res.RowsMerged += r.Rows
+			hb.set(func(d *HeartbeatDetails) { d.RowsMerged, d.ReservedBytes = res.RowsMerged, 0 })
+			if r.Generations == 0 || r.Remaining == 0 {
+				break
+			}
+		}
+	}
+	hb.set(func(d *HeartbeatDetails) { d.Phase = "stats" })
+	res.TableVersion, err = a.refresh(ctx, in.Store, s)
+	return res, err
+}
+
+// BuildKeyIndex makes the key index cover every fragment.
+func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, in.Store)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	hb := a.startHeartbeats(ctx, "indexing")
+	defer hb.close()
+	if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	v, err := a.refresh(ctx, in.Store, s)
+	return workflows.ActivityResult{TableVersion: v}, err
+}
+
+// Compact compacts the base table and extends the key index over anything left uncovered.
+func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, in.Store)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	hb := a.startHeartbeats(ctx, "compacting")
+	defer hb.close()
+	r, err := s.Table().Compact(ctx, a.Compaction)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
+		hb.set(func(d *HeartbeatDetails) { d.Phase = "indexing" })
+		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+			return workflows.ActivityResult{}, err
+		}
+	}
+	v, err := a.refresh(ctx, in.Store, s)
+	return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
+}
+
+// CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
+func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, in.Store)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	hb := a.startHeartbeats(ctx, "cleaning")
+	defer hb.close()
+	r, err := s.Table().CleanupVersions(ctx, a.Cleanup)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted}, nil
+}
+
+// StatsRefresh observes the store's table and shards and upserts its catalog stats.
+func (a *Activities) StatsRefresh(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, in.Store)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	v, err := a.refresh(ctx, in.Store, s)
+	return workflows.ActivityResult{TableVersion: v}, err
+}
+
+// refresh writes the store's table and shard stats to the catalog; it returns the table version.
+func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *memwal.Store) (uint64, error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil && !errors.Is(err, memwal.ErrOverloaded) {
+		return 0, err
+	}
+	if snap == nil { // overloaded: report the table alone
+		m, err := s.Table().Latest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		snap = &memwal.Snapshot{Table: m}
+	}
+	m := snap.Table
+	kind := catalog.Kind(ref.Kind)
+	st := catalog.StoreStats{Kind: kind, Name: ref.Name, TableVersion: int64(m.Version), BaseRows: m.Rows(),
+		Fragments: len(m.Fragments), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(), IndexCoveredFragments: m.CoveredFragments(),
+		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
+		MergesTotal: int64(m.Counters.Merges), CompactionsTotal: int64(m.Counters.Compactions)}
+	if err := a.Stores.Catalog().UpsertStoreStats(ctx, []catalog.StoreStats{st}); err != nil {
+		return m.Version, err
+	}
+	var shards []catalog.ShardStats
+	for _, sh := range snap.Shards {
+		ss := catalog.ShardStats{Kind: kind, Name: ref.Name, Shard: sh.Shard, PendingGenerations: len(sh.Generations)}
+		for i, g := range sh.Generations {
+			ss.PendingRows += g.Rows
+			ss.PendingBytes += g.Bytes
+			if i == 0 {
+				t := g.SealedAt
+				ss.OldestPendingAt = &t
+			}
+		}
+		shards = append(shards, ss)
+	}
+	return m.Version, a.Stores.Catalog().UpsertShardStats(ctx, shards)
+}

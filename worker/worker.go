@@ -1,0 +1,71 @@
+// Package worker wires Strata's maintenance into Temporal: the worker on the strata-maintenance
+// task queue (a small, fixed number of activity slots, graceful stop) and the client helper that
+// queues a maintenance request for a store with signal-with-start (one workflow per store; an
+// existing one receives the request).
+package worker
+
+import (
+	"context"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/workflows"
+)
+
+// Options tune the maintenance worker.
+type Options struct {
+	ActivitySlots int           // concurrent maintenance activities (default 4)
+	StopTimeout   time.Duration // how long a stop waits for running activities (default 30s)
+}
+
+// New returns a maintenance worker with every workflow and activity registered.
+func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
+	if opts.ActivitySlots <= 0 {
+		opts.ActivitySlots = 4
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: opts.ActivitySlots,
+		WorkerStopTimeout:                  opts.StopTimeout,
+	})
+	Register(w, acts)
+	return w
+}
+
+// Register registers the workflows and activities on any registry (a worker or a test env).
+func Register(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	for name, fn := range map[string]any{
+		workflows.ActivityMergeWAL:        acts.MergeWAL,
+		workflows.ActivityBuildKeyIndex:   acts.BuildKeyIndex,
+		workflows.ActivityCompact:         acts.Compact,
+		workflows.ActivityCleanupVersions: acts.CleanupVersions,
+		workflows.ActivityStatsRefresh:    acts.StatsRefresh,
+	} {
+		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+}
+
+// RequestMaintenance queues req for the store, starting its maintenance workflow if none runs
+// (signal-with-start: the workflow ID store/<kind>/<name> is the per-store lock).
+func RequestMaintenance(ctx context.Context, c client.Client, store workflows.StoreRef, req workflows.Request) (client.WorkflowRun, error) {
+	return c.SignalWithStartWorkflow(ctx, store.WorkflowID(), workflows.RequestSignal, req,
+		client.StartWorkflowOptions{
+			ID:                       store.WorkflowID(),
+			TaskQueue:                workflows.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
+		},
+		"StoreMaintenance", workflows.StoreMaintenanceInput{Store: store})
+}

@@ -1,0 +1,153 @@
+// StoreMaintenance: one long-lived workflow per store (ID store/<kind>/<name>) that serialises
+// all of the store's maintenance. Requests arrive as signals (signal-with-start from the sweep,
+// the API and operators) and are queued, deduplicated and run one activity at a time, so two
+// maintenance operations of one store never overlap. Different stores run in parallel, bounded by
+// the worker's activity slots.
+//
+// Rules: a failed operation is dropped after its activity retries; the store then cools down with
+// exponential backoff (a durable timer, holding no activity slot) before the next one; a store that
+// no longer exists ends the workflow. The workflow continues as new when the server suggests it or
+// after maxOpsPerRun operations, carrying its queue and failure count, and finishes after idleTimeout
+// without requests (pending signals are drained before finishing or continuing, so none is lost).
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+const (
+	idleTimeout  = 2 * time.Minute
+	maxOpsPerRun = 200
+	cooldownBase = 30 * time.Second
+	cooldownMax  = 30 * time.Minute
+)
+
+// Activity names (registered by package activities with these names).
+const (
+	ActivityMergeWAL        = "MergeWAL"
+	ActivityBuildKeyIndex   = "BuildKeyIndex"
+	ActivityCompact         = "Compact"
+	ActivityCleanupVersions = "CleanupVersions"
+	ActivityStatsRefresh    = "StatsRefresh"
+)
+
+var activityFor = map[Op]string{
+	OpMergeWAL: ActivityMergeWAL, OpBuildKeyIndex: ActivityBuildKeyIndex, OpCompact: ActivityCompact,
+	OpCleanupVersions: ActivityCleanupVersions, OpStatsRefresh: ActivityStatsRefresh,
+}
+
+// activityOptions: long activities heartbeat every few seconds; StartToClose covers waiting for
+// merge memory plus the work; retries back off; errors retrying cannot fix are non-retryable.
+func activityOptions(store StoreRef, req Request) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    30 * time.Second,
+		Summary:             fmt.Sprintf("%s %s/%s", req.Op, store.Kind, store.Name),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        5 * time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Minute,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{ErrStoreGone},
+		},
+	}
+}
+
+// cooldown is the pause after the n-th consecutive failure.
+func cooldown(n int) time.Duration {
+	d := cooldownBase
+	for i := 1; i < n && d < cooldownMax; i++ {
+		d *= 2
+	}
+	return min(d, cooldownMax)
+}
+
+// StoreMaintenance is the workflow function.
+func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
+	log := workflow.GetLogger(ctx)
+	state := in
+	requests := workflow.GetSignalChannel(ctx, RequestSignal)
+	enqueue := func(r Request) {
+		if !r.Op.Valid() {
+			log.Warn("ignoring unknown maintenance request", "op", r.Op)
+			return
+		}
+		if !slices.Contains(state.Pending, r) {
+			state.Pending = append(state.Pending, r)
+		}
+	}
+	drain := func() {
+		for {
+			var r Request
+			if !requests.ReceiveAsync(&r) {
+				return
+			}
+			enqueue(r)
+		}
+	}
+	carried := state.Pending
+	state.Pending = nil
+	for _, r := range carried { // validate and dedupe the carried queue, keeping its order
+		enqueue(r)
+	}
+
+	ops := 0
+	for {
+		drain()
+		if len(state.Pending) == 0 {
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("store %s/%s: idle", state.Store.Kind, state.Store.Name))
+			var r Request
+			got := false
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r); got = true })
+			sel.AddFuture(workflow.NewTimer(ctx, idleTimeout), func(workflow.Future) {})
+			sel.Select(ctx)
+			if got {
+				enqueue(r)
+				continue
+			}
+			drain()
+			if len(state.Pending) == 0 {
+				return nil
+			}
+			continue
+		}
+		if ops >= maxOpsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			drain()
+			return workflow.NewContinueAsNewError(ctx, StoreMaintenance, state)
+		}
+
+		req := state.Pending[0]
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("store %s/%s: running %s; %d queued; %d consecutive failures",
+			state.Store.Kind, state.Store.Name, req.Op, len(state.Pending)-1, state.Failures))
+		actx := workflow.WithActivityOptions(ctx, activityOptions(state.Store, req))
+		var res ActivityResult
+		err := workflow.ExecuteActivity(actx, activityFor[req.Op], ActivityInput{Store: state.Store, Request: req}).Get(ctx, &res)
+		state.Pending = state.Pending[1:]
+		ops++
+		if err == nil {
+			state.Failures = 0
+			continue
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == ErrStoreGone {
+			log.Info("store is gone; maintenance ends", "store", state.Store.WorkflowID())
+			return nil
+		}
+		state.Failures++
+		pause := cooldown(state.Failures)
+		log.Warn("maintenance operation failed; cooling down", "op", req.Op, "failures", state.Failures, "cooldown", pause, "error", err)
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("store %s/%s: cooling down %s after %d consecutive failures (last: %s)",
+			state.Store.Kind, state.Store.Name, pause, state.Failures, req.Op))
+		if err := workflow.Sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+}

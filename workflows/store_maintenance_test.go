@@ -1,0 +1,135 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/strata-store/strata/workflows"
+)
+
+var store = workflows.StoreRef{Kind: "rollout", Name: "exp"}
+
+// fakeActivities records what ran, in order, and can fail on demand.
+type fakeActivities struct {
+	ran     []workflows.Op
+	at      []time.Time
+	running int
+	overlap bool
+	fail    func(op workflows.Op) error
+	env     *testsuite.TestWorkflowEnvironment
+}
+
+func (f *fakeActivities) run(op workflows.Op) func(context.Context, workflows.ActivityInput) (workflows.ActivityResult, error) {
+	return func(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+		f.running++
+		defer func() { f.running-- }()
+		if f.running > 1 {
+			f.overlap = true
+		}
+		f.ran = append(f.ran, in.Request.Op)
+		f.at = append(f.at, f.env.Now())
+		if f.fail != nil {
+			if err := f.fail(op); err != nil {
+				return workflows.ActivityResult{}, err
+			}
+		}
+		return workflows.ActivityResult{}, nil
+	}
+}
+
+func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeActivities) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	f := &fakeActivities{env: env}
+	for op, name := range map[workflows.Op]string{
+		workflows.OpMergeWAL: workflows.ActivityMergeWAL, workflows.OpBuildKeyIndex: workflows.ActivityBuildKeyIndex,
+		workflows.OpCompact: workflows.ActivityCompact, workflows.OpCleanupVersions: workflows.ActivityCleanupVersions,
+		workflows.OpStatsRefresh: workflows.ActivityStatsRefresh,
+	} {
+		env.RegisterActivityWithOptions(f.run(op), activity.RegisterOptions{Name: name})
+	}
+	return env, f
+}
+
+func TestRequestsRunOneAtATimeDeduplicatedAndTheWorkflowEndsWhenIdle(t *testing.T) {
+	env, f := newEnv(t)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.RequestSignal, workflows.Request{Op: workflows.OpMergeWAL}) // already queued: deduplicated
+		env.SignalWorkflow(workflows.RequestSignal, workflows.Request{Op: workflows.OpCleanupVersions})
+		env.SignalWorkflow(workflows.RequestSignal, workflows.Request{Op: "nonsense"}) // ignored
+	}, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.RequestSignal, workflows.Request{Op: workflows.OpStatsRefresh})
+	}, time.Minute) // while idle: picked up
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpMergeWAL}, {Op: workflows.OpCompact}, {Op: workflows.OpMergeWAL},
+	}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.False(t, f.overlap)
+	require.Equal(t, []workflows.Op{workflows.OpMergeWAL, workflows.OpCompact, workflows.OpCleanupVersions, workflows.OpStatsRefresh}, f.ran)
+}
+
+func TestContinueAsNewKeepsQueuedRequests(t *testing.T) {
+	env, f := newEnv(t)
+	env.SetContinueAsNewSuggested(true)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.RequestSignal, workflows.Request{Op: workflows.OpCleanupVersions})
+	}, 0)
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Failures: 2,
+		Pending: []workflows.Request{{Op: workflows.OpMergeWAL}, {Op: workflows.OpCompact}}})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next workflows.StoreMaintenanceInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, store, next.Store)
+	require.Equal(t, 2, next.Failures)
+	require.ElementsMatch(t, []workflows.Request{{Op: workflows.OpMergeWAL}, {Op: workflows.OpCompact}, {Op: workflows.OpCleanupVersions}}, next.Pending,
+		"queued requests, including signals not yet read, survive continue-as-new")
+	require.Empty(t, f.ran)
+}
+
+func TestAFailingStoreCoolsDownWithBackoff(t *testing.T) {
+	env, f := newEnv(t)
+	f.fail = func(op workflows.Op) error {
+		if op == workflows.OpCompact {
+			return errors.New("fragment file missing")
+		}
+		return nil
+	}
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpCompact}, {Op: workflows.OpMergeWAL},
+	}})
+	require.NoError(t, env.GetWorkflowError())
+	// Five attempts of compact (the retry policy), then the merge after the cooldown.
+	require.Equal(t, []workflows.Op{"compact", "compact", "compact", "compact", "compact", "merge_wal"}, f.ran)
+	lastFailure, merge := f.at[4], f.at[5]
+	require.GreaterOrEqual(t, merge.Sub(lastFailure), 30*time.Second, "cooled down before the next operation")
+}
+
+func TestAStoreThatIsGoneEndsMaintenanceWithoutRetries(t *testing.T) {
+	env, f := newEnv(t)
+	f.fail = func(workflows.Op) error {
+		return temporal.NewNonRetryableApplicationError("store rollout/exp does not exist", workflows.ErrStoreGone, nil)
+	}
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpMergeWAL}, {Op: workflows.OpCompact},
+	}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []workflows.Op{workflows.OpMergeWAL}, f.ran, "no retry, and the rest of the queue is dropped")
+}
+
+func TestCooldownGrowsAndIsCapped(t *testing.T) {
+	require.Equal(t, "map[1:30s 2:1m0s 3:2m0s 10:30m0s]", workflows.FmtCooldowns(1, 2, 3, 10))
+}
+

@@ -1,0 +1,78 @@
+// Package workflows holds Strata's Temporal workflows. Workflow code only orchestrates: it keeps
+// a per-store queue of maintenance requests and runs them one activity at a time; every byte of
+// storage work happens in package activities. Inputs are small JSON structs with stable field
+// names, so operators can start and signal workflows with the temporal CLI.
+package workflows
+
+import "fmt"
+
+// TaskQueue is the task queue every maintenance workflow and activity runs on.
+const TaskQueue = "strata-maintenance"
+
+// RequestSignal is the signal that adds a request to a store's maintenance queue.
+const RequestSignal = "maintenance-request"
+
+// Op names a maintenance operation.
+type Op string
+
+const (
+	OpMergeWAL        Op = "merge_wal"        // fold sealed WAL generations into the base table (index first)
+	OpBuildKeyIndex   Op = "build_key_index"  // make the key index cover every fragment
+	OpCompact         Op = "compact"          // compact fragments, then re-cover the index
+	OpCleanupVersions Op = "cleanup_versions" // delete expired versions and unreferenced files
+	OpStatsRefresh    Op = "stats_refresh"    // observe the store and upsert its catalog stats
+)
+
+// Valid reports whether op is a known operation.
+func (op Op) Valid() bool {
+	switch op {
+	case OpMergeWAL, OpBuildKeyIndex, OpCompact, OpCleanupVersions, OpStatsRefresh:
+		return true
+	}
+	return false
+}
+
+// Request is one queued maintenance request. Identical requests queued twice run once.
+type Request struct {
+	Op Op `json:"op"`
+	// MaxPasses bounds merge passes (merge_wal); 0 means until the shards are drained.
+	MaxPasses int `json:"max_passes,omitempty"`
+}
+
+// StoreRef names a store.
+type StoreRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// WorkflowID is the ID of a store's maintenance workflow: store/<kind>/<name>.
+func (s StoreRef) WorkflowID() string { return fmt.Sprintf("store/%s/%s", s.Kind, s.Name) }
+
+// StoreMaintenanceInput starts (or continues) a store's maintenance workflow.
+type StoreMaintenanceInput struct {
+	Store   StoreRef  `json:"store"`
+	Pending []Request `json:"pending,omitempty"`
+	// Failures counts consecutive failed operations (drives the cooldown); carried across
+	// continue-as-new.
+	Failures int `json:"failures,omitempty"`
+}
+
+// ActivityInput is what every maintenance activity receives.
+type ActivityInput struct {
+	Store   StoreRef `json:"store"`
+	Request Request  `json:"request"`
+}
+
+// ActivityResult is what every maintenance activity returns (fields unused by an op are zero).
+type ActivityResult struct {
+	GenerationsMerged int    `json:"generations_merged,omitempty"`
+	RowsMerged        int64  `json:"rows_merged,omitempty"`
+	FragmentsRemoved  int    `json:"fragments_removed,omitempty"`
+	FragmentsAdded    int    `json:"fragments_added,omitempty"`
+	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
+	FilesDeleted      int    `json:"files_deleted,omitempty"`
+	TableVersion      uint64 `json:"table_version,omitempty"`
+}
+
+// ErrStoreGone is the application error type of a store that no longer exists (non-retryable).
+const ErrStoreGone = "StoreGone"
