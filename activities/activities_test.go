@@ -1,0 +1,181 @@
+package activities_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/workflows"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+type fixture struct {
+	cat     *catalog.Catalog
+	mgr     *stores.Manager
+	budget  *budget.Budget
+	metrics *table.Metrics
+	acts    *activities.Activities
+}
+
+func newFixture(t *testing.T, budgetBytes int64) *fixture {
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	f := &fixture{cat: cat, budget: budget.New(budgetBytes, nil), metrics: table.NewMetrics(nil)}
+	f.mgr, err = stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "writer",
+		Budget: f.budget, Table: table.Options{Metrics: f.metrics}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.mgr.Close(context.Background()) })
+	f.acts = &activities.Activities{Stores: f.mgr, HeartbeatInterval: 10 * time.Millisecond}
+	return f
+}
+
+// seed registers a rollout store and seals n generations of rows into it.
+func (f *fixture) seed(t *testing.T, name string, gens, rowsPerGen int) {
+	_, _, err := f.mgr.Create(context.Background(), catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := f.mgr.Acquire(context.Background(), catalog.KindRollout, name)
+	require.NoError(t, err)
+	defer release()
+	for g := range gens {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
+		for r := range rowsPerGen {
+			for i, fl := range stores.RolloutSchema.Fields() {
+				switch fl.Name {
+				case "id":
+					b.Field(i).(*array.StringBuilder).Append(name + "-" + string(rune('a'+g)) + "-" + string(rune('a'+r%26)) + string(rune('a'+r/26)))
+				case "rollout_id", "problem_id", "role", "content_type":
+					b.Field(i).(*array.StringBuilder).Append("x")
+				case "sequence_order":
+					b.Field(i).(*array.Int32Builder).Append(0)
+				case "created_at":
+					b.Field(i).(*array.TimestampBuilder).Append(1)
+				default:
+					b.Field(i).AppendNull()
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		_, err := s.Append(context.Background(), rec)
+		rec.Release()
+		require.NoError(t, err)
+		require.NoError(t, s.Flush(context.Background()))
+	}
+}
+
+func (f *fixture) env() *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	return env
+}
+
+func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
+	f := newFixture(t, 0)
+	f.seed(t, "m", 3, 40)
+	env := f.env()
+	var mu sync.Mutex
+	var phases []string
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var d activities.HeartbeatDetails
+		if details.Get(&d) == nil {
+			mu.Lock()
+			phases = append(phases, d.Phase)
+			mu.Unlock()
+		}
+	})
+	before := testutil.ToFloat64(f.metrics.UnindexedKeyScans)
+	val, err := env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "m"}, Request: workflows.Request{Op: workflows.OpMergeWAL}})
+	require.NoError(t, err)
+	var res workflows.ActivityResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 3, res.GenerationsMerged)
+	require.EqualValues(t, 120, res.RowsMerged)
+	require.Equal(t, before, testutil.ToFloat64(f.metrics.UnindexedKeyScans), "index-before-merge: no key-column scans")
+	mu.Lock()
+	require.Contains(t, phases, "indexing")
+	mu.Unlock()
+
+	st, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "m")
+	require.NoError(t, err)
+	require.EqualValues(t, 120, st.BaseRows)
+	require.Equal(t, st.Fragments, st.IndexCoveredFragments)
+	require.Zero(t, st.PendingGenerations)
+	require.EqualValues(t, 1, st.MergesTotal)
+}
+
+// A merge waiting for budget keeps heartbeating (with waiting_for_budget set; the SDK batches
+// heartbeats after the first, so the test observes the waiter through the budget) and releases
+// its reservation when done.
+func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
+	f := newFixture(t, 1<<20)
+	f.seed(t, "w", 1, 10)
+	hold, err := f.budget.Reserve(context.Background(), 1<<20)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "w"}})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return f.budget.Waiters() == 1 }, 10*time.Second, 5*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the merge ran without budget: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	hold.Release()
+	require.NoError(t, <-done)
+	require.Zero(t, f.budget.Reserved(), "the merge released its reservation")
+}
+
+func TestAMissingStoreIsNonRetryable(t *testing.T) {
+	f := newFixture(t, 0)
+	_, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "nope"}})
+	require.ErrorContains(t, err, workflows.ErrStoreGone)
+}
+
+func TestCompactCleanupAndStatsActivities(t *testing.T) {
+	f := newFixture(t, 0)
+	f.seed(t, "c", 4, 5)
+	ref := workflows.StoreRef{Kind: "rollout", Name: "c"}
+	f.acts.Merge = memwal.MergeOptions{MaxGenerations: 1}
+	for range 4 { // one merge per generation: four fragments
+		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref, Request: workflows.Request{MaxPasses: 1}})
+		require.NoError(t, err)
+	}
+	f.acts.Compaction = table.CompactionConfig{MinFragments: 2}
+	val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	var res workflows.ActivityResult
+	require.NoError(t, val.Get(&res))
+	require.Positive(t, res.FragmentsRemoved)
+	_, err = f.env().ExecuteActivity(f.acts.CleanupVersions, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	_, err = f.env().ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	st, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 20, st.BaseRows)
+	require.Equal(t, 1, st.Fragments)
+	require.Equal(t, 1, st.IndexCoveredFragments)
+}
