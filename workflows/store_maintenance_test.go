@@ -132,4 +132,3 @@ func TestAStoreThatIsGoneEndsMaintenanceWithoutRetries(t *testing.T) {
 func TestCooldownGrowsAndIsCapped(t *testing.T) {
 	require.Equal(t, "map[1:30s 2:1m0s 3:2m0s 10:30m0s]", workflows.FmtCooldowns(1, 2, 3, 10))
 }
-

@@ -1,4 +1,5 @@
-// Command strata is Strata's single binary: `strata serve` runs the HTTP data API, `strata
+// Command strata is Strata's single binary: `strata serve` runs the HTTP data API (optionally
+// with the maintenance worker), `strata worker` runs the Temporal maintenance worker, `strata
 // version` prints the build. Every flag can also be set as an environment variable: the flag
 // name upper-cased with '-' turned into '_' and the prefix STRATA_ (--database-url ->
 // STRATA_DATABASE_URL). A flag on the command line wins over the environment.
@@ -52,6 +53,7 @@ func rootCommand() *ffcli.Command {
 		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Subcommands: []*ffcli.Command{
 			serveCommand(),
+			workerCommand(),
 			versionCommand(),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },

@@ -44,6 +44,8 @@ type serveConfig struct {
 	LogLevel           string
 	LogFormat          string
 	ShutdownTimeout    time.Duration
+	MaintenanceWorker  bool
+	Temporal           temporalConfig
 }
 
 // DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
@@ -51,18 +53,25 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=di
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ListenAddr, "listen-addr", "127.0.0.1:3000", "address the HTTP API listens on")
-	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
-	fs.StringVar(&c.DataURL, "data-url", "file://.data/stores", "where store data lives: file://<dir> or a directory path")
-	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
-	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
+	c.registerStores(fs)
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
-	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", false, "also run the Temporal maintenance worker in this process")
+	c.Temporal.register(fs)
+}
+
+// registerStores registers the flags that locate and open stores (shared with `strata worker`).
+func (c *serveConfig) registerStores(fs *flag.FlagSet) {
+	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
+	fs.StringVar(&c.DataURL, "data-url", "file://.data/stores", "where store data lives: file://<dir> or a directory path")
+	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
+	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
+	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
 }
 
 func registerLogFlags(fs *flag.FlagSet, level, format *string) {
@@ -106,33 +115,18 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	slog.SetDefault(log)
 
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cat, err := catalog.Open(openCtx, cfg.DatabaseURL)
-	cancel()
+	rt, err := openRuntime(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer cat.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	dataDir, err := dataDirOf(cfg.DataURL)
-	if err != nil {
-		return err
-	}
-	mgr, err := stores.New(cat, stores.Config{
-		DataDir:  dataDir,
-		Capacity: cfg.StoreCacheCapacity,
-		Store: memwal.Options{
-			Instance: cfg.InstanceID,
-			Clock:    hlc.New(nil),
-			Budget:   budget.New(cfg.MergeMemoryBytes, reg),
-			Metrics:  memwal.NewMetrics(reg),
-			Table:    table.Options{Metrics: table.NewMetrics(reg)},
-		},
-	}, reg, log)
-	if err != nil {
-		return err
+	defer rt.close(context.Background())
+	cat, mgr, reg := rt.catalog, rt.stores, rt.registry
+	if cfg.MaintenanceWorker {
+		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	sweepCtx, stopSweeper := context.WithCancel(context.Background())
 	defer stopSweeper()
@@ -167,11 +161,58 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	stopSweeper()
 	<-sweeperDone
-	// Seal every resident store so nothing this worker acknowledged waits for a replay.
-	if err := mgr.Close(shutCtx); err != nil {
-		return fmt.Errorf("shutdown: sealing resident stores: %w", err)
-	}
 	return nil
+}
+
+// runtime is what both `serve` and `worker` open: the catalog, the metrics registry and the
+// store manager with the process-wide clock and merge budget.
+type runtime struct {
+	catalog  *catalog.Catalog
+	registry *prometheus.Registry
+	stores   *stores.Manager
+	log      *slog.Logger
+}
+
+func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runtime, error) {
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cat, err := catalog.Open(openCtx, cfg.DatabaseURL)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dataDir, err := dataDirOf(cfg.DataURL)
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	mgr, err := stores.New(cat, stores.Config{
+		DataDir:  dataDir,
+		Capacity: cfg.StoreCacheCapacity,
+		Store: memwal.Options{
+			Instance: cfg.InstanceID,
+			Clock:    hlc.New(nil),
+			Budget:   budget.New(cfg.MergeMemoryBytes, reg),
+			Metrics:  memwal.NewMetrics(reg),
+			Table:    table.Options{Metrics: table.NewMetrics(reg)},
+		},
+	}, reg, log)
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	return &runtime{catalog: cat, registry: reg, stores: mgr, log: log}, nil
+}
+
+// close seals every resident store (nothing acknowledged waits for a replay) and disconnects.
+func (r *runtime) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := r.stores.Close(ctx); err != nil {
+		r.log.Error("sealing resident stores at shutdown", "err", err)
+	}
+	r.catalog.Close()
 }
 
 // dataDirOf accepts file://<dir> or a plain directory path.

@@ -1,0 +1,90 @@
+// `strata worker`: the Temporal maintenance worker (task queue strata-maintenance). It opens
+// stores like `strata serve` does (same catalog, data directory and merge budget flags) and runs
+// the per-store maintenance workflows' activities. `strata serve --maintenance-worker` hosts the
+// same worker inside the API process.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"go.temporal.io/sdk/client"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+)
+
+// temporalConfig are the settings shared by everything that talks to Temporal.
+type temporalConfig struct {
+	Address       string
+	Namespace     string
+	ActivitySlots int
+}
+
+func (c *temporalConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
+	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
+	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
+}
+
+func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
+	c, err := client.Dial(client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.Address, err)
+	}
+	return c, nil
+}
+
+// startMaintenanceWorker starts the maintenance worker; stop it with the returned function.
+func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.Logger) (func(), error) {
+	c, err := dialTemporal(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{ActivitySlots: cfg.ActivitySlots})
+	if err := w.Start(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("start maintenance worker: %w", err)
+	}
+	log.Info("maintenance worker running", "temporal", cfg.Address, "task_queue", "strata-maintenance", "slots", cfg.ActivitySlots)
+	return func() { w.Stop(); c.Close() }, nil
+}
+
+func workerCommand() *ffcli.Command {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("strata worker", flag.ContinueOnError)
+	cfg.registerStores(fs)
+	cfg.Temporal.register(fs)
+	registerLogFlags(fs, &cfg.LogLevel, &cfg.LogFormat)
+	return &ffcli.Command{
+		Name:       "worker",
+		ShortUsage: "strata worker [flags]",
+		ShortHelp:  "Run the Temporal maintenance worker (merge WAL, index, compact, cleanup).",
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		Exec: func(ctx context.Context, _ []string) error {
+			log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+			if err != nil {
+				return err
+			}
+			rt, err := openRuntime(ctx, cfg, log)
+			if err != nil {
+				return err
+			}
+			defer rt.close(context.Background())
+			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, log)
+			if err != nil {
+				return err
+			}
+			<-ctx.Done()
+			stop()
+			return nil
+		},
+	}
+}
+

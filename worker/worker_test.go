@@ -1,0 +1,96 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+// Against the real Temporal dev server (make test starts it; STRATA_TEST_TEMPORAL_ADDRESS): a
+// merge request queued with signal-with-start is run by the maintenance worker and folds the
+// store's sealed generations into its base table.
+func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(ctx) })
+
+	name := "it-" + time.Now().Format("150405.000000")
+	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	for g := range 3 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
+		for i, f := range stores.RolloutSchema.Fields() {
+			switch f.Name {
+			case "id":
+				b.Field(i).(*array.StringBuilder).Append(string(rune('a' + g)))
+			case "rollout_id", "problem_id", "role", "content_type":
+				b.Field(i).(*array.StringBuilder).Append("x")
+			case "sequence_order":
+				b.Field(i).(*array.Int32Builder).Append(0)
+			case "created_at":
+				b.Field(i).(*array.TimestampBuilder).Append(1)
+			default:
+				b.Field(i).AppendNull()
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		_, err := s.Append(ctx, rec)
+		rec.Release()
+		require.NoError(t, err)
+		require.NoError(t, s.Flush(ctx))
+	}
+	release()
+
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	ref := workflows.StoreRef{Kind: "rollout", Name: name}
+	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	again, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	require.Equal(t, run.GetRunID(), again.GetRunID(), "one workflow per store: the second request joins it")
+	t.Cleanup(func() { _ = c.TerminateWorkflow(context.Background(), ref.WorkflowID(), "", "test done") })
+
+	require.Eventually(t, func() bool {
+		st, err := cat.GetStoreStats(ctx, catalog.KindRollout, name)
+		return err == nil && st.BaseRows == 3 && st.PendingGenerations == 0
+	}, 60*time.Second, 100*time.Millisecond, "the scheduled merge folds all three generations")
+	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID(), "")
+	require.NoError(t, err)
+	require.Equal(t, "StoreMaintenance", desc.WorkflowExecutionInfo.Type.Name)
+}
