@@ -87,4 +87,3 @@ func workerCommand() *ffcli.Command {
 		},
 	}
 }
-
