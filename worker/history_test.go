@@ -1,0 +1,88 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
+)
+
+const historyFile = "testdata/store_maintenance_history.json"
+
+// TestReplayStoreMaintenanceHistory replays a recorded history of StoreMaintenance: a change to
+// the workflow that would break running workflows (non-determinism) fails here.
+func TestReplayStoreMaintenanceHistory(t *testing.T) {
+	r := sdkworker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile))
+}
+
+// TestRecordStoreMaintenanceHistory re-records the replay fixture from the real dev server
+// (STRATA_RECORD_HISTORY=1 with make test's services): a run that merges, compacts, refreshes
+// stats from signals that arrive while it works, then finishes after its idle timeout (~2 min).
+func TestRecordStoreMaintenanceHistory(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if os.Getenv("STRATA_RECORD_HISTORY") == "" || addr == "" {
+		t.Skip("set STRATA_RECORD_HISTORY=1 (and run under make test's services) to re-record the fixture")
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	name := "history-" + time.Now().Format("150405.000000")
+	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	ref := workflows.StoreRef{Kind: "rollout", Name: name}
+	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	_, err = worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpCompact})
+	require.NoError(t, err)
+	time.Sleep(2 * time.Second)
+	_, err = cat.SoftDeleteStore(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	_, err = worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpStatsRefresh})
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+
+	var events []*historypb.HistoryEvent
+	iter := c.GetWorkflowHistory(ctx, ref.WorkflowID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	data, err := protojson.MarshalOptions{Indent: " "}.Marshal(&historypb.History{Events: events})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(historyFile), 0o755))
+	require.NoError(t, os.WriteFile(historyFile, data, 0o644))
+}
