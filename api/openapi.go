@@ -40,17 +40,6 @@ var apiRoutes = []apiRoute{
 	{"POST", "/api/v1/generic/{name}/flush", "Seal this worker's shard"},
 }
 
-// openAPIPath turns an Echo path (/x/:name) into an OpenAPI path (/x/{name}).
-func openAPIPath(echoPath string) string {
-	parts := strings.Split(echoPath, "/")
-	for i, p := range parts {
-		if strings.HasPrefix(p, ":") {
-			parts[i] = "{" + p[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
 func (h *handlers) openAPI(c echo.Context) error {
 	paths := map[string]map[string]any{}
 	for _, r := range apiRoutes {

@@ -20,10 +20,11 @@ logfile="$db.log"
 die() { echo "temporal.sh: $*" >&2; exit 1; }
 healthy() { "$bin" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1; }
 
-[ -x "$bin" ] || die "$bin not found; run 'make tools' first"
+need_bin() { [ -x "$bin" ] || die "$bin not found; run 'make tools' first"; }
 
 case "$cmd" in
 start)
+  need_bin
   if healthy; then
     echo "temporal.sh: reusing Temporal already running on 127.0.0.1:$port"
     exit 0
@@ -55,6 +56,7 @@ stop)
   fi
   ;;
 status)
+  need_bin
   healthy && echo "up 127.0.0.1:$port" || { echo "down"; exit 1; }
   ;;
 *)

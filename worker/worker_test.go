@@ -90,7 +90,10 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 		st, err := cat.GetStoreStats(ctx, catalog.KindRollout, name)
 		return err == nil && st.BaseRows == 3 && st.PendingGenerations == 0
 	}, 60*time.Second, 100*time.Millisecond, "the scheduled merge folds all three generations")
-	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID(), "")
+	desc, err := c.DescribeWorkflow(ctx, ref.WorkflowID(), "")
 	require.NoError(t, err)
-	require.Equal(t, "StoreMaintenance", desc.WorkflowExecutionInfo.Type.Name)
+	require.Equal(t, "StoreMaintenance", desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
+	summary, err := desc.GetStaticSummary()
+	require.NoError(t, err)
+	require.Equal(t, "maintenance of rollout/"+name, summary, "the UI shows which store")
 }
