@@ -6,6 +6,7 @@ package table
 import (
 	"context"
 	"crypto/rand"
+	mrand "math/rand/v2"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -180,6 +181,13 @@ func (t *Table) commitLoop(ctx context.Context, op string, prepare func(base *Ma
 			return nil, fmt.Errorf("%w: %s v%d: %w", errCommitUnknown, op, next.Version, err)
 		}
 		t.metrics.commitConflicts.WithLabelValues(op).Inc()
+		// Back off a little (randomised, growing) so writers that keep colliding spread out.
+		pause := time.Duration(mrand.Int64N(int64(time.Millisecond) << min(attempt, 5)))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
 	}
 	return nil, fmt.Errorf("%w: %s lost the commit race %d times", ErrConflict, op, t.retries)
 }
