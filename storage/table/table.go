@@ -6,10 +6,10 @@ package table
 import (
 	"context"
 	"crypto/rand"
-	mrand "math/rand/v2"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
