@@ -108,124 +108,113 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*memwal.
 	return s, release, err
 }
 
+// withStore acquires the store, heartbeats (starting in phase) while fn runs, and releases both.
+func (a *Activities) withStore(ctx context.Context, ref workflows.StoreRef, phase string,
+	fn func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error)) (workflows.ActivityResult, error) {
+	s, release, err := a.open(ctx, ref)
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	defer release()
+	hb := a.startHeartbeats(ctx, phase)
+	defer hb.close()
+	return fn(s, hb)
+}
+
 // MergeWAL folds every shard's sealed generations into the base table, building the key index
 // first when it does not cover the table (index-before-merge: a merge never falls back to
 // scanning key columns).
 func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	defer release()
-	hb := a.startHeartbeats(ctx, "indexing")
-	defer hb.close()
-
-	var res workflows.ActivityResult
-	m, err := s.Table().Latest(ctx)
-	if err != nil {
-		return res, err
-	}
-	if !m.IndexCoversAll() || m.KeyIndex == nil {
-		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+	return a.withStore(ctx, in.Store, "indexing", func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+		var res workflows.ActivityResult
+		m, err := s.Table().Latest(ctx)
+		if err != nil {
 			return res, err
 		}
-	}
-	shards, err := s.ListShards(ctx)
-	if err != nil {
-		return res, err
-	}
-	opts := a.Merge
-	opts.OnPhase = func(p memwal.MergeProgress) {
-		hb.set(func(d *HeartbeatDetails) {
-			d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = p.Phase, p.Shard, p.ReservedBytes, p.WaitingForBudget
-			d.GenerationsRead = res.GenerationsMerged + p.GenerationsRead
-		})
-	}
-	passes := 0
-	for _, shard := range shards {
-		for in.Request.MaxPasses == 0 || passes < in.Request.MaxPasses {
-			r, err := s.MergeShard(ctx, shard, opts)
-			if err != nil {
+		if m.KeyIndex == nil || !m.IndexCoversAll() {
+			if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
 				return res, err
 			}
-			passes++
-			res.GenerationsMerged += r.Generations
-			res.RowsMerged += r.Rows
-			hb.set(func(d *HeartbeatDetails) { d.RowsMerged, d.ReservedBytes = res.RowsMerged, 0 })
-			if r.Generations == 0 || r.Remaining == 0 {
-				break
+		}
+		shards, err := s.ListShards(ctx)
+		if err != nil {
+			return res, err
+		}
+		opts := a.Merge
+		opts.OnPhase = func(p memwal.MergeProgress) {
+			hb.set(func(d *HeartbeatDetails) {
+				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = p.Phase, p.Shard, p.ReservedBytes, p.WaitingForBudget
+				d.GenerationsRead = res.GenerationsMerged + p.GenerationsRead
+			})
+		}
+		passes := 0
+		for _, shard := range shards {
+			for in.Request.MaxPasses == 0 || passes < in.Request.MaxPasses {
+				r, err := s.MergeShard(ctx, shard, opts)
+				if err != nil {
+					return res, err
+				}
+				passes++
+				res.GenerationsMerged += r.Generations
+				res.RowsMerged += r.Rows
+				hb.set(func(d *HeartbeatDetails) { d.RowsMerged, d.ReservedBytes = res.RowsMerged, 0 })
+				if r.Generations == 0 || r.Remaining == 0 {
+					break
+				}
 			}
 		}
-	}
-	hb.set(func(d *HeartbeatDetails) { d.Phase = "stats" })
-	res.TableVersion, err = a.refresh(ctx, in.Store, s)
-	return res, err
+		hb.set(func(d *HeartbeatDetails) { d.Phase = "stats" })
+		res.TableVersion, err = a.refresh(ctx, in.Store, s)
+		return res, err
+	})
 }
 
 // BuildKeyIndex makes the key index cover every fragment.
 func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	defer release()
-	hb := a.startHeartbeats(ctx, "indexing")
-	defer hb.close()
-	if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	v, err := a.refresh(ctx, in.Store, s)
-	return workflows.ActivityResult{TableVersion: v}, err
+	return a.withStore(ctx, in.Store, "indexing", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+			return workflows.ActivityResult{}, err
+		}
+		v, err := a.refresh(ctx, in.Store, s)
+		return workflows.ActivityResult{TableVersion: v}, err
+	})
 }
 
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	defer release()
-	hb := a.startHeartbeats(ctx, "compacting")
-	defer hb.close()
-	r, err := s.Table().Compact(ctx, a.Compaction)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
-		hb.set(func(d *HeartbeatDetails) { d.Phase = "indexing" })
-		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+	return a.withStore(ctx, in.Store, "compacting", func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+		r, err := s.Table().Compact(ctx, a.Compaction)
+		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
-	}
-	v, err := a.refresh(ctx, in.Store, s)
-	return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
+		if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
+			hb.set(func(d *HeartbeatDetails) { d.Phase = "indexing" })
+			if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+				return workflows.ActivityResult{}, err
+			}
+		}
+		v, err := a.refresh(ctx, in.Store, s)
+		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
+	})
 }
 
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
 func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	defer release()
-	hb := a.startHeartbeats(ctx, "cleaning")
-	defer hb.close()
-	r, err := s.Table().CleanupVersions(ctx, a.Cleanup)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted}, nil
+	return a.withStore(ctx, in.Store, "cleaning", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		r, err := s.Table().CleanupVersions(ctx, a.Cleanup)
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
+		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted}, nil
+	})
 }
 
 // StatsRefresh observes the store's table and shards and upserts its catalog stats.
 func (a *Activities) StatsRefresh(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, err
-	}
-	defer release()
-	v, err := a.refresh(ctx, in.Store, s)
-	return workflows.ActivityResult{TableVersion: v}, err
+	return a.withStore(ctx, in.Store, "stats", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		v, err := a.refresh(ctx, in.Store, s)
+		return workflows.ActivityResult{TableVersion: v}, err
+	})
 }
 
 // refresh writes the store's table and shard stats to the catalog; it returns the table version.

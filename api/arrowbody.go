@@ -29,35 +29,16 @@ func isArrowStream(contentType string) bool {
 
 // readArrowBody reads an IPC stream body into one record. The caller releases it.
 func readArrowBody(body io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
-	r, err := ipc.NewReader(body, ipc.WithAllocator(mem))
+	rec, err := arrowutil.ReadStream(body, mem)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			return nil, errBodyTooLarge
-		}
-		return nil, invalid("invalid Arrow IPC stream: %v", err)
-	}
-	defer r.Release()
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	for r.Next() {
-		rec := r.RecordBatch()
-		rec.Retain()
-		parts = append(parts, rec)
-	}
-	if err := r.Err(); err != nil {
-		if errors.Is(err, errBodyIdle) {
+		case errors.Is(err, errBodyIdle):
 			return nil, errBodyIdle
 		}
 		return nil, invalid("invalid Arrow IPC stream: %v", err)
-	}
-	rec, err := arrowutil.Concat(r.Schema(), parts, mem)
-	if err != nil {
-		return nil, err
 	}
 	if rec.NumRows() == 0 {
 		rec.Release()

@@ -5,11 +5,13 @@ package arrowutil
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/compute/exec"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -65,4 +67,30 @@ func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indi
 		return nil, fmt.Errorf("select rows: %w", err)
 	}
 	return out.(*compute.RecordDatum).Value, nil
+}
+
+// ReadStream reads every record of an Arrow IPC stream and concatenates them into one record
+// (empty when the stream has none). Reader errors are returned as they are (wrapped), so a caller
+// can recognise its own I/O errors.
+func ReadStream(r io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
+	rd, err := ipc.NewReader(r, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("arrow stream: %w", err)
+	}
+	defer rd.Release()
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		rec.Retain()
+		parts = append(parts, rec)
+	}
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("arrow stream: %w", err)
+	}
+	return Concat(rd.Schema(), parts, mem)
 }

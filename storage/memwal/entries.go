@@ -31,26 +31,11 @@ func encodeStream(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 
 // decodeStream returns every record of an IPC stream, concatenated into one.
 func decodeStream(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
-	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	rec, err := arrowutil.ReadStream(bytes.NewReader(data), mem)
 	if err != nil {
 		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
 	}
-	defer r.Release()
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	for r.Next() {
-		rec := r.RecordBatch()
-		rec.Retain()
-		parts = append(parts, rec)
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
-	}
-	return arrowutil.Concat(r.Schema(), parts, mem)
+	return rec, nil
 }
 
 func encodeFile(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
