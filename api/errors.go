@@ -93,6 +93,8 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, memwal.ErrFenced), errors.Is(err, memwal.ErrClosed):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is moving between owners; retry", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, table.ErrNotFound):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
 	case errors.Is(err, table.ErrSchema):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrNotFound):

@@ -141,7 +141,7 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, binaryColumns(s)), filters, limit, offset, cursor)
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, binaryColumns(s)), filters, limit, offset, cursor, 0)
 		if err != nil {
 			return err
 		}

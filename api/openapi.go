@@ -29,6 +29,7 @@ var apiRoutes = []apiRoute{
 	{"POST", "/api/v1/rollouts/{name}/flush", "Seal this worker's shard: rows become visible to every worker"},
 	{"POST", "/api/v1/rollouts/{name}/compact", "Compact the base table now ({target_rows_per_fragment?, materialize_deletions?})"},
 	{"GET", "/api/v1/rollouts/{name}/compact/stats", "Compaction state of the base table"},
+	{"POST", "/api/v1/rollouts/{name}/checkout", "Confirm a base-table version is readable ({version}); read it with ?version=N on the record routes"},
 	{"POST", "/api/v1/generic", "Create a generic store with a declared schema"},
 	{"GET", "/api/v1/generic", "List generic stores"},
 	{"GET", "/api/v1/generic/{name}", "Describe a generic store"},

@@ -87,10 +87,11 @@ func pageParams(c echo.Context) (limit, offset int, cursor string, err error) {
 	return limit, offset, c.QueryParam("cursor"), nil
 }
 
-// page reads limit rows after cursor, skipping the first offset matching rows.
-func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, filters map[string]any, limit, offset int, cursor string) (arrow.RecordBatch, string, error) {
+// page reads limit rows after cursor, skipping the first offset matching rows; version > 0 reads
+// a read-only checkout of that base-table version.
+func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, filters map[string]any, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
 	for offset > 0 {
-		p, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000)})
+		p, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000), Version: version})
 		if err != nil {
 			return nil, "", err
 		}
@@ -101,7 +102,7 @@ func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, 
 		}
 		cursor = p.Next
 	}
-	p, err := s.Scan(ctx, memwal.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit})
+	p, err := s.Scan(ctx, memwal.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit, Version: version})
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,6 +5,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -75,6 +76,7 @@ func (h *handlers) registerRollouts(g *echo.Group) {
 	g.GET("/rollouts/:name/records/:id/blob", h.getRolloutBlob)
 	g.POST("/rollouts/:name/flush", h.flushStore(catalog.KindRollout))
 	g.POST("/rollouts/:name/compact", h.compactRollouts)
+	g.POST("/rollouts/:name/checkout", h.checkoutRollouts)
 	g.GET("/rollouts/:name/compact/stats", h.compactStats)
 }
 
@@ -275,7 +277,11 @@ func (h *handlers) listRollouts(c echo.Context) error {
 		return err
 	}
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor)
+		version, err := versionParam(c)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor, version)
 		if err != nil {
 			return err
 		}
@@ -289,7 +295,11 @@ func (h *handlers) listRollouts(c echo.Context) error {
 
 func (h *handlers) getRollout(c echo.Context) error {
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		rec, err := s.Get(c.Request().Context(), c.Param("id"), columnsExcept(s, map[string]bool{"binary_payload": true}))
+		version, err := versionParam(c)
+		if err != nil {
+			return err
+		}
+		rec, err := s.GetAt(c.Request().Context(), version, c.Param("id"), columnsExcept(s, map[string]bool{"binary_payload": true}))
 		if err != nil {
 			return err
 		}
@@ -303,7 +313,11 @@ func (h *handlers) getRollout(c echo.Context) error {
 
 func (h *handlers) getRolloutBlob(c echo.Context) error {
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		rec, err := s.Get(c.Request().Context(), c.Param("id"), []string{"binary_payload"})
+		version, err := versionParam(c)
+		if err != nil {
+			return err
+		}
+		rec, err := s.GetAt(c.Request().Context(), version, c.Param("id"), []string{"binary_payload"})
 		if err != nil {
 			return err
 		}
@@ -378,4 +392,41 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 		}
 		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: int(full.NumRows())})
 	})
+}
+
+// CheckoutRequest is the body of POST .../checkout.
+type CheckoutRequest struct {
+	Version uint64 `json:"version"`
+}
+
+// checkoutRollouts confirms that a base-table version is retained and readable. Reads pin it
+// with ?version=N (read-only, without the WAL); nothing is pinned on the server, so one client's
+// checkout never changes what another client reads.
+func (h *handlers) checkoutRollouts(c echo.Context) error {
+	var req CheckoutRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if req.Version == 0 {
+		return invalid("version must be a positive integer")
+	}
+	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+		if _, err := s.Table().Version(c.Request().Context(), req.Version); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, CheckoutRequest{Version: req.Version})
+	})
+}
+
+// versionParam reads ?version= (0 when absent: the live view).
+func versionParam(c echo.Context) (uint64, error) {
+	v := c.QueryParam("version")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n == 0 {
+		return 0, invalid("version must be a positive integer")
+	}
+	return n, nil
 }

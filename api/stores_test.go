@@ -532,3 +532,37 @@ func TestCompactAndStats(t *testing.T) {
 	w.do(t, "GET", "/api/v1/rollouts/c/records", nil, &page)
 	require.Len(t, page.Records, 3)
 }
+
+func TestCheckoutReadsAnOldVersion(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "v"}, nil))
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "v")
+	require.NoError(t, err)
+	defer release()
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/v/records?flush=true", map[string]any{"records": []any{rollout("a", "t")}}, nil))
+	_, err = s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+	require.NoError(t, err)
+	var info api.StoreInfo
+	w.do(t, "GET", "/api/v1/rollouts/v", nil, &info)
+	old := *info.Version
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/v/records?flush=true", map[string]any{"records": []any{rollout("b", "t")}}, nil))
+	_, err = s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+	require.NoError(t, err)
+
+	var co api.CheckoutRequest
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/v/checkout", map[string]any{"version": old}, &co))
+	require.Equal(t, old, co.Version)
+	var page api.RecordsPage
+	require.Equal(t, http.StatusOK, w.do(t, "GET", fmt.Sprintf("/api/v1/rollouts/v/records?version=%d", old), nil, &page))
+	require.Len(t, page.Records, 1)
+	var got api.RecordResponse
+	w.do(t, "GET", fmt.Sprintf("/api/v1/rollouts/v/records/b?version=%d", old), nil, &got)
+	require.Equal(t, "null", string(got.Record), "b came after the checkout")
+	w.do(t, "GET", "/api/v1/rollouts/v/records/b", nil, &got)
+	require.NotEqual(t, "null", string(got.Record), "the live view is unaffected")
+	status, _ := errCode(t, w, "POST", "/api/v1/rollouts/v/checkout", map[string]any{"version": 999})
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = errCode(t, w, "GET", "/api/v1/rollouts/v/records?version=abc", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+}

@@ -126,9 +126,27 @@ func (a *source) offer(b source) {
 	}
 }
 
+// SnapshotAt is a read-only checkout of base-table version v: no shard generations and no
+// memtable (a checkout excludes the WAL). v = 0 means the live view (Snapshot).
+func (s *Store) SnapshotAt(ctx context.Context, v uint64) (*Snapshot, error) {
+	if v == 0 {
+		return s.Snapshot(ctx)
+	}
+	m, err := s.tbl.Version(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Table: m}, nil
+}
+
 // Get returns key's newest live row as a one-row record of the named user columns (all when
 // none), or nil when the key does not exist or was deleted. The caller releases the record.
 func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.RecordBatch, error) {
+	return s.GetAt(ctx, 0, key, columns)
+}
+
+// GetAt is Get against a read-only checkout of base-table version (0 = the live view).
+func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns []string) (arrow.RecordBatch, error) {
 	names, err := s.columns(columns)
 	if err != nil {
 		return nil, err
@@ -139,12 +157,12 @@ func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.Re
 			best.mem.Release()
 		}
 	}()
-	if w := s.residentWriter(); w != nil {
+	if w := s.residentWriter(); w != nil && version == 0 {
 		if rec, ref, ok := w.lookup(key); ok {
 			best.offer(source{kind: 1, seq: ref.seq, tomb: ref.tomb, mem: rec})
 		}
 	}
-	snap, err := s.Snapshot(ctx)
+	snap, err := s.SnapshotAt(ctx, version)
 	if err != nil {
 		return nil, err
 	}

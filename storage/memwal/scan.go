@@ -26,6 +26,7 @@ type ScanOptions struct {
 	Filters map[string]any // column == value, ANDed; values: string, bool, int/int64, float64
 	After   string         // keyset cursor: only keys greater than this
 	Limit   int            // page size (default 100, at most 10,000)
+	Version uint64         // read a checkout of this base-table version (no WAL); 0 = the live view
 }
 
 // ScanPage is one page of a scan.
@@ -72,9 +73,12 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 		read = append(read, s.keyColumn)
 	}
 
-	mem := s.memtableView(opts.After)
+	mem := &memView{}
+	if opts.Version == 0 {
+		mem = s.memtableView(opts.After)
+	}
 	defer mem.release()
-	snap, err := s.Snapshot(ctx)
+	snap, err := s.SnapshotAt(ctx, opts.Version)
 	if err != nil {
 		return ScanPage{}, err
 	}

@@ -144,3 +144,37 @@ func TestScanRejectsBadFiltersAndColumns(t *testing.T) {
 	require.Empty(t, page.Next)
 	page.Rows.Release()
 }
+
+func TestCheckoutReadsAnOldVersionWithoutTheWAL(t *testing.T) {
+	e := newEnv(t, objstore.NewMemory())
+	s := e.open("a")
+	ctx := context.Background()
+	appendIDs(t, s, e.mem, 1, "x", "y")
+	require.NoError(t, s.Flush(ctx))
+	_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	m, err := s.Table().Latest(ctx)
+	require.NoError(t, err)
+	old := m.Version
+	appendIDs(t, s, e.mem, 2, "x", "z")
+	require.NoError(t, s.Flush(ctx))
+	_, err = s.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	appendIDs(t, s, e.mem, 3, "w") // in the memtable only
+
+	page, err := s.Scan(ctx, ScanOptions{Columns: []string{"id", "value"}, Version: old})
+	require.NoError(t, err)
+	defer page.Rows.Release()
+	require.EqualValues(t, 2, page.Rows.NumRows())
+	require.Equal(t, int64(1), page.Rows.Column(1).(*array.Int64).Value(0))
+	rec, err := s.GetAt(ctx, old, "x", []string{"value"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, rec.Column(0).(*array.Int64).Value(0))
+	rec.Release()
+	rec, err = s.GetAt(ctx, old, "w", nil)
+	require.NoError(t, err)
+	require.Nil(t, rec, "a checkout excludes the WAL")
+	require.EqualValues(t, 3, value(t, s, "w"), "the live view still sees it")
+	_, err = s.GetAt(ctx, 999, "x", nil)
+	require.ErrorIs(t, err, table.ErrNotFound)
+}
