@@ -39,6 +39,7 @@ type HeartbeatDetails struct {
 // Activities are the maintenance activities; register them on the maintenance worker.
 type Activities struct {
 	Stores            *stores.Manager
+	Request           Requester     // queues maintenance requests (the sweep's output)
 	HeartbeatInterval time.Duration // default 5s
 	Merge             memwal.MergeOptions
 	Compaction        table.CompactionConfig

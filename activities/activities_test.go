@@ -179,3 +179,37 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	require.Equal(t, 1, st.Fragments)
 	require.Equal(t, 1, st.IndexCoveredFragments)
 }
+
+func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	for _, n := range []string{"hot", "warm", "cold", "fragmented"} {
+		_, _, err := f.mgr.Create(ctx, catalog.KindRollout, n, nil, nil)
+		require.NoError(t, err)
+	}
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, f.cat.UpsertShardStats(ctx, []catalog.ShardStats{
+		{Kind: catalog.KindRollout, Name: "hot", Shard: "s", PendingGenerations: 50},
+		{Kind: catalog.KindRollout, Name: "warm", Shard: "s", PendingGenerations: 9},
+		{Kind: catalog.KindRollout, Name: "cold", Shard: "s", PendingGenerations: 1, OldestPendingAt: &old},
+	}))
+	require.NoError(t, f.cat.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 30, IndexCoveredFragments: 30},
+	}))
+	var got []string
+	f.acts.Request = func(_ context.Context, s workflows.StoreRef, r workflows.Request) error {
+		got = append(got, s.Name+":"+string(r.Op))
+		return nil
+	}
+	val, err := f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{})
+	require.NoError(t, err)
+	var res workflows.SweepResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact"}, got)
+	require.Equal(t, 3, res.Queued[workflows.OpMergeWAL])
+
+	got = nil
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{MaxRequests: 1})
+	require.NoError(t, err)
+	require.Equal(t, []string{"hot:merge_wal"}, got, "the cap keeps the hottest")
+}

@@ -6,11 +6,13 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,6 +34,12 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 30 * time.Second
 	}
+	if acts.Request == nil {
+		acts.Request = func(ctx context.Context, store workflows.StoreRef, req workflows.Request) error {
+			_, err := RequestMaintenance(ctx, c, store, req)
+			return err
+		}
+	}
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.ActivitySlots,
 		WorkerStopTimeout:                  opts.StopTimeout,
@@ -46,12 +54,14 @@ func Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
 	for name, fn := range map[string]any{
 		workflows.ActivityMergeWAL:        acts.MergeWAL,
 		workflows.ActivityBuildKeyIndex:   acts.BuildKeyIndex,
 		workflows.ActivityCompact:         acts.Compact,
 		workflows.ActivityCleanupVersions: acts.CleanupVersions,
 		workflows.ActivityStatsRefresh:    acts.StatsRefresh,
+		workflows.ActivitySweep:           acts.SweepCandidates,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -68,4 +78,26 @@ func RequestMaintenance(ctx context.Context, c client.Client, store workflows.St
 			StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
 		},
 		"StoreMaintenance", workflows.StoreMaintenanceInput{Store: store})
+}
+
+// EnsureSweepSchedule creates the sweep schedule (every interval, Sweep on the maintenance task
+// queue) unless it exists; it is visible on the Temporal UI's Schedules page.
+func EnsureSweepSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.SweepInput) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      workflows.SweepScheduleID,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action: &client.ScheduleWorkflowAction{
+			ID:        "strata-sweep",
+			Workflow:  "Sweep",
+			Args:      []any{in},
+			TaskQueue: workflows.TaskQueue,
+		},
+		CatchupWindow: time.Minute,
+		Note:          "Strata: queue maintenance for stores whose catalog stats need it",
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	return err
 }

@@ -47,26 +47,7 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)
 	for g := range 3 {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
-		for i, f := range stores.RolloutSchema.Fields() {
-			switch f.Name {
-			case "id":
-				b.Field(i).(*array.StringBuilder).Append(string(rune('a' + g)))
-			case "rollout_id", "problem_id", "role", "content_type":
-				b.Field(i).(*array.StringBuilder).Append("x")
-			case "sequence_order":
-				b.Field(i).(*array.Int32Builder).Append(0)
-			case "created_at":
-				b.Field(i).(*array.TimestampBuilder).Append(1)
-			default:
-				b.Field(i).AppendNull()
-			}
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		_, err := s.Append(ctx, rec)
-		rec.Release()
-		require.NoError(t, err)
+		appendRow(t, s, string(rune('a'+g)))
 		require.NoError(t, s.Flush(ctx))
 	}
 	release()
@@ -96,4 +77,74 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 	summary, err := desc.GetStaticSummary()
 	require.NoError(t, err)
 	require.Equal(t, "maintenance of rollout/"+name, summary, "the UI shows which store")
+}
+
+// Appends create pending generations, the flush sweeper reports them, and the scheduled sweep
+// (a real Temporal Schedule on the dev server) merges them with no manual step.
+func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	name := "sweep-" + time.Now().Format("150405.000000")
+	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	for g := range 9 {
+		s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
+		require.NoError(t, err)
+		appendRow(t, s, string(rune('a'+g)))
+		release()
+		mgr.FlushPass(ctx, time.Second, nil) // the flush sweeper seals and reports shard stats
+	}
+	st, err := cat.GetStoreStats(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	require.Equal(t, 9, st.PendingGenerations)
+
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 2*time.Second, workflows.SweepInput{}))
+	require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 2*time.Second, workflows.SweepInput{}), "idempotent")
+	t.Cleanup(func() {
+		_ = c.ScheduleClient().GetHandle(context.Background(), workflows.SweepScheduleID).Delete(context.Background())
+		_ = c.TerminateWorkflow(context.Background(), workflows.StoreRef{Kind: "rollout", Name: name}.WorkflowID(), "", "test done")
+	})
+	require.Eventually(t, func() bool {
+		st, err := cat.GetStoreStats(ctx, catalog.KindRollout, name)
+		return err == nil && st.BaseRows == 9 && st.PendingGenerations == 0
+	}, 60*time.Second, 200*time.Millisecond, "the sweep merged the store")
+}
+
+func appendRow(t *testing.T, s *memwal.Store, id string) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
+	defer b.Release()
+	for i, f := range stores.RolloutSchema.Fields() {
+		switch f.Name {
+		case "id":
+			b.Field(i).(*array.StringBuilder).Append(id)
+		case "rollout_id", "problem_id", "role", "content_type":
+			b.Field(i).(*array.StringBuilder).Append("x")
+		case "sequence_order":
+			b.Field(i).(*array.Int32Builder).Append(0)
+		case "created_at":
+			b.Field(i).(*array.TimestampBuilder).Append(1)
+		default:
+			b.Field(i).AppendNull()
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	_, err := s.Append(context.Background(), rec)
+	require.NoError(t, err)
 }

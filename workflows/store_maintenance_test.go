@@ -132,3 +132,22 @@ func TestAStoreThatIsGoneEndsMaintenanceWithoutRetries(t *testing.T) {
 func TestCooldownGrowsAndIsCapped(t *testing.T) {
 	require.Equal(t, "map[1:30s 2:1m0s 3:2m0s 10:30m0s]", workflows.FmtCooldowns(1, 2, 3, 10))
 }
+
+func TestSweepRunsTheCandidateActivityWithDefaults(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
+	var got workflows.SweepInput
+	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.SweepInput) (workflows.SweepResult, error) {
+		got = in
+		return workflows.SweepResult{Queued: map[workflows.Op]int{workflows.OpMergeWAL: 2}}, nil
+	}, activity.RegisterOptions{Name: workflows.ActivitySweep})
+	env.ExecuteWorkflow(workflows.Sweep, workflows.SweepInput{MaxRequests: 5})
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.SweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 2, res.Queued[workflows.OpMergeWAL])
+	require.Equal(t, 5, got.MaxRequests)
+	require.Equal(t, 8, got.MinPendingGenerations, "defaults fill the rest")
+	require.Equal(t, 16, got.MinFragments)
+}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
 )
 
 // temporalConfig are the settings shared by everything that talks to Temporal.
@@ -24,12 +26,14 @@ type temporalConfig struct {
 	Address       string
 	Namespace     string
 	ActivitySlots int
+	SweepInterval time.Duration
 }
 
 func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
+	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule, created at worker start if missing (0 = do not create)")
 }
 
 func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
@@ -45,6 +49,15 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.L
 	c, err := dialTemporal(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.SweepInterval > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := worker.EnsureSweepSchedule(ctx, c, cfg.SweepInterval, workflows.SweepInput{})
+		cancel()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("create the sweep schedule: %w", err)
+		}
 	}
 	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {

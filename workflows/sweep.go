@@ -1,0 +1,62 @@
+// Sweep: the scheduled workflow (Temporal Schedule "strata-sweep", every 30 s) that turns catalog
+// statistics into maintenance requests. It is one activity: read the candidate queries (most
+// pending generations first, stale pending generations, fragment count, index coverage) and queue
+// at most MaxRequests requests with signal-with-start; each store's own workflow deduplicates and
+// serialises them.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// SweepScheduleID is the Temporal Schedule that runs Sweep.
+const SweepScheduleID = "strata-sweep"
+
+// ActivitySweep names the sweep activity.
+const ActivitySweep = "SweepCandidates"
+
+// SweepInput tunes one sweep; zero fields take the defaults.
+type SweepInput struct {
+	MinPendingGenerations int           `json:"min_pending_generations,omitempty"` // default 8
+	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
+	MinFragments          int           `json:"min_fragments,omitempty"`           // default 16
+	MaxRequests           int           `json:"max_requests,omitempty"`            // default 256 per sweep
+}
+
+// WithDefaults fills zero fields.
+func (in SweepInput) WithDefaults() SweepInput {
+	if in.MinPendingGenerations <= 0 {
+		in.MinPendingGenerations = 8
+	}
+	if in.StaleAfter <= 0 {
+		in.StaleAfter = 5 * time.Minute
+	}
+	if in.MinFragments <= 0 {
+		in.MinFragments = 16
+	}
+	if in.MaxRequests <= 0 {
+		in.MaxRequests = 256
+	}
+	return in
+}
+
+// SweepResult counts the requests a sweep queued, by operation.
+type SweepResult struct {
+	Queued map[Op]int `json:"queued"`
+}
+
+// Sweep is the workflow function.
+func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: 2 * time.Minute,
+		Summary:             "read catalog candidates and queue maintenance",
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var res SweepResult
+	err := workflow.ExecuteActivity(ctx, ActivitySweep, in.WithDefaults()).Get(ctx, &res)
+	return res, err
+}
