@@ -26,14 +26,69 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-const historyFile = "testdata/store_maintenance_history.json"
+const (
+	historyFile      = "testdata/store_maintenance_history.json"
+	sweepHistoryFile = "testdata/sweep_history.json"
+)
 
-// TestReplayStoreMaintenanceHistory replays a recorded history of StoreMaintenance: a change to
-// the workflow that would break running workflows (non-determinism) fails here.
-func TestReplayStoreMaintenanceHistory(t *testing.T) {
+// TestReplayRecordedHistories replays recorded histories of every workflow: a change that would
+// break running workflows (non-determinism) fails here.
+func TestReplayRecordedHistories(t *testing.T) {
 	r := sdkworker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile))
+	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
+	for _, f := range []string{historyFile, sweepHistoryFile} {
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
+	}
+}
+
+// writeHistory saves a finished workflow's history as a replay fixture.
+func writeHistory(t *testing.T, c client.Client, workflowID, runID, file string) {
+	var events []*historypb.HistoryEvent
+	iter := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	data, err := protojson.MarshalOptions{Indent: " "}.Marshal(&historypb.History{Events: events})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+}
+
+// TestRecordSweepHistory re-records the Sweep fixture (STRATA_RECORD_HISTORY=1 under make
+// test's services): one sweep that queues a merge for a store with pending generations.
+func TestRecordSweepHistory(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if os.Getenv("STRATA_RECORD_HISTORY") == "" || addr == "" {
+		t.Skip("set STRATA_RECORD_HISTORY=1 (and run under make test's services) to re-record the fixture")
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	name := "sweep-history-" + time.Now().Format("150405.000000")
+	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, cat.UpsertShardStats(ctx, []catalog.ShardStats{{Kind: catalog.KindRollout, Name: name, Shard: "s", PendingGenerations: 9}}))
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep-" + name, TaskQueue: workflows.TaskQueue}, "Sweep", workflows.SweepInput{})
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+	t.Cleanup(func() {
+		_ = c.TerminateWorkflow(context.Background(), workflows.StoreRef{Kind: "rollout", Name: name}.WorkflowID(), "", "recorded")
+	})
+	writeHistory(t, c, run.GetID(), run.GetRunID(), sweepHistoryFile)
 }
 
 // TestRecordStoreMaintenanceHistory re-records the replay fixture from the real dev server
@@ -74,15 +129,5 @@ func TestRecordStoreMaintenanceHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
 
-	var events []*historypb.HistoryEvent
-	iter := c.GetWorkflowHistory(ctx, ref.WorkflowID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		e, err := iter.Next()
-		require.NoError(t, err)
-		events = append(events, e)
-	}
-	data, err := protojson.MarshalOptions{Indent: " "}.Marshal(&historypb.History{Events: events})
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Dir(historyFile), 0o755))
-	require.NoError(t, os.WriteFile(historyFile, data, 0o644))
+	writeHistory(t, c, ref.WorkflowID(), run.GetRunID(), historyFile)
 }
