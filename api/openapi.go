@@ -39,6 +39,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/api/v1/generic/{name}/rows/{id}", "Get one row (?columns=a,b)"},
 	{"DELETE", "/api/v1/generic/{name}/rows/{id}", "Delete a row (tombstone)"},
 	{"POST", "/api/v1/generic/{name}/flush", "Seal this worker's shard"},
+	{"POST", "/api/v1/admin/{kind}/{name}/maintenance", "Queue maintenance ({op: merge_wal|build_key_index|compact|cleanup_versions|stats_refresh}) on the store's workflow; admin token"},
 }
 
 func (h *handlers) openAPI(c echo.Context) error {

@@ -32,7 +32,11 @@ type Deps struct {
 	Version   string
 	Allocator memory.Allocator // Arrow memory for request batches (default memory.DefaultAllocator)
 	APIToken  string           // when set, data routes need "Authorization: Bearer <token>"
-	BodyLimit string           // largest request body, e.g. "1G" (default)
+	// AdminToken, when set, is required by the admin routes (/api/v1/admin/...).
+	AdminToken string
+	// Maintenance queues maintenance requests (nil: admin maintenance answers 503).
+	Maintenance MaintenanceRequester
+	BodyLimit   string // largest request body, e.g. "1G" (default)
 	// BodyIdleTimeout answers 408 when a request body stalls this long (default 120s).
 	BodyIdleTimeout time.Duration
 	// MaxInflightBlobBytes bounds blob bytes being uploaded or downloaded at once (0 = unlimited).
@@ -70,6 +74,7 @@ func New(d Deps) *echo.Echo {
 		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), bodyIdleTimeout(d.BodyIdleTimeout, bodyTimeouts))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
+		h.registerAdmin(e.Group("/api/v1/admin", bearerAuth(d.AdminToken), middleware.BodyLimit("1M")))
 	}
 	return e
 }

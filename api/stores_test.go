@@ -32,6 +32,7 @@ import (
 	"github.com/strata-store/strata/storage/memwal"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/workflows"
 )
 
 // cluster is one catalog and one data directory shared by several workers.
@@ -565,4 +566,38 @@ func TestCheckoutReadsAnOldVersion(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	status, _ = errCode(t, w, "GET", "/api/v1/rollouts/v/records?version=abc", nil)
 	require.Equal(t, http.StatusBadRequest, status)
+}
+
+func TestAdminMaintenanceRoute(t *testing.T) {
+	c := newCluster(t)
+	var got []string
+	w := c.worker("w1", func(d *api.Deps) {
+		d.AdminToken = "admin"
+		d.Maintenance = func(_ context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
+			got = append(got, s.WorkflowID()+":"+string(r.Op))
+			return "run-1", nil
+		}
+	})
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil))
+	post := func(path, token, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec
+	}
+	require.Equal(t, http.StatusUnauthorized, post("/api/v1/admin/rollout/m/maintenance", "", `{"op":"merge_wal"}`).Code)
+	rec := post("/api/v1/admin/rollout/m/maintenance", "admin", `{"op":"merge_wal"}`)
+	require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	var resp api.MaintenanceResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+	require.Equal(t, "store/rollout/m", resp.WorkflowID)
+	require.Equal(t, []string{"store/rollout/m:merge_wal"}, got)
+	require.Equal(t, http.StatusBadRequest, post("/api/v1/admin/rollout/m/maintenance", "admin", `{"op":"defrag"}`).Code)
+	require.Equal(t, http.StatusBadRequest, post("/api/v1/admin/table/m/maintenance", "admin", `{"op":"compact"}`).Code)
+	require.Equal(t, http.StatusNotFound, post("/api/v1/admin/rollout/nope/maintenance", "admin", `{"op":"compact"}`).Code)
+	require.Len(t, got, 1, "rejected requests queue nothing")
 }

@@ -54,6 +54,7 @@ func rootCommand() *ffcli.Command {
 		Subcommands: []*ffcli.Command{
 			serveCommand(),
 			workerCommand(),
+			maintCommand(),
 			versionCommand(),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },

@@ -114,3 +114,14 @@ func TestServeFailsClearlyWithABadLogLevel(t *testing.T) {
 func envName(flagName string) string {
 	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(flagName))
 }
+
+func TestParseMaintArgs(t *testing.T) {
+	store, req, err := parseMaintArgs([]string{"merge", "rollout/exp-1"})
+	require.NoError(t, err)
+	require.Equal(t, "store/rollout/exp-1", store.WorkflowID())
+	require.EqualValues(t, "merge_wal", req.Op)
+	for _, bad := range [][]string{{"merge"}, {"defrag", "rollout/x"}, {"merge", "rollout"}, {"merge", "table/x"}, {"merge", "rollout/../x"}} {
+		_, _, err := parseMaintArgs(bad)
+		require.Error(t, err, "%v", bad)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
@@ -26,6 +27,8 @@ import (
 	"github.com/strata-store/strata/storage/memwal"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
 )
 
 // serveConfig is every setting of `strata serve`; each field is one flag (and STRATA_* variable).
@@ -38,6 +41,7 @@ type serveConfig struct {
 	FlushInterval      time.Duration
 	MergeMemoryBytes   int64
 	APIToken           string
+	AdminToken         string
 	BodyLimit          string
 	BodyIdleTimeout    time.Duration
 	MaxInflightBlobs   int64
@@ -56,6 +60,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	c.registerStores(fs)
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token required by the admin API (empty = no auth)")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
@@ -135,9 +140,23 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		defer close(sweeperDone)
 		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, stores.NewSweeperMetrics(reg))
 	}()
+	// The admin maintenance route talks to Temporal through a lazy client: serving data never
+	// waits for (or fails because of) Temporal.
+	tc, err := client.NewLazyClient(client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log})
+	if err != nil {
+		return fmt.Errorf("temporal client: %w", err)
+	}
+	defer tc.Close()
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
-		APIToken: cfg.APIToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
-		MaxInflightBlobBytes: cfg.MaxInflightBlobs})
+		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		MaxInflightBlobBytes: cfg.MaxInflightBlobs,
+		Maintenance: func(ctx context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
+			run, err := worker.RequestMaintenance(ctx, tc, s, r)
+			if err != nil {
+				return "", err
+			}
+			return run.GetRunID(), nil
+		}})
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
