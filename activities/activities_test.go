@@ -3,6 +3,10 @@ package activities_test
 import (
 	"context"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"log/slog"
 	"sync"
 	"testing"
@@ -212,4 +216,53 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{MaxRequests: 1})
 	require.NoError(t, err)
 	require.Equal(t, []string{"hot:merge_wal"}, got, "the cap keeps the hottest")
+}
+
+func TestRegistryCleanupPurgesLongDeletedStoresOnly(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.seed(t, "gone", 2, 5)
+	f.seed(t, "kept", 1, 5)
+	st, err := f.cat.GetStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+	_, err = f.cat.SoftDeleteStore(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+
+	// Within the grace period nothing is purged.
+	val, err := f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{Grace: time.Hour})
+	require.NoError(t, err)
+	var res workflows.RegistryCleanupResult
+	require.NoError(t, val.Get(&res))
+	require.Zero(t, res.StoresPurged)
+
+	val, err = f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{Grace: time.Millisecond, QuietShards: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 1, res.StoresPurged)
+	require.Positive(t, res.ObjectsDeleted)
+	left, err := f.cat.ListDeletedStores(ctx, time.Now().Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Empty(t, left, "the row is purged after the data")
+	_, err = os.Stat(strings.TrimPrefix(st.URI, "file://"))
+	require.True(t, os.IsNotExist(err) || dirIsEmpty(t, strings.TrimPrefix(st.URI, "file://")), "the data is gone")
+
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "kept")
+	require.NoError(t, err)
+	defer release()
+	rec, err := s.Scan(ctx, memwal.ScanOptions{})
+	require.NoError(t, err)
+	require.EqualValues(t, 5, rec.Rows.NumRows(), "other stores are untouched")
+	rec.Rows.Release()
+}
+
+func dirIsEmpty(t *testing.T, dir string) bool {
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n == 0
 }

@@ -307,3 +307,25 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Purge deletes the data of a soft-deleted store, then its registry row. It deletes as it goes
+// and can be re-run after an interruption; a live store is never purged.
+func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
+	if st.DeletedAt == nil {
+		return 0, fmt.Errorf("%w: store %s/%s is live", catalog.ErrConflict, st.Kind, st.Name)
+	}
+	prefix, err := m.prefix(st)
+	if err != nil {
+		return 0, err
+	}
+	objs, err := objstore.ListAll(ctx, m.root, prefix+"/")
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range objs {
+		if err := m.root.Delete(ctx, o.Key); err != nil {
+			return 0, err
+		}
+	}
+	return len(objs), m.cat.PurgeStore(ctx, st.ID)
+}

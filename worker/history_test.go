@@ -29,6 +29,7 @@ import (
 const (
 	historyFile      = "testdata/store_maintenance_history.json"
 	sweepHistoryFile = "testdata/sweep_history.json"
+	cleanupHistFile  = "testdata/registry_cleanup_history.json"
 )
 
 // TestReplayRecordedHistories replays recorded histories of every workflow: a change that would
@@ -37,7 +38,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	r := sdkworker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
 	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
-	for _, f := range []string{historyFile, sweepHistoryFile} {
+	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
+	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile} {
 		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
 	}
 }
@@ -57,7 +59,7 @@ func writeHistory(t *testing.T, c client.Client, workflowID, runID, file string)
 	require.NoError(t, os.WriteFile(file, data, 0o644))
 }
 
-// TestRecordSweepHistory re-records the Sweep fixture (STRATA_RECORD_HISTORY=1 under make
+// TestRecordSweepHistory re-records the Sweep and RegistryCleanup fixtures (STRATA_RECORD_HISTORY=1 under make
 // test's services): one sweep that queues a merge for a store with pending generations.
 func TestRecordSweepHistory(t *testing.T) {
 	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
@@ -85,6 +87,10 @@ func TestRecordSweepHistory(t *testing.T) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep-" + name, TaskQueue: workflows.TaskQueue}, "Sweep", workflows.SweepInput{})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
+	cleanup, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-cleanup-" + name, TaskQueue: workflows.TaskQueue}, "RegistryCleanup", workflows.RegistryCleanupInput{})
+	require.NoError(t, err)
+	require.NoError(t, cleanup.Get(ctx, nil))
+	writeHistory(t, c, cleanup.GetID(), cleanup.GetRunID(), cleanupHistFile)
 	t.Cleanup(func() {
 		_ = c.TerminateWorkflow(context.Background(), workflows.StoreRef{Kind: "rollout", Name: name}.WorkflowID(), "", "recorded")
 	})

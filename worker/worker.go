@@ -55,6 +55,7 @@ func Register(r interface {
 }, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
 	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
+	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
 	for name, fn := range map[string]any{
 		workflows.ActivityMergeWAL:        acts.MergeWAL,
 		workflows.ActivityBuildKeyIndex:   acts.BuildKeyIndex,
@@ -62,6 +63,7 @@ func Register(r interface {
 		workflows.ActivityCleanupVersions: acts.CleanupVersions,
 		workflows.ActivityStatsRefresh:    acts.StatsRefresh,
 		workflows.ActivitySweep:           acts.SweepCandidates,
+		workflows.ActivityRegistryCleanup: acts.RegistryCleanup,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -80,21 +82,36 @@ func RequestMaintenance(ctx context.Context, c client.Client, store workflows.St
 		"StoreMaintenance", workflows.StoreMaintenanceInput{Store: store})
 }
 
-// EnsureSweepSchedule creates the sweep schedule (every interval, Sweep on the maintenance task
-// queue) unless it exists; it is visible on the Temporal UI's Schedules page.
+// EnsureSchedules creates the maintenance schedules unless they exist (visible on the Temporal
+// UI's Schedules page): strata-sweep every sweepEvery, strata-registry-cleanup hourly.
+func EnsureSchedules(ctx context.Context, c client.Client, sweepEvery time.Duration) error {
+	if err := ensureSchedule(ctx, c, workflows.SweepScheduleID, sweepEvery, "Sweep", workflows.SweepInput{},
+		"Strata: queue maintenance for stores whose catalog stats need it"); err != nil {
+		return err
+	}
+	return ensureSchedule(ctx, c, workflows.RegistryCleanupScheduleID, time.Hour, "RegistryCleanup", workflows.RegistryCleanupInput{},
+		"Strata: purge long-deleted stores and quiet shard rows")
+}
+
+// EnsureSweepSchedule creates the sweep schedule alone (tests use a short interval).
 func EnsureSweepSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.SweepInput) error {
+	return ensureSchedule(ctx, c, workflows.SweepScheduleID, interval, "Sweep", in,
+		"Strata: queue maintenance for stores whose catalog stats need it")
+}
+
+func ensureSchedule(ctx context.Context, c client.Client, id string, every time.Duration, workflowType string, arg any, note string) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      workflows.SweepScheduleID,
-		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}},
+		ID:      id,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		Action: &client.ScheduleWorkflowAction{
-			ID:        "strata-sweep",
-			Workflow:  "Sweep",
-			Args:      []any{in},
+			ID:        id,
+			Workflow:  workflowType,
+			Args:      []any{arg},
 			TaskQueue: workflows.TaskQueue,
 		},
 		CatchupWindow: time.Minute,
-		Note:          "Strata: queue maintenance for stores whose catalog stats need it",
+		Note:          note,
 	})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		return nil

@@ -148,3 +148,28 @@ func appendRow(t *testing.T, s *memwal.Store, id string) {
 	_, err := s.Append(context.Background(), rec)
 	require.NoError(t, err)
 }
+
+func TestSchedulesAreCreatedIdempotently(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	ctx := context.Background()
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	t.Cleanup(func() {
+		for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {
+			_ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background())
+		}
+	})
+	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour))
+	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour))
+	for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {
+		desc, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+		require.NoError(t, err, id)
+		action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+		require.True(t, ok)
+		require.Equal(t, workflows.TaskQueue, action.TaskQueue)
+	}
+}

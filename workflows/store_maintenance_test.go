@@ -151,3 +151,18 @@ func TestSweepRunsTheCandidateActivityWithDefaults(t *testing.T) {
 	require.Equal(t, 8, got.MinPendingGenerations, "defaults fill the rest")
 	require.Equal(t, 16, got.MinFragments)
 }
+
+func TestRegistryCleanupRunsItsActivityWithDefaults(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
+	var got workflows.RegistryCleanupInput
+	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.RegistryCleanupInput) (workflows.RegistryCleanupResult, error) {
+		got = in
+		return workflows.RegistryCleanupResult{StoresPurged: 1}, nil
+	}, activity.RegisterOptions{Name: workflows.ActivityRegistryCleanup})
+	env.ExecuteWorkflow(workflows.RegistryCleanup, workflows.RegistryCleanupInput{})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 24*time.Hour, got.Grace)
+	require.Equal(t, 100, got.MaxStores)
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
-	"github.com/strata-store/strata/workflows"
 )
 
 // temporalConfig are the settings shared by everything that talks to Temporal.
@@ -33,7 +32,7 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
-	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule, created at worker start if missing (0 = do not create)")
+	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing (0 = create none)")
 }
 
 func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
@@ -52,11 +51,11 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.L
 	}
 	if cfg.SweepInterval > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := worker.EnsureSweepSchedule(ctx, c, cfg.SweepInterval, workflows.SweepInput{})
+		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval)
 		cancel()
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("create the sweep schedule: %w", err)
+			return nil, fmt.Errorf("create the maintenance schedules: %w", err)
 		}
 	}
 	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{ActivitySlots: cfg.ActivitySlots})
