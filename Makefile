@@ -38,12 +38,12 @@ services-stop:
 	@scripts/temporal.sh stop
 	@scripts/pg.sh stop
 
-## run: services + strata serve in the foreground
+## run: services + strata serve (API + maintenance worker + schedules) in the foreground
 run: build services
 	@echo "Strata API:      http://127.0.0.1:3000/api/v1/health"
 	@echo "Metrics:         http://127.0.0.1:3000/metrics"
 	@echo "Temporal Web UI: http://127.0.0.1:8233"
-	STRATA_DATABASE_URL=$$(scripts/pg.sh url) $(BIN)/strata serve
+	STRATA_DATABASE_URL=$$(scripts/pg.sh url) STRATA_MAINTENANCE_WORKER=true $(BIN)/strata serve
 
 ## test: tools, test services (separate ports and .data/test), then every test
 test: tools test-services
