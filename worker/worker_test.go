@@ -5,13 +5,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
@@ -171,5 +175,70 @@ func TestSchedulesAreCreatedIdempotently(t *testing.T) {
 		action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 		require.True(t, ok)
 		require.Equal(t, workflows.TaskQueue, action.TaskQueue)
+	}
+}
+
+// Many concurrent requests for one store, on the real server: the store's activities never
+// overlap (an overlap detector wraps them) and every distinct request runs.
+func TestRequestsForOneStoreNeverOverlap(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	ctx := context.Background()
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	var mu sync.Mutex
+	running, maxRunning := 0, 0
+	ran := map[workflows.Op]int{}
+	detector := func(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
+		mu.Lock()
+		running++
+		maxRunning = max(maxRunning, running)
+		ran[in.Request.Op]++
+		mu.Unlock()
+		time.Sleep(30 * time.Millisecond) // long enough for overlaps to show if they could happen
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return workflows.ActivityResult{}, nil
+	}
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentActivityExecutionSize: 8})
+	w.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	for _, name := range []string{workflows.ActivityMergeWAL, workflows.ActivityBuildKeyIndex, workflows.ActivityCompact,
+		workflows.ActivityCleanupVersions, workflows.ActivityStatsRefresh} {
+		w.RegisterActivityWithOptions(detector, activity.RegisterOptions{Name: name})
+	}
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	ref := workflows.StoreRef{Kind: "rollout", Name: "overlap-" + time.Now().Format("150405.000000")}
+	t.Cleanup(func() { _ = c.TerminateWorkflow(context.Background(), ref.WorkflowID(), "", "test done") })
+	ops := []workflows.Op{workflows.OpMergeWAL, workflows.OpCompact, workflows.OpBuildKeyIndex, workflows.OpCleanupVersions, workflows.OpStatsRefresh}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: ops[i%len(ops)]})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == len(ops) && running == 0
+	}, 30*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, maxRunning, "one store's maintenance never overlaps")
+	for _, op := range ops {
+		require.GreaterOrEqual(t, ran[op], 1, "%s ran", op)
+		require.LessOrEqual(t, ran[op], 4, "%s: identical queued requests are deduplicated", op)
 	}
 }
