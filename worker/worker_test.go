@@ -130,7 +130,7 @@ func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond, "the sweep merged the store")
 }
 
-func appendRow(t *testing.T, s *memwal.Store, id string) {
+func appendRow(t testing.TB, s *memwal.Store, id string) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
 	defer b.Release()
 	for i, f := range stores.RolloutSchema.Fields() {

@@ -1,0 +1,157 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
+)
+
+const (
+	p6Stores   = 1000
+	p6Interval = 30 * time.Second // the default sweep schedule
+	p6Run      = 150 * time.Second
+)
+
+// BenchmarkP6MaintenanceStaleness: 1,000 stores receive appends (the flush sweeper seals and
+// reports every second); the default 30 s sweep schedule and one worker with 4 activity slots
+// merge them. Measured: time from a store crossing the merge threshold (8 pending generations in
+// the catalog) to merged, and merges per minute.
+func BenchmarkP6MaintenanceStaleness(b *testing.B) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		b.Skip("needs the Temporal dev server (make bench starts it)")
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		dbURL := testenv.Database(b)
+		cat, err := catalog.Open(ctx, dbURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		mgr, err := stores.New(cat, stores.Config{DataDir: b.TempDir(), Capacity: 2000, Store: memwal.Options{Instance: "api"}}, nil, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		names := make([]string, p6Stores)
+		for i := range names {
+			names[i] = fmt.Sprintf("p6-%04d", i)
+			if _, _, err := mgr.Create(ctx, catalog.KindRollout, names[i], nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{ActivitySlots: 4})
+		if err := w.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if err := worker.EnsureSweepSchedule(ctx, c, p6Interval, workflows.SweepInput{}); err != nil {
+			b.Fatal(err)
+		}
+		pool, err := pgxpool.New(ctx, dbURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+
+		runCtx, stop := context.WithTimeout(ctx, p6Run)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // appenders: 50 random stores every 200 ms, one row each
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(6, 6))
+			seq := 0
+			for runCtx.Err() == nil {
+				for range 50 {
+					s, release, err := mgr.Acquire(ctx, catalog.KindRollout, names[rng.IntN(p6Stores)])
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					seq++
+					appendRow(b, s, fmt.Sprintf("r%08d", seq))
+					release()
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+		wg.Add(1)
+		go func() { // the flush sweeper, every second
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				mgr.FlushPass(ctx, time.Second, nil)
+				time.Sleep(time.Second)
+			}
+		}()
+		crossed := map[string]time.Time{}
+		var staleness []time.Duration
+		mergesAt := func() int64 {
+			var n int64
+			_ = pool.QueryRow(ctx, `SELECT COALESCE(sum(merges_total), 0) FROM store_stats`).Scan(&n)
+			return n
+		}
+		startMerges, start := mergesAt(), time.Now()
+		for runCtx.Err() == nil {
+			rows, err := pool.Query(ctx, `SELECT name, pending_generations FROM store_stats WHERE kind = 'rollout'`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			for rows.Next() {
+				var name string
+				var pending int
+				if err := rows.Scan(&name, &pending); err != nil {
+					b.Fatal(err)
+				}
+				t0, was := crossed[name]
+				switch {
+				case pending >= 8 && !was:
+					crossed[name] = now
+				case pending < 8 && was:
+					staleness = append(staleness, now.Sub(t0))
+					delete(crossed, name)
+				}
+			}
+			rows.Close()
+			time.Sleep(500 * time.Millisecond)
+		}
+		stop()
+		wg.Wait()
+		minutes := time.Since(start).Minutes()
+		merges := float64(mergesAt()-startMerges) / minutes
+		_ = c.ScheduleClient().GetHandle(ctx, workflows.SweepScheduleID).Delete(ctx)
+		w.Stop()
+		c.Close()
+		pool.Close()
+		_ = mgr.Close(ctx)
+		cat.Close()
+		if len(staleness) == 0 {
+			b.Fatal("no store crossed the threshold and got merged during the run")
+		}
+		p50, p99 := benchfmt.Percentile(staleness, 50), benchfmt.Percentile(staleness, 99)
+		benchfmt.Report("P6-staleness-p50", p50.Seconds(), "s", fmt.Sprintf("1,000 stores: threshold crossed -> merged, p50 (%d samples)", len(staleness)))
+		benchfmt.Report("P6-staleness-p99", p99.Seconds(), "s", "threshold crossed -> merged, p99, default 30 s sweep")
+		benchfmt.Report("P6-staleness-p99-over-interval", p99.Seconds()/p6Interval.Seconds(), "x", "staleness p99 / sweep interval (goal <= 2)")
+		benchfmt.Report("P6-merges-per-minute", merges, "merges/min", "WAL merges committed per minute, one worker with 4 activity slots")
+	}
+}
