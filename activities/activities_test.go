@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -61,25 +61,11 @@ func (f *fixture) seed(t *testing.T, name string, gens, rowsPerGen int) {
 	require.NoError(t, err)
 	defer release()
 	for g := range gens {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
-		for r := range rowsPerGen {
-			for i, fl := range stores.RolloutSchema.Fields() {
-				switch fl.Name {
-				case "id":
-					b.Field(i).(*array.StringBuilder).Append(name + "-" + string(rune('a'+g)) + "-" + string(rune('a'+r%26)) + string(rune('a'+r/26)))
-				case "rollout_id", "problem_id", "role", "content_type":
-					b.Field(i).(*array.StringBuilder).Append("x")
-				case "sequence_order":
-					b.Field(i).(*array.Int32Builder).Append(0)
-				case "created_at":
-					b.Field(i).(*array.TimestampBuilder).Append(1)
-				default:
-					b.Field(i).AppendNull()
-				}
-			}
+		ids := make([]string, rowsPerGen)
+		for r := range ids {
+			ids[r] = fmt.Sprintf("%s-%d-%d", name, g, r)
 		}
-		rec := b.NewRecordBatch()
-		b.Release()
+		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
 		_, err := s.Append(context.Background(), rec)
 		rec.Release()
 		require.NoError(t, err)

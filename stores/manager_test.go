@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -35,23 +34,7 @@ func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *promet
 }
 
 func appendOne(t *testing.T, s *memwal.Store, id string) {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, RolloutSchema)
-	defer b.Release()
-	for i, f := range RolloutSchema.Fields() {
-		switch f.Name {
-		case "id":
-			b.Field(i).(*array.StringBuilder).Append(id)
-		case "rollout_id", "problem_id", "role", "content_type":
-			b.Field(i).(*array.StringBuilder).Append("x")
-		case "sequence_order":
-			b.Field(i).(*array.Int32Builder).Append(0)
-		case "created_at":
-			b.Field(i).(*array.TimestampBuilder).Append(1)
-		default:
-			b.Field(i).AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
+	rec := MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/catalog"
 )
@@ -178,4 +180,33 @@ func parseColumnType(raw json.RawMessage, allowList bool) (arrow.DataType, bool,
 		return nil, false, fmt.Errorf("vector columns are not supported yet")
 	}
 	return nil, false, fmt.Errorf("unknown type %q (want string, int32, int64, float32, float64, bool, timestamp, binary or list)", obj.Type)
+}
+
+// MinimalRolloutBatch builds rollout rows with only the required columns set (id as given,
+// rollout_id/problem_id "x", role "assistant", content_type "text/plain", created_at at the epoch
+// plus one microsecond); every other column is null. For tests, tools and benchmarks.
+func MinimalRolloutBatch(mem memory.Allocator, ids ...string) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, RolloutSchema)
+	defer b.Release()
+	for _, id := range ids {
+		for i, f := range RolloutSchema.Fields() {
+			switch f.Name {
+			case "id":
+				b.Field(i).(*array.StringBuilder).Append(id)
+			case "rollout_id", "problem_id":
+				b.Field(i).(*array.StringBuilder).Append("x")
+			case "role":
+				b.Field(i).(*array.StringBuilder).Append("assistant")
+			case "content_type":
+				b.Field(i).(*array.StringBuilder).Append("text/plain")
+			case "sequence_order":
+				b.Field(i).(*array.Int32Builder).Append(0)
+			case "created_at":
+				b.Field(i).(*array.TimestampBuilder).Append(1)
+			default:
+				b.Field(i).AppendNull()
+			}
+		}
+	}
+	return b.NewRecordBatch()
 }

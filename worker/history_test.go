@@ -2,8 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,11 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
-	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -62,28 +56,16 @@ func writeHistory(t *testing.T, c client.Client, workflowID, runID, file string)
 // TestRecordSweepHistory re-records the Sweep and RegistryCleanup fixtures (STRATA_RECORD_HISTORY=1 under make
 // test's services): one sweep that queues a merge for a store with pending generations.
 func TestRecordSweepHistory(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if os.Getenv("STRATA_RECORD_HISTORY") == "" || addr == "" {
+	if os.Getenv("STRATA_RECORD_HISTORY") == "" {
 		t.Skip("set STRATA_RECORD_HISTORY=1 (and run under make test's services) to re-record the fixture")
 	}
-	ctx := context.Background()
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	h := newHarness(t)
+	ctx, cat, mgr, c := context.Background(), h.cat, h.mgr, h.c
 	name := "sweep-history-" + time.Now().Format("150405.000000")
-	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, cat.UpsertShardStats(ctx, []catalog.ShardStats{{Kind: catalog.KindRollout, Name: name, Shard: "s", PendingGenerations: 9}}))
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	h.startWorker(t)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep-" + name, TaskQueue: workflows.TaskQueue}, "Sweep", workflows.SweepInput{})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
@@ -101,28 +83,16 @@ func TestRecordSweepHistory(t *testing.T) {
 // (STRATA_RECORD_HISTORY=1 with make test's services): a run that merges, compacts, refreshes
 // stats from signals that arrive while it works, then finishes after its idle timeout (~2 min).
 func TestRecordStoreMaintenanceHistory(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if os.Getenv("STRATA_RECORD_HISTORY") == "" || addr == "" {
+	if os.Getenv("STRATA_RECORD_HISTORY") == "" {
 		t.Skip("set STRATA_RECORD_HISTORY=1 (and run under make test's services) to re-record the fixture")
 	}
-	ctx := context.Background()
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	h := newHarness(t)
+	ctx, cat, mgr, c := context.Background(), h.cat, h.mgr, h.c
 	name := "history-" + time.Now().Format("150405.000000")
-	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	h.startWorker(t)
 	ref := workflows.StoreRef{Kind: "rollout", Name: name}
 	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
 	require.NoError(t, err)

@@ -2,14 +2,10 @@ package worker_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -17,7 +13,6 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/memwal"
@@ -32,21 +27,11 @@ func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
 // merge request queued with signal-with-start is run by the maintenance worker and folds the
 // store's sealed generations into its base table.
 func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
-	}
-	ctx := context.Background()
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	h := newHarness(t)
+	ctx, cat, mgr, c := context.Background(), h.cat, h.mgr, h.c
 
 	name := "it-" + time.Now().Format("150405.000000")
-	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)
@@ -56,12 +41,7 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 	}
 	release()
 
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	h.startWorker(t)
 
 	ref := workflows.StoreRef{Kind: "rollout", Name: name}
 	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
@@ -86,20 +66,10 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 // Appends create pending generations, the flush sweeper reports them, and the scheduled sweep
 // (a real Temporal Schedule on the dev server) merges them with no manual step.
 func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
-	}
-	ctx := context.Background()
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = mgr.Close(ctx) })
+	h := newHarness(t)
+	ctx, cat, mgr, c := context.Background(), h.cat, h.mgr, h.c
 	name := "sweep-" + time.Now().Format("150405.000000")
-	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 	for g := range 9 {
 		s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
@@ -112,12 +82,7 @@ func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 9, st.PendingGenerations)
 
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: log})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	h.startWorker(t)
 	require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 2*time.Second, workflows.SweepInput{}))
 	require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 2*time.Second, workflows.SweepInput{}), "idempotent")
 	t.Cleanup(func() {
@@ -131,37 +96,14 @@ func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
 }
 
 func appendRow(t testing.TB, s *memwal.Store, id string) {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, stores.RolloutSchema)
-	defer b.Release()
-	for i, f := range stores.RolloutSchema.Fields() {
-		switch f.Name {
-		case "id":
-			b.Field(i).(*array.StringBuilder).Append(id)
-		case "rollout_id", "problem_id", "role", "content_type":
-			b.Field(i).(*array.StringBuilder).Append("x")
-		case "sequence_order":
-			b.Field(i).(*array.Int32Builder).Append(0)
-		case "created_at":
-			b.Field(i).(*array.TimestampBuilder).Append(1)
-		default:
-			b.Field(i).AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
+	rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
 	require.NoError(t, err)
 }
 
 func TestSchedulesAreCreatedIdempotently(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
-	}
-	ctx := context.Background()
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	ctx, c := context.Background(), temporalClient(t)
 	t.Cleanup(func() {
 		for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {
 			_ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background())
@@ -181,14 +123,7 @@ func TestSchedulesAreCreatedIdempotently(t *testing.T) {
 // Many concurrent requests for one store, on the real server: the store's activities never
 // overlap (an overlap detector wraps them) and every distinct request runs.
 func TestRequestsForOneStoreNeverOverlap(t *testing.T) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
-	}
-	ctx := context.Background()
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	ctx, c := context.Background(), temporalClient(t)
 
 	var mu sync.Mutex
 	running, maxRunning := 0, 0

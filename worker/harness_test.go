@@ -1,0 +1,57 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/worker"
+)
+
+// harness is a catalog, a store manager and a client of the real Temporal dev server.
+type harness struct {
+	cat *catalog.Catalog
+	mgr *stores.Manager
+	c   client.Client
+}
+
+// temporalClient dials the dev server make test starts, or skips the test without one.
+func temporalClient(t testing.TB) client.Client {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newHarness(t testing.TB) *harness {
+	c := temporalClient(t)
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	return &harness{cat: cat, mgr: mgr, c: c}
+}
+
+// startWorker runs the maintenance worker until the test ends.
+func (h *harness) startWorker(t testing.TB) {
+	w := worker.New(h.c, &activities.Activities{Stores: h.mgr}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+}
