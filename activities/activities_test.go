@@ -252,3 +252,46 @@ func dirIsEmpty(t *testing.T, dir string) bool {
 	})
 	return n == 0
 }
+
+// A merge on a store whose 100k-row base table has no key index builds the index first: the
+// merge itself never falls back to scanning key columns.
+func TestMergeOnAnUnindexed100kRowStoreBuildsTheIndexFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k rows")
+	}
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	_, _, err := f.mgr.Create(ctx, catalog.KindRollout, "big", nil, nil)
+	require.NoError(t, err)
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "big")
+	require.NoError(t, err)
+	defer release()
+	appendN := func(prefix string, n int) {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("%s-%06d", prefix, i)
+		}
+		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
+		defer rec.Release()
+		_, err := s.Append(ctx, rec)
+		require.NoError(t, err)
+		require.NoError(t, s.Flush(ctx))
+	}
+	appendN("base", 100_000)
+	_, err = s.MergeShard(ctx, s.Shard(), memwal.MergeOptions{}) // into an empty table: no index
+	require.NoError(t, err)
+	m, err := s.Table().Latest(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 100_000, m.Rows())
+	require.Nil(t, m.KeyIndex, "the base table starts unindexed")
+
+	appendN("new", 1000)
+	before := testutil.ToFloat64(f.metrics.UnindexedKeyScans)
+	_, err = f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "big"}})
+	require.NoError(t, err)
+	require.Equal(t, before, testutil.ToFloat64(f.metrics.UnindexedKeyScans), "the no-index fallback counter did not move")
+	m, err = s.Table().Latest(ctx)
+	require.NoError(t, err)
+	require.True(t, m.IndexCoversAll())
+	require.EqualValues(t, 101_000, m.Rows())
+}
