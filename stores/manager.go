@@ -329,3 +329,6 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	}
 	return len(objs), m.cat.PurgeStore(ctx, st.ID)
 }
+
+// DataDir is the directory the manager's stores live in.
+func (m *Manager) DataDir() string { return strings.TrimPrefix(m.rootURL, "file://") }

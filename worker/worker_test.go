@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/memwal"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
@@ -176,4 +180,59 @@ func TestRequestsForOneStoreNeverOverlap(t *testing.T) {
 		require.GreaterOrEqual(t, ran[op], 1, "%s ran", op)
 		require.LessOrEqual(t, ran[op], 4, "%s: identical queued requests are deduplicated", op)
 	}
+}
+
+// A worker stopped mid-merge (its activity is cancelled while it waits for merge memory): another
+// worker retries and finishes, the dead attempt's reservation does not leak, no row is lost or
+// duplicated.
+func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	name := "kill-" + time.Now().Format("150405.000000")
+	_, _, err := h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	for g := range 3 {
+		appendRow(t, s, string(rune('a'+g)))
+		require.NoError(t, s.Flush(ctx))
+	}
+	release()
+
+	// Worker A: its process-wide budget is exhausted, so its merge waits (heartbeating).
+	budgetA := budget.New(1<<20, nil)
+	hold, err := budgetA.Reserve(ctx, 1<<20)
+	require.NoError(t, err)
+	defer hold.Release()
+	mgrA, err := stores.New(h.cat, stores.Config{DataDir: h.mgr.DataDir(), Store: memwal.Options{Instance: "maint-a", Budget: budgetA}}, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer func() { _ = mgrA.Close(ctx) }()
+	wA := worker.New(h.c, &activities.Activities{Stores: mgrA}, worker.Options{StopTimeout: 100 * time.Millisecond})
+	require.NoError(t, wA.Start())
+
+	ref := workflows.StoreRef{Kind: "rollout", Name: name}
+	_, err = worker.RequestMaintenance(ctx, h.c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.c.TerminateWorkflow(context.Background(), ref.WorkflowID(), "", "test done") })
+	require.Eventually(t, func() bool { return budgetA.Waiters() == 1 }, 20*time.Second, 10*time.Millisecond, "worker A is mid-merge")
+	wA.Stop() // worker A dies; its attempt is cancelled
+	require.Zero(t, budgetA.Waiters())
+	require.EqualValues(t, 1<<20, budgetA.Reserved(), "the dead attempt holds nothing")
+
+	h.startWorker(t) // worker B
+	require.Eventually(t, func() bool {
+		st, err := h.cat.GetStoreStats(ctx, catalog.KindRollout, name)
+		return err == nil && st.BaseRows == 3 && st.PendingGenerations == 0
+	}, 60*time.Second, 100*time.Millisecond, "worker B retried and finished the merge")
+	s, release, err = h.mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	defer release()
+	page, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{"id"}})
+	require.NoError(t, err)
+	defer page.Rows.Release()
+	require.EqualValues(t, 3, page.Rows.NumRows(), "no row lost or duplicated")
+	m, err := s.Table().Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Table().Check(ctx, m))
 }
