@@ -198,6 +198,14 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	require.Equal(t, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact"}, got)
 	require.Equal(t, 3, res.Queued[workflows.OpMergeWAL])
 
+	// Stats not observed within StatsStaleAfter are refreshed too, after everything else.
+	got = nil
+	time.Sleep(2 * time.Millisecond)
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, got, 8)
+	require.ElementsMatch(t, []string{"hot:stats_refresh", "warm:stats_refresh", "cold:stats_refresh", "fragmented:stats_refresh"}, got[4:])
+
 	got = nil
 	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{MaxRequests: 1})
 	require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 // Requester queues a maintenance request for a store (worker.RequestMaintenance in production).
 type Requester func(ctx context.Context, store workflows.StoreRef, req workflows.Request) error
 
-// SweepCandidates queues merge, index and compaction requests for the stores that need them,
-// hottest first, at most in.MaxRequests in all.
+// SweepCandidates queues merge, index, compaction and stats-refresh requests for the stores that
+// need them, hottest first, at most in.MaxRequests in all.
 func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInput) (workflows.SweepResult, error) {
 	in = in.WithDefaults()
 	if a.Request == nil {
@@ -68,5 +68,17 @@ func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInpu
 	if err != nil {
 		return res, err
 	}
-	return res, queue(fragmented, workflows.OpCompact)
+	if err := queue(fragmented, workflows.OpCompact); err != nil {
+		return res, err
+	}
+	// Stats nobody refreshed lately (an idle store, or one never observed) come last.
+	unobserved, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), in.MaxRequests)
+	if err != nil {
+		return res, err
+	}
+	asStats := make([]catalog.StoreStats, len(unobserved))
+	for i, st := range unobserved {
+		asStats[i] = catalog.StoreStats{Kind: st.Kind, Name: st.Name}
+	}
+	return res, queue(asStats, workflows.OpStatsRefresh)
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -302,4 +303,31 @@ func (c *Catalog) IndexCandidates(ctx context.Context, limit int) ([]StoreStats,
 	return c.queryStats(ctx, "index", `SELECT `+storeStatsColumns+` FROM store_stats s
 		WHERE s.index_covered_fragments < s.fragments AND `+liveStore+`
 		ORDER BY (s.fragments - s.index_covered_fragments) DESC LIMIT $1`, limit)
+}
+
+// StaleStatsCandidates: live stores whose stats were last observed before olderThan, or never,
+// least recently observed first — the work list of the stats refresh sweep.
+func (c *Catalog) StaleStatsCandidates(ctx context.Context, olderThan time.Time, limit int) ([]Store, error) {
+	rows, err := c.pool.Query(ctx, `
+		SELECT `+prefixed("r.", storeColumns)+` FROM stores r
+		LEFT JOIN store_stats s ON s.kind = r.kind AND s.name = r.name
+		WHERE r.deleted_at IS NULL AND (s.updated_at IS NULL OR s.updated_at < $1)
+		ORDER BY s.updated_at NULLS FIRST, r.kind, r.name LIMIT $2`, olderThan, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: stale stats candidates: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	if err != nil {
+		return nil, fmt.Errorf("catalog: stale stats candidates: %w", err)
+	}
+	return out, nil
+}
+
+// prefixed qualifies every column of a comma-separated list with p.
+func prefixed(p, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, col := range parts {
+		parts[i] = p + strings.TrimSpace(col)
+	}
+	return strings.Join(parts, ", ")
 }

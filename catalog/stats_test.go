@@ -168,3 +168,26 @@ func TestCandidateQueriesRankAndSkipDeletedStores(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"unindexed", "warm"}, names(index))
 }
+
+func TestStaleStatsCandidates(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	for _, n := range []string{"fresh", "stale", "never", "deleted"} {
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, n))
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "fresh", UpdatedAt: now},
+		{Kind: catalog.KindRollout, Name: "stale", UpdatedAt: now.Add(-time.Hour)},
+		{Kind: catalog.KindRollout, Name: "deleted", UpdatedAt: now.Add(-time.Hour)},
+	}))
+	_, err := c.SoftDeleteStore(ctx, catalog.KindRollout, "deleted")
+	require.NoError(t, err)
+	got, err := c.StaleStatsCandidates(ctx, now.Add(-time.Minute), 10)
+	require.NoError(t, err)
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	require.Equal(t, []string{"never", "stale"}, names)
+}

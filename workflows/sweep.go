@@ -24,6 +24,7 @@ type SweepInput struct {
 	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
 	MinFragments          int           `json:"min_fragments,omitempty"`           // default 16
 	MaxRequests           int           `json:"max_requests,omitempty"`            // default 256 per sweep
+	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
 }
 
 // WithDefaults fills zero fields.
@@ -39,6 +40,9 @@ func (in SweepInput) WithDefaults() SweepInput {
 	}
 	if in.MaxRequests <= 0 {
 		in.MaxRequests = 256
+	}
+	if in.StatsStaleAfter <= 0 {
+		in.StatsStaleAfter = 10 * time.Minute
 	}
 	return in
 }
