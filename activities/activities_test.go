@@ -303,3 +303,39 @@ func TestMergeOnAnUnindexed100kRowStoreBuildsTheIndexFirst(t *testing.T) {
 	require.True(t, m.IndexCoversAll())
 	require.EqualValues(t, 101_000, m.Rows())
 }
+
+func TestRegistryCleanupReportsAndAdoptsOrphans(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.seed(t, "lost", 1, 3)
+	f.seed(t, "fine", 1, 3)
+	st, err := f.cat.GetStore(ctx, catalog.KindRollout, "lost")
+	require.NoError(t, err)
+	// The registry row disappears (a restore from an older backup, a bad migration...).
+	_, err = f.cat.SoftDeleteStore(ctx, catalog.KindRollout, "lost")
+	require.NoError(t, err)
+	require.NoError(t, f.cat.PurgeStore(ctx, st.ID))
+
+	val, err := f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{})
+	require.NoError(t, err)
+	var res workflows.RegistryCleanupResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 1, res.Orphans)
+	require.Equal(t, []string{st.URI}, res.OrphanURIs)
+	require.Zero(t, res.OrphansAdopted, "reported only")
+
+	val, err = f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{AdoptOrphans: true})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 1, res.OrphansAdopted)
+	back, err := f.cat.GetStore(ctx, catalog.KindRollout, "lost")
+	require.NoError(t, err)
+	require.Equal(t, st.URI, back.URI)
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "lost")
+	require.NoError(t, err)
+	defer release()
+	page, err := s.Scan(ctx, memwal.ScanOptions{})
+	require.NoError(t, err)
+	defer page.Rows.Release()
+	require.EqualValues(t, 3, page.Rows.NumRows(), "the adopted store has its data")
+}

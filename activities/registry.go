@@ -7,11 +7,13 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/workflows"
 )
 
-// RegistryCleanup purges stores soft-deleted longer than in.Grace (data first, then the row) and
-// deletes shard_stats rows idle longer than in.QuietShards.
+// RegistryCleanup purges stores soft-deleted longer than in.Grace (data first, then the row),
+// reports (and with in.AdoptOrphans adopts) datasets with no registry row, and deletes
+// shard_stats rows idle longer than in.QuietShards.
 func (a *Activities) RegistryCleanup(ctx context.Context, in workflows.RegistryCleanupInput) (workflows.RegistryCleanupResult, error) {
 	in = in.WithDefaults()
 	cat := a.Stores.Catalog()
@@ -32,6 +34,28 @@ func (a *Activities) RegistryCleanup(ctx context.Context, in workflows.RegistryC
 		}
 		res.StoresPurged++
 		res.ObjectsDeleted += n
+	}
+	for _, kind := range catalog.Kinds {
+		activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: "orphans " + string(kind)})
+		orphans, err := a.Stores.Orphans(ctx, kind)
+		if err != nil {
+			return res, err
+		}
+		for _, o := range orphans {
+			res.Orphans++
+			if len(res.OrphanURIs) < 100 {
+				res.OrphanURIs = append(res.OrphanURIs, o.URI)
+			}
+			if in.AdoptOrphans {
+				adopted, err := a.Stores.Adopt(ctx, o)
+				if err != nil {
+					return res, err
+				}
+				if adopted {
+					res.OrphansAdopted++
+				}
+			}
+		}
 	}
 	activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: "quiet shards"})
 	res.ShardRowsDeleted, err = cat.DeleteQuietShardStats(ctx, time.Now().Add(-in.QuietShards), 10_000)

@@ -282,3 +282,20 @@ func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {
 	}
 	return nil
 }
+
+// RegisteredURIs reports which of uris belong to a registry row, live or soft-deleted.
+func (c *Catalog) RegisteredURIs(ctx context.Context, uris []string) (map[string]bool, error) {
+	rows, err := c.pool.Query(ctx, `SELECT DISTINCT uri FROM stores WHERE uri = ANY($1)`, uris)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: look up URIs: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: look up URIs: %w", err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, u := range found {
+		out[u] = true
+	}
+	return out, nil
+}

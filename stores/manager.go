@@ -332,3 +332,65 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 
 // DataDir is the directory the manager's stores live in.
 func (m *Manager) DataDir() string { return strings.TrimPrefix(m.rootURL, "file://") }
+
+// Orphan is a dataset on storage that no registry row (live or deleted) points at.
+type Orphan struct {
+	Kind catalog.Kind
+	Dir  string // the dataset's directory under <data dir>/<kind>/
+	URI  string
+}
+
+// Orphans lists the datasets of kind with no registry row.
+func (m *Manager) Orphans(ctx context.Context, kind catalog.Kind) ([]Orphan, error) {
+	lister, ok := m.root.(objstore.DirLister)
+	if !ok {
+		return nil, fmt.Errorf("the object store cannot list directories")
+	}
+	dirs, err := lister.ListDirs(ctx, string(kind))
+	if err != nil {
+		return nil, err
+	}
+	var out []Orphan
+	for start := 0; start < len(dirs); start += 1000 {
+		batch := dirs[start:min(start+1000, len(dirs))]
+		uris := make([]string, len(batch))
+		for i, d := range batch {
+			uris[i] = fmt.Sprintf("%s/%s/%s", m.rootURL, kind, d)
+		}
+		known, err := m.cat.RegisteredURIs(ctx, uris)
+		if err != nil {
+			return nil, err
+		}
+		for i, d := range batch {
+			if known[uris[i]] {
+				continue
+			}
+			// A purged store can leave empty directories behind: those are not datasets.
+			page, err := m.root.List(ctx, fmt.Sprintf("%s/%s/", kind, d), "", 1)
+			if err != nil {
+				return nil, err
+			}
+			if len(page.Objects) > 0 {
+				out = append(out, Orphan{Kind: kind, Dir: d, URI: uris[i]})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Adopt registers an orphaned rollout dataset under the name its directory carries
+// (<name>.<suffix>). Other kinds are not adopted: their declared schema is not on storage.
+func (m *Manager) Adopt(ctx context.Context, o Orphan) (bool, error) {
+	if o.Kind != catalog.KindRollout {
+		return false, nil
+	}
+	i := strings.LastIndexByte(o.Dir, '.')
+	if i <= 0 {
+		return false, nil
+	}
+	_, created, err := m.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: o.Kind, Name: o.Dir[:i], URI: o.URI})
+	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {
+		return false, nil // the name is taken by another store, or not a store name
+	}
+	return created, err
+}

@@ -1,6 +1,7 @@
 // RegistryCleanup: the hourly scheduled workflow (Schedule "strata-registry-cleanup") that purges
-// the data and registry rows of stores soft-deleted longer than a grace period and drops
-// shard_stats rows of shards that went quiet with nothing pending. One activity; it deletes as it
+// the data and registry rows of stores soft-deleted longer than a grace period, reports (and
+// optionally adopts) datasets on storage with no registry row, and drops shard_stats rows of
+// shards that went quiet with nothing pending. One activity; it deletes as it
 // goes, so an interrupted run loses nothing and the next run finishes the job.
 package workflows
 
@@ -22,6 +23,9 @@ type RegistryCleanupInput struct {
 	Grace       time.Duration `json:"grace,omitempty"`        // purge stores deleted longer ago than this (default 24h)
 	QuietShards time.Duration `json:"quiet_shards,omitempty"` // drop idle shard rows not observed for this long (default 24h)
 	MaxStores   int           `json:"max_stores,omitempty"`   // stores purged per run (default 100)
+	// AdoptOrphans registers rollout datasets found on storage with no registry row (they are
+	// always reported).
+	AdoptOrphans bool `json:"adopt_orphans,omitempty"`
 }
 
 // WithDefaults fills zero fields.
@@ -40,10 +44,13 @@ func (in RegistryCleanupInput) WithDefaults() RegistryCleanupInput {
 
 // RegistryCleanupResult reports a cleanup.
 type RegistryCleanupResult struct {
-	StoresPurged       int   `json:"stores_purged"`
-	ObjectsDeleted     int   `json:"objects_deleted"`
-	ShardRowsDeleted   int64 `json:"shard_rows_deleted"`
-	StoresLeftForLater int   `json:"stores_left_for_later"`
+	StoresPurged       int      `json:"stores_purged"`
+	ObjectsDeleted     int      `json:"objects_deleted"`
+	ShardRowsDeleted   int64    `json:"shard_rows_deleted"`
+	StoresLeftForLater int      `json:"stores_left_for_later"`
+	Orphans            int      `json:"orphans"`               // datasets with no registry row
+	OrphanURIs         []string `json:"orphan_uris,omitempty"` // the first 100 of them
+	OrphansAdopted     int      `json:"orphans_adopted,omitempty"`
 }
 
 // RegistryCleanup is the workflow function.

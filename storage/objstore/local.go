@@ -250,3 +250,31 @@ func (l *Local) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	}
 	return ObjectInfo{Key: key, Size: st.Size(), ModTime: st.ModTime()}, nil
 }
+
+// ListDirs names the subdirectories of prefix (a directory key; "" is the root).
+func (l *Local) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir := l.root
+	if p := strings.TrimSuffix(prefix, "/"); p != "" {
+		if err := Validate(p); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(l.root, filepath.FromSlash(p))
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: list dirs %s: %w", prefix, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}

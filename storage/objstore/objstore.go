@@ -99,3 +99,9 @@ func clampRange(size, offset, length int64) (int64, int64, error) {
 	end := min(offset+length, size)
 	return offset, end, nil
 }
+
+// DirLister is implemented by stores that can name the immediate sub-prefixes ("directories")
+// under a prefix without listing every object below them (S3: ListObjectsV2 with a delimiter).
+type DirLister interface {
+	ListDirs(ctx context.Context, prefix string) ([]string, error)
+}
