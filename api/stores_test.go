@@ -41,6 +41,8 @@ type cluster struct {
 	cat     *catalog.Catalog
 	dataDir string
 	mem     memory.Allocator
+
+	appendMaxGenerations int // 0 = the default backpressure limit
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -64,6 +66,7 @@ func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	mgr, err := stores.New(c.cat, stores.Config{DataDir: c.dataDir, Capacity: 4, Store: memwal.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
 		Metrics: memwal.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
+		AppendMaxGenerations: c.appendMaxGenerations,
 	}}, reg, log)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() { _ = mgr.Close(context.Background()) })
@@ -600,4 +603,21 @@ func TestAdminMaintenanceRoute(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, post("/api/v1/admin/table/m/maintenance", "admin", `{"op":"compact"}`).Code)
 	require.Equal(t, http.StatusNotFound, post("/api/v1/admin/rollout/nope/maintenance", "admin", `{"op":"compact"}`).Code)
 	require.Len(t, got, 1, "rejected requests queue nothing")
+}
+
+func TestPendingGenerationBackpressureAnswers503(t *testing.T) {
+	c := newCluster(t)
+	c.appendMaxGenerations = 2
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "bp"}, nil))
+	for i := range 2 {
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/bp/records?flush=true", map[string]any{"records": []any{rollout(fmt.Sprint(i), "t")}}, nil))
+	}
+	req := httptest.NewRequest("POST", "/api/v1/rollouts/bp/records", strings.NewReader(`{"records": [{"id": "x", "rollout_id": "t"}]}`))
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.NotEmpty(t, rec.Header().Get("Retry-After"))
+	require.Contains(t, rec.Body.String(), api.CodeOverloaded)
 }
