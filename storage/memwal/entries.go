@@ -81,7 +81,6 @@ type genKeys struct {
 	keys  []string
 	seqs  []uint64
 	tombs []bool
-	bytes int64
 }
 
 func (k *genKeys) find(key string) (int, bool) {
@@ -141,7 +140,6 @@ func decodeKeys(data []byte) (*genKeys, error) {
 			return nil, errCorruptKeys
 		}
 		k.keys, k.seqs, k.tombs = append(k.keys, key), append(k.seqs, seq), append(k.tombs, tomb)
-		k.bytes += int64(len(key)) + 24
 	}
 	return k, nil
 }

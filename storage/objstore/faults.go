@@ -47,11 +47,10 @@ type Rule struct {
 type Faulty struct {
 	Inner Store
 
-	mu          sync.Mutex
-	rules       []*Rule
-	crashAfter  int // writes left before the crash; -1 = never
-	crashed     bool
-	writesTotal int
+	mu         sync.Mutex
+	rules      []*Rule
+	crashAfter int // writes left before the crash; -1 = never
+	crashed    bool
 }
 
 // NewFaulty wraps inner with no faults.
@@ -83,13 +82,6 @@ func (f *Faulty) Crashed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.crashed
-}
-
-// Writes is the number of successful writes so far.
-func (f *Faulty) Writes() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writesTotal
 }
 
 // MatchKeyPrefix matches calls of the given ops (all ops when none) on keys with the prefix.
@@ -155,7 +147,6 @@ func (f *Faulty) wrote(op Op, err error) {
 		return
 	}
 	f.mu.Lock()
-	f.writesTotal++
 	if f.crashAfter > 0 {
 		f.crashAfter--
 	}

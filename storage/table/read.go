@@ -4,7 +4,6 @@ package table
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -71,14 +70,9 @@ type ScanOptions struct {
 	IncludeTombstones bool     // return tombstone rows too
 }
 
-// errStopScan lets a callback end a scan early without an error.
-var errStopScan = errors.New("stop scan")
-
-// StopScan is returned by a Scan callback to end the scan early; Scan then returns nil.
-var StopScan = errStopScan
-
 // Scan streams the live rows of version m, fragment by fragment, as records of at most
-// scanBatchRows rows. fn must not keep a record after returning without retaining it.
+// scanBatchRows rows. fn must not keep a record after returning without retaining it; an error
+// from fn ends the scan and is returned as is.
 func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
 	names, err := userColumns(m, opts.Columns)
 	if err != nil {
@@ -97,11 +91,7 @@ func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func
 		if f.LiveRows() == 0 {
 			continue
 		}
-		err := t.scanFragment(ctx, m, f, read, len(out), !opts.IncludeTombstones, fn)
-		if errors.Is(err, errStopScan) {
-			return nil
-		}
-		if err != nil {
+		if err := t.scanFragment(ctx, m, f, read, len(out), !opts.IncludeTombstones, fn); err != nil {
 			return err
 		}
 	}

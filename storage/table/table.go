@@ -141,9 +141,6 @@ func (t *Table) Version(ctx context.Context, v uint64) (*Manifest, error) {
 	return m, nil
 }
 
-// Store is the object store the table lives in.
-func (t *Table) Store() objstore.Store { return t.store }
-
 func randomName() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
