@@ -128,3 +128,26 @@ func TestGenericSchemaSpec(t *testing.T) {
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}
 }
+
+func TestCloseSealsEveryResidentStore(t *testing.T) {
+	m, cat, _ := newManager(t, 10)
+	_, _, err := m.Create(context.Background(), catalog.KindRollout, "s", nil, nil)
+	require.NoError(t, err)
+	s, release, err := m.Acquire(context.Background(), catalog.KindRollout, "s")
+	require.NoError(t, err)
+	appendOne(t, s, "unsealed")
+	release()
+	require.NoError(t, m.Close(context.Background()))
+
+	// Another worker (another instance id) sees the row: it was sealed at shutdown, not left to a replay.
+	other, err := New(cat, Config{DataDir: m.DataDir(), Store: memwal.Options{Instance: "other"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer other.Close(context.Background())
+	s2, release2, err := other.Acquire(context.Background(), catalog.KindRollout, "s")
+	require.NoError(t, err)
+	defer release2()
+	rec, err := s2.Get(context.Background(), "unsealed", []string{"id"})
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	rec.Release()
+}

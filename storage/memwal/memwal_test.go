@@ -1,7 +1,10 @@
 package memwal
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"errors"
 	"sync"
 	"testing"
@@ -184,4 +187,20 @@ func TestSizeTriggeredSeal(t *testing.T) {
 	appendIDs(t, a, e.mem, 1, ids("k", 25)...)
 	require.Eventually(t, func() bool { return pendingGens(t, a) == 1 }, 2*time.Second, 5*time.Millisecond)
 	require.EqualValues(t, 1, value(t, e.open("b"), "k0024"))
+}
+
+func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	e := newEnv(t, objstore.NewMemory())
+	a := e.open("a", func(o *Options) { o.ReadWarnGenerations = 2 })
+	for i := range 3 {
+		appendIDs(t, a, e.mem, int64(i), "k")
+		require.NoError(t, a.Flush(context.Background()))
+	}
+	require.EqualValues(t, 2, value(t, a, "k"))
+	require.EqualValues(t, 2, value(t, a, "k"))
+	require.Equal(t, 1, strings.Count(buf.String(), "many pending generations"), "warned, and rate-limited: %s", buf.String())
 }
