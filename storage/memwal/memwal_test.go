@@ -3,9 +3,9 @@ package memwal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
-	"errors"
 	"sync"
 	"testing"
 	"time"
