@@ -12,6 +12,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -33,13 +34,15 @@ func rowError(row int, col string, format string, args ...any) error {
 func (c codec) decode(rows []map[string]json.RawMessage, mem memory.Allocator) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(mem, c.schema)
 	defer b.Release()
+	c.reserve(b, rows)
+	fields := c.schema.Fields() // a copy per call: hoisted out of the row loop
 	for i, row := range rows {
 		for name := range row {
 			if len(c.schema.FieldIndices(name)) == 0 {
 				return nil, rowError(i, name, "not a column of this store")
 			}
 		}
-		for fi, f := range c.schema.Fields() {
+		for fi, f := range fields {
 			raw, ok := row[f.Name]
 			if !ok || isNull(raw) {
 				if !f.Nullable {
@@ -63,6 +66,58 @@ func (c codec) decode(rows []map[string]json.RawMessage, mem memory.Allocator) (
 		}
 	}
 	return b.NewRecordBatch(), nil
+}
+
+// jsonString returns the bytes of a JSON string value. The common case, a string with no escape
+// sequences and valid UTF-8, is returned in place without copying (callers copy it into a
+// builder); anything else goes through encoding/json. ok is false when raw is not a string.
+func jsonString(raw json.RawMessage) (v []byte, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		body := raw[1 : len(raw)-1]
+		if bytes.IndexByte(body, '\\') < 0 && bytes.IndexByte(body, '"') < 0 && !hasControl(body) && utf8.Valid(body) {
+			return body, true
+		}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, false
+	}
+	return []byte(s), true
+}
+
+// hasControl reports whether b holds a byte JSON forbids unescaped inside a string.
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve sizes every column builder for rows up front (string data by the raw values' length,
+// an upper bound), so appending never regrows a buffer.
+func (c codec) reserve(b *array.RecordBuilder, rows []map[string]json.RawMessage) {
+	for fi, f := range c.schema.Fields() {
+		fb := b.Field(fi)
+		fb.Reserve(len(rows))
+		var data int
+		switch fb.(type) {
+		case *array.StringBuilder, *array.LargeStringBuilder:
+			for _, row := range rows {
+				data += len(row[f.Name])
+			}
+		default:
+			continue
+		}
+		switch sb := fb.(type) {
+		case *array.StringBuilder:
+			sb.ReserveData(data)
+		case *array.LargeStringBuilder:
+			sb.ReserveData(data)
+		}
+	}
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -104,12 +159,18 @@ func truncate(raw json.RawMessage) string {
 // appendJSON appends one non-null JSON value to b as type dt.
 func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
 	switch bb := b.(type) {
-	case *array.StringBuilder, *array.LargeStringBuilder:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+	case *array.StringBuilder:
+		v, ok := jsonString(raw)
+		if !ok {
 			return fmt.Errorf("want a string, got %s", truncate(raw))
 		}
-		appendString(b, s)
+		bb.BinaryBuilder.Append(v)
+	case *array.LargeStringBuilder:
+		v, ok := jsonString(raw)
+		if !ok {
+			return fmt.Errorf("want a string, got %s", truncate(raw))
+		}
+		bb.BinaryBuilder.Append(v)
 	case *array.BooleanBuilder:
 		var v bool
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -147,10 +208,11 @@ func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
 		}
 		bb.Append(v)
 	case *array.TimestampBuilder:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		v, ok := jsonString(raw)
+		if !ok {
 			return fmt.Errorf("want an RFC 3339 timestamp string, got %s", truncate(raw))
 		}
+		s := string(v)
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return fmt.Errorf("want an RFC 3339 timestamp, got %q", s)

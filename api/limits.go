@@ -28,6 +28,9 @@ type idleBody struct {
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
+	if b.timedOut { // sticky: a decoder that reads again after the error counts one timeout
+		return 0, errBodyIdle
+	}
 	_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout)) // unsupported (tests): no deadline
 	n, err := b.ReadCloser.Read(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
