@@ -111,7 +111,9 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			wg.Wait()
 			return float64(p3Clients*p3Batches*p3Batch) / time.Since(start).Seconds()
 		}
-		jsonRate := run(func(cl, bt int) { post("/api/v1/rollouts/json/records", "application/json", jsonBodies[cl*p3Batches+bt]) })
+		jsonRate := run(func(cl, bt int) {
+			post("/api/v1/rollouts/json/records", "application/json", jsonBodies[cl*p3Batches+bt])
+		})
 		arrowRate := run(func(cl, bt int) {
 			post("/api/v1/rollouts/arrow/records", "application/vnd.apache.arrow.stream", arrowBodies[cl*p3Batches+bt])
 		})
