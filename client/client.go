@@ -1,0 +1,227 @@
+// The Client type: base URL, bearer tokens, and the request/response plumbing every call shares.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is a store kind: KindRollout or KindGeneric.
+type Kind string
+
+const (
+	KindRollout Kind = "rollout"
+	KindGeneric Kind = "generic"
+)
+
+// ParseKind accepts "rollout"/"rollouts" and "generic".
+func ParseKind(s string) (Kind, error) {
+	switch strings.ToLower(s) {
+	case "rollout", "rollouts":
+		return KindRollout, nil
+	case "generic":
+		return KindGeneric, nil
+	}
+	return "", fmt.Errorf("unknown store kind %q: want rollout or generic", s)
+}
+
+// ParseRef splits "kind/name" (e.g. "rollout/run-7").
+func ParseRef(ref string) (Kind, string, error) {
+	k, name, ok := strings.Cut(ref, "/")
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("store %q: want <kind>/<name>, e.g. rollout/run-7", ref)
+	}
+	kind, err := ParseKind(k)
+	return kind, name, err
+}
+
+// collection is the URL segment of a kind's routes.
+func (k Kind) collection() string {
+	if k == KindRollout {
+		return "rollouts"
+	}
+	return string(k)
+}
+
+// rowsField is the JSON field holding rows in a kind's append body and list page.
+func (k Kind) rowsField() string {
+	if k == KindRollout {
+		return "records"
+	}
+	return "rows"
+}
+
+// Client talks to one Strata API endpoint (any worker of a cluster).
+type Client struct {
+	base       *url.URL
+	http       *http.Client
+	token      string
+	adminToken string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sets the bearer token of the data API (STRATA_API_TOKEN on the server).
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithAdminToken sets the bearer token of the admin routes (maintenance triggers).
+func WithAdminToken(token string) Option { return func(c *Client) { c.adminToken = token } }
+
+// WithHTTPClient replaces the HTTP client (default: no overall timeout; use contexts).
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// New returns a client of the API at baseURL, e.g. "http://127.0.0.1:3000".
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
+	}
+	c := &Client{base: u, http: &http.Client{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Error is an error answer of the API.
+type Error struct {
+	Status     int           // HTTP status
+	Code       string        // the envelope's code, e.g. NOT_FOUND, INVALID_ARGUMENT
+	Message    string        // the envelope's message
+	RetryAfter time.Duration // from Retry-After on 503s
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("strata: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// IsNotFound reports whether err is a 404 answer (unknown store).
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// request is one API call.
+type request struct {
+	method      string
+	path        string // under the base URL, already escaped
+	query       url.Values
+	body        io.Reader
+	contentType string
+	accept      string
+	admin       bool
+}
+
+// do sends r and returns the response when its status is 2xx; otherwise it decodes the error
+// envelope into *Error. The caller closes the body.
+func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
+	target := c.base.String() + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, r.body)
+	if err != nil {
+		return nil, err
+	}
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if r.accept != "" {
+		req.Header.Set("Accept", r.accept)
+	}
+	token := c.token
+	if r.admin {
+		token = c.adminToken
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	e := &Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode)}
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(data, &env) == nil && env.Error.Code != "" {
+		e.Code, e.Message = env.Error.Code, env.Error.Message
+	} else {
+		e.Message = strings.TrimSpace(string(data))
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return nil, e
+}
+
+// doJSON sends in (when not nil) as JSON and decodes the answer into out (when not nil).
+func (c *Client) doJSON(ctx context.Context, r request, in, out any) error {
+	_, err := c.doJSONStatus(ctx, r, in, out)
+	return err
+}
+
+// doJSONStatus is doJSON that also returns the (2xx) status of the answer.
+func (c *Client) doJSONStatus(ctx context.Context, r request, in, out any) (int, error) {
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return 0, err
+		}
+		r.body, r.contentType = bytes.NewReader(data), "application/json"
+	}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return resp.StatusCode, fmt.Errorf("strata: decode %s %s answer: %w", r.method, r.path, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// storePath is /api/v1/<collection>/<name>[/<rest>...] with each segment escaped.
+func storePath(kind Kind, name string, rest ...string) string {
+	p := "/api/v1/" + kind.collection() + "/" + url.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+// Health is the answer of GET /api/v1/health.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	Catalog string `json:"catalog"`
+}
+
+// Health checks the worker and its catalog.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/health"}, nil, &h)
+	return h, err
+}

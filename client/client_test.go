@@ -1,0 +1,204 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/client"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/workflows"
+)
+
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+
+// server is a real API worker (real PostgreSQL catalog, local data directory) behind httptest.
+func server(t *testing.T, mod func(*api.Deps)) string {
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := prometheus.NewRegistry()
+	mgr, err := stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "w"}}, reg, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	d := api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: "test"}
+	if mod != nil {
+		mod(&d)
+	}
+	srv := httptest.NewServer(api.New(d))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func rows(t *testing.T, objs ...map[string]any) []json.RawMessage {
+	out := make([]json.RawMessage, len(objs))
+	for i, o := range objs {
+		data, err := json.Marshal(o)
+		require.NoError(t, err)
+		out[i] = data
+	}
+	return out
+}
+
+func TestRolloutStoreLifecycle(t *testing.T) {
+	ctx := context.Background()
+	c, err := client.New(server(t, nil))
+	require.NoError(t, err)
+	h, err := c.Health(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "test", h.Version)
+
+	_, created, err := c.CreateStore(ctx, client.KindRollout, "run-1", client.CreateOptions{})
+	require.NoError(t, err)
+	require.True(t, created)
+	_, created, err = c.CreateStore(ctx, client.KindRollout, "run-1", client.CreateOptions{})
+	require.NoError(t, err)
+	require.False(t, created, "the same definition again is not a new store")
+
+	var batch []map[string]any
+	for i := range 5 {
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("r%d", i), "rollout_id": "t1", "content": fmt.Sprint("step ", i)})
+	}
+	res, err := c.Append(ctx, client.KindRollout, "run-1", rows(t, batch...), true)
+	require.NoError(t, err)
+	require.Equal(t, 5, res.Count)
+
+	row, err := c.Get(ctx, client.KindRollout, "run-1", "r3")
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(row, &got))
+	require.Equal(t, "step 3", got["content"])
+	_, err = c.Get(ctx, client.KindRollout, "run-1", "nope")
+	require.ErrorIs(t, err, client.ErrRowNotFound)
+
+	var ids []string
+	require.NoError(t, c.Scan(ctx, client.KindRollout, "run-1", client.ScanOptions{PageSize: 2}, func(r json.RawMessage) error {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(r, &m))
+		ids = append(ids, m["id"].(string))
+		return nil
+	}))
+	require.Equal(t, []string{"r0", "r1", "r2", "r3", "r4"}, ids, "pages follow the cursor in key order")
+	ids = nil
+	require.NoError(t, c.Scan(ctx, client.KindRollout, "run-1", client.ScanOptions{PageSize: 2, Limit: 3}, func(json.RawMessage) error {
+		ids = append(ids, "x")
+		return nil
+	}))
+	require.Len(t, ids, 3, "Limit stops the scan")
+
+	var arrowRows int64
+	require.NoError(t, c.ScanArrow(ctx, client.KindRollout, "run-1", client.ScanOptions{PageSize: 3}, func(rec arrow.RecordBatch) error {
+		arrowRows += rec.NumRows()
+		return nil
+	}))
+	require.EqualValues(t, 5, arrowRows)
+
+	rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, "a1", "a2")
+	defer rec.Release()
+	res, err = c.AppendArrow(ctx, client.KindRollout, "run-1", rec, false)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Count)
+	_, err = c.Get(ctx, client.KindRollout, "run-1", "a2")
+	require.NoError(t, err, "read-your-write on the answering worker")
+
+	require.NoError(t, c.DeleteRow(ctx, client.KindRollout, "run-1", "r0"))
+	_, err = c.Get(ctx, client.KindRollout, "run-1", "r0")
+	require.ErrorIs(t, err, client.ErrRowNotFound)
+	require.NoError(t, c.Flush(ctx, client.KindRollout, "run-1"))
+
+	page, err := c.ListStores(ctx, client.KindRollout, "run", "", 0)
+	require.NoError(t, err)
+	require.Len(t, page.Stores, 1)
+	require.NoError(t, c.DeleteStore(ctx, client.KindRollout, "run-1"))
+	_, err = c.GetStore(ctx, client.KindRollout, "run-1")
+	require.True(t, client.IsNotFound(err), "%v", err)
+}
+
+func TestGenericStoreAndErrors(t *testing.T) {
+	ctx := context.Background()
+	c, err := client.New(server(t, nil))
+	require.NoError(t, err)
+	_, _, err = c.CreateStore(ctx, client.KindGeneric, "g", client.CreateOptions{Schema: json.RawMessage(`{"columns": [["x", "nonsense"]]}`)})
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.Status)
+	require.NotEmpty(t, apiErr.Code)
+	require.NotEmpty(t, apiErr.Message)
+
+	schema := json.RawMessage(`{"columns": [["id", "string"], ["step", "int64"], ["tag", "string"]]}`)
+	s, created, err := c.CreateStore(ctx, client.KindGeneric, "g", client.CreateOptions{Schema: schema})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.JSONEq(t, string(schema), string(s.Schema))
+	_, err = c.Append(ctx, client.KindGeneric, "g", rows(t,
+		map[string]any{"id": "a", "step": 1, "tag": "x"}, map[string]any{"id": "b", "step": 2, "tag": "y"}), true)
+	require.NoError(t, err)
+	row, err := c.Get(ctx, client.KindGeneric, "g", "b")
+	require.NoError(t, err)
+	require.Contains(t, string(row), `"tag":"y"`)
+	_, err = c.Get(ctx, client.KindGeneric, "g", "zzz")
+	require.ErrorIs(t, err, client.ErrRowNotFound)
+	var n int
+	require.NoError(t, c.Scan(ctx, client.KindGeneric, "g", client.ScanOptions{Filter: json.RawMessage(`{"tag":"x"}`)},
+		func(json.RawMessage) error { n++; return nil }))
+	require.Equal(t, 1, n)
+
+	_, err = c.Get(ctx, client.KindGeneric, "missing", "a")
+	require.True(t, client.IsNotFound(err))
+	require.NotErrorIs(t, err, client.ErrRowNotFound, "an unknown store is not a missing row")
+	_, err = c.GetStore(ctx, client.KindRollout, "../etc")
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.Status)
+}
+
+func TestTokensAndMaintenance(t *testing.T) {
+	ctx := context.Background()
+	var queued []string
+	url := server(t, func(d *api.Deps) {
+		d.APIToken, d.AdminToken = "data-secret", "admin-secret"
+		d.Maintenance = func(_ context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
+			queued = append(queued, s.WorkflowID()+" "+string(r.Op))
+			return "run-1", nil
+		}
+	})
+	anon, err := client.New(url)
+	require.NoError(t, err)
+	_, err = anon.ListStores(ctx, client.KindRollout, "", "", 0)
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusUnauthorized, apiErr.Status)
+
+	c, err := client.New(url, client.WithToken("data-secret"), client.WithAdminToken("admin-secret"))
+	require.NoError(t, err)
+	_, _, err = c.CreateStore(ctx, client.KindRollout, "m", client.CreateOptions{})
+	require.NoError(t, err)
+	run, err := c.RequestMaintenance(ctx, client.KindRollout, "m", client.OpCompact)
+	require.NoError(t, err)
+	require.Equal(t, "store/rollout/m", run.WorkflowID)
+	require.Equal(t, "run-1", run.RunID)
+	require.Equal(t, []string{"store/rollout/m compact"}, queued)
+
+	_, err = client.New("ftp://x")
+	require.Error(t, err)
+	k, name, err := client.ParseRef("rollouts/run-7")
+	require.NoError(t, err)
+	require.Equal(t, client.KindRollout, k)
+	require.Equal(t, "run-7", name)
+	_, _, err = client.ParseRef("run-7")
+	require.Error(t, err)
+}
