@@ -1,6 +1,8 @@
 // Command strata is Strata's single binary: `strata serve` runs the HTTP data API (optionally
 // with the maintenance worker), `strata worker` runs the Temporal maintenance worker, `strata
-// version` prints the build. Every flag can also be set as an environment variable: the flag
+// dev` runs both for local development; `strata store|append|get|scan` use the API through the
+// Go client, `strata maint` queues maintenance, `strata status` reads the catalog's stats and
+// `strata version` prints the build. Every flag can also be set as an environment variable: the flag
 // name upper-cased with '-' turned into '_' and the prefix STRATA_ (--database-url ->
 // STRATA_DATABASE_URL). A flag on the command line wins over the environment.
 package main
@@ -53,8 +55,14 @@ func rootCommand() *ffcli.Command {
 		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Subcommands: []*ffcli.Command{
 			serveCommand(),
+			devCommand(),
 			workerCommand(),
 			maintCommand(),
+			storeCommand(),
+			appendCommand(),
+			getCommand(),
+			scanCommand(),
+			statusCommand(),
 			versionCommand(),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },

@@ -55,7 +55,11 @@ type serveConfig struct {
 // DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=disable"
 
-func (c *serveConfig) register(fs *flag.FlagSet) {
+func (c *serveConfig) register(fs *flag.FlagSet) { c.registerWith(fs, false) }
+
+// registerWith registers serve's flags; maintenanceWorker is the default of --maintenance-worker
+// (on for `strata dev`).
+func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.ListenAddr, "listen-addr", "127.0.0.1:3000", "address the HTTP API listens on")
 	c.registerStores(fs)
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
@@ -66,7 +70,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
-	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", false, "also run the Temporal maintenance worker in this process")
+	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	c.Temporal.register(fs)
 }
 

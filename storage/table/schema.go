@@ -4,6 +4,7 @@
 package table
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -151,20 +153,54 @@ func align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (a
 			}
 		}
 		col := rec.Column(idx[0])
-		if !arrow.TypeEqual(col.DataType(), f.Type) {
+		if arrow.TypeEqual(col.DataType(), f.Type) {
+			col.Retain()
+		} else if widened, ok := widen(col, f.Type, mem); ok {
+			col = widened
+		} else {
 			release()
 			return nil, schemaErr("column %q has type %s, want %s", f.Name, col.DataType(), f.Type)
 		}
+		cols = append(cols, col)
 		if !f.Nullable && col.NullN() > 0 {
 			release()
 			return nil, schemaErr("column %q is non-null but the batch has %d nulls", f.Name, col.NullN())
 		}
-		col.Retain()
-		cols = append(cols, col)
 	}
 	out := array.NewRecordBatch(schema, cols, int64(n))
 	release()
 	return out, nil
+}
+
+// widen converts col to want when that loses nothing: utf8 -> large_utf8 and binary ->
+// large_binary (what Parquet and most writers produce for the store's large columns), a narrower
+// integer or float to a wider one of the same kind, and timestamps between units when every
+// value converts exactly (a safe cast fails otherwise). The caller releases the result.
+func widen(col arrow.Array, want arrow.DataType, mem memory.Allocator) (arrow.Array, bool) {
+	from := col.DataType().ID()
+	ok := false
+	switch want.ID() {
+	case arrow.LARGE_STRING:
+		ok = from == arrow.STRING
+	case arrow.LARGE_BINARY:
+		ok = from == arrow.BINARY
+	case arrow.INT64:
+		ok = from == arrow.INT8 || from == arrow.INT16 || from == arrow.INT32
+	case arrow.INT32:
+		ok = from == arrow.INT8 || from == arrow.INT16
+	case arrow.FLOAT64:
+		ok = from == arrow.FLOAT32
+	case arrow.TIMESTAMP:
+		ok = from == arrow.TIMESTAMP
+	}
+	if !ok {
+		return nil, false
+	}
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), col, compute.SafeCastOptions(want))
+	if err != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // Schema JSON: the manifest's portable description of an Arrow schema.

@@ -1,0 +1,37 @@
+// `strata dev`: the whole local service in one process — the HTTP API on :3000, the maintenance
+// worker and its Temporal Schedules — for `make run` and laptops. Same flags as `strata serve`,
+// with --maintenance-worker on.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+)
+
+func devCommand() *ffcli.Command {
+	var cfg serveConfig
+	var uiURL string
+	fs := flag.NewFlagSet("strata dev", flag.ContinueOnError)
+	cfg.registerWith(fs, true)
+	fs.StringVar(&uiURL, "temporal-ui-url", "http://127.0.0.1:8233", "the Temporal Web UI, printed at start")
+	return &ffcli.Command{
+		Name:       "dev",
+		ShortUsage: "strata dev [flags]",
+		ShortHelp:  "Run the API, the maintenance worker and its schedules in one process (local development).",
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		Exec: func(ctx context.Context, _ []string) error {
+			fmt.Printf("Strata API:      http://%s/api/v1/health\n", cfg.ListenAddr)
+			fmt.Printf("OpenAPI:         http://%s/api/v1/openapi.json\n", cfg.ListenAddr)
+			fmt.Printf("Metrics:         http://%s/metrics\n", cfg.ListenAddr)
+			if cfg.MaintenanceWorker {
+				fmt.Printf("Temporal Web UI: %s (maintenance workflows, Schedules page: strata-sweep)\n", uiURL)
+			}
+			return serve(ctx, cfg)
+		},
+	}
+}

@@ -1,0 +1,262 @@
+// `strata get` and `strata scan`: read rows through the API. scan writes JSONL, Parquet or an
+// aligned table, following the keyset cursor page by page.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/strata-store/strata/client"
+	"github.com/strata-store/strata/stores"
+)
+
+func getCommand() *ffcli.Command {
+	var cfg clientConfig
+	fs := flag.NewFlagSet("strata get", flag.ContinueOnError)
+	cfg.register(fs)
+	return &ffcli.Command{
+		Name:       "get",
+		ShortUsage: "strata get <kind>/<name> <id>",
+		ShortHelp:  "Print one row as JSON.",
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("usage: strata get <kind>/<name> <id>")
+			}
+			kind, name, err := client.ParseRef(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := cfg.client()
+			if err != nil {
+				return err
+			}
+			row, err := c.Get(ctx, kind, name, args[1])
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			_ = json.Indent(&buf, row, "", "  ")
+			fmt.Println(buf.String())
+			return nil
+		},
+	}
+}
+
+type scanConfig struct {
+	client   clientConfig
+	format   string
+	output   string
+	filter   string
+	limit    int
+	pageSize int
+}
+
+func scanCommand() *ffcli.Command {
+	var cfg scanConfig
+	fs := flag.NewFlagSet("strata scan", flag.ContinueOnError)
+	cfg.client.register(fs)
+	fs.StringVar(&cfg.format, "format", "jsonl", "output: jsonl, parquet or table")
+	fs.StringVar(&cfg.output, "output", "-", "output file (- = stdout; parquet needs a file)")
+	fs.StringVar(&cfg.filter, "filter", "", `column equalities as JSON, e.g. {"rollout_id":"r1"}`)
+	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (0 = all)")
+	fs.IntVar(&cfg.pageSize, "page-size", 1000, "rows per request")
+	return &ffcli.Command{
+		Name:       "scan",
+		ShortUsage: "strata scan [flags] <kind>/<name>",
+		ShortHelp:  "Read every row (in id order) as JSONL, Parquet or a table.",
+		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		Exec: func(ctx context.Context, args []string) error {
+			kind, name, err := oneStoreArg(args)
+			if err != nil {
+				return err
+			}
+			c, err := cfg.client.client()
+			if err != nil {
+				return err
+			}
+			opts := client.ScanOptions{PageSize: cfg.pageSize, Limit: cfg.limit}
+			if cfg.filter != "" {
+				if opts.Filter, err = readJSONArg(cfg.filter); err != nil {
+					return fmt.Errorf("--filter: %w", err)
+				}
+			}
+			if cfg.format == "parquet" && cfg.output == "-" {
+				return fmt.Errorf("--format parquet needs --output <file>")
+			}
+			out := io.Writer(os.Stdout)
+			if cfg.output != "-" {
+				f, err := os.Create(cfg.output)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				out = f
+			}
+			switch cfg.format {
+			case "jsonl":
+				return scanJSONL(ctx, c, kind, name, opts, out)
+			case "table":
+				return scanTable(ctx, c, kind, name, opts, out)
+			case "parquet":
+				return scanParquet(ctx, c, kind, name, opts, out)
+			}
+			return fmt.Errorf("--format %q: want jsonl, parquet or table", cfg.format)
+		},
+	}
+}
+
+func scanJSONL(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {
+	w := bufio.NewWriter(out)
+	err := c.Scan(ctx, kind, name, opts, func(row json.RawMessage) error {
+		w.Write(row)
+		return w.WriteByte('\n')
+	})
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// scanTable prints rows as aligned columns (id first, then the other columns by name); long
+// values are cut at 40 characters.
+func scanTable(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	var columns []string
+	err := c.Scan(ctx, kind, name, opts, func(raw json.RawMessage) error {
+		var row map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &row); err != nil {
+			return err
+		}
+		if columns == nil {
+			for k := range row {
+				if k != "id" {
+					columns = append(columns, k)
+				}
+			}
+			slices.Sort(columns)
+			columns = append([]string{"id"}, columns...)
+			fmt.Fprintln(tw, strings.ToUpper(strings.Join(columns, "\t")))
+		}
+		cells := make([]string, len(columns))
+		for i, col := range columns {
+			cells[i] = tableCell(row[col])
+		}
+		_, err := fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Flush()
+}
+
+func tableCell(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(raw)
+	}
+	s = strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:39]) + "…"
+	}
+	if s == "" || s == "null" {
+		s = "-"
+	}
+	return s
+}
+
+// scanParquet writes the rows as one Parquet file (zstd): rollout pages arrive as Arrow IPC;
+// generic rows are decoded against the store's declared schema.
+func scanParquet(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {
+	var w *pqarrow.FileWriter
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	write := func(rec arrow.RecordBatch) error {
+		if w == nil {
+			var err error
+			if w, err = pqarrow.NewFileWriter(rec.Schema(), out, props, pqarrow.DefaultWriterProps()); err != nil {
+				return err
+			}
+		}
+		return w.WriteBuffered(rec)
+	}
+	var err error
+	if kind == client.KindRollout {
+		err = c.ScanArrow(ctx, kind, name, opts, write)
+	} else {
+		err = scanGenericRecords(ctx, c, name, opts, write)
+	}
+	if err != nil {
+		return err
+	}
+	if w == nil {
+		return fmt.Errorf("%s/%s has no rows: nothing written", kind, name)
+	}
+	return w.Close()
+}
+
+// scanGenericRecords pages generic rows and converts each page to a record batch of the store's
+// schema (binary columns, which listings leave out, excluded).
+func scanGenericRecords(ctx context.Context, c *client.Client, name string, opts client.ScanOptions, fn func(arrow.RecordBatch) error) error {
+	info, err := c.GetStore(ctx, client.KindGeneric, name)
+	if err != nil {
+		return err
+	}
+	full, err := stores.ParseSchemaSpec(info.Schema)
+	if err != nil {
+		return err
+	}
+	var fields []arrow.Field
+	for _, f := range full.Fields() {
+		if f.Type.ID() != arrow.BINARY && f.Type.ID() != arrow.LARGE_BINARY {
+			fields = append(fields, f)
+		}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	var page []json.RawMessage
+	pageSize := max(opts.PageSize, 1)
+	flush := func() error {
+		if len(page) == 0 {
+			return nil
+		}
+		data, _ := json.Marshal(page)
+		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("convert rows to the store schema: %w", err)
+		}
+		defer rec.Release()
+		page = page[:0]
+		return fn(rec)
+	}
+	err = c.Scan(ctx, client.KindGeneric, name, opts, func(row json.RawMessage) error {
+		page = append(page, row)
+		if len(page) >= pageSize {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
