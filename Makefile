@@ -38,15 +38,13 @@ services-stop:
 	@scripts/temporal.sh stop
 	@scripts/pg.sh stop
 
-## run: services + strata serve (API + maintenance worker + schedules) in the foreground
-run: build services
-	@echo "Strata API:      http://127.0.0.1:3000/api/v1/health"
-	@echo "Metrics:         http://127.0.0.1:3000/metrics"
-	@echo "Temporal Web UI: http://127.0.0.1:8233"
-	STRATA_DATABASE_URL=$$(scripts/pg.sh url) STRATA_MAINTENANCE_WORKER=true $(BIN)/strata serve
+## run: PostgreSQL + Temporal dev server (reused when already running) + `strata dev` (API :3000,
+## maintenance worker, schedules) in the foreground; Ctrl-C stops what it started, data stays in .data/
+run: build tools
+	@scripts/run.sh
 
 ## test: tools, test services (separate ports and .data/test), then every test
-test: tools test-services
+test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
 	scripts/check-parquet-interop.sh
 

@@ -3,11 +3,14 @@ package testenv
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func runScript(t *testing.T, env []string, script string, args ...string) (string, error) {
@@ -72,5 +75,88 @@ func TestTemporalScriptFailsClearlyOnABusyPort(t *testing.T) {
 	}
 	if !strings.Contains(out, "is taken by something that is not a healthy Temporal server") {
 		t.Fatalf("unclear failure:\n%s", out)
+	}
+}
+
+// run.sh (make run): starts PostgreSQL, Temporal and `strata dev`, serves, and on Ctrl-C (SIGINT
+// to its process group) stops everything it started; a busy API port fails clearly at once.
+func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
+	for _, b := range []string{"temporal", "strata"} {
+		if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", b)); err != nil {
+			t.Skipf("bin/%s is not built (make build tools)", b)
+		}
+	}
+	dir, err := os.MkdirTemp("", "strata-runscript-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"STRATA_PG_DIR=" + filepath.Join(dir, "pg"), fmt.Sprintf("STRATA_PG_PORT=%d", ports[0]),
+		fmt.Sprintf("STRATA_TEMPORAL_PORT=%d", ports[1]), fmt.Sprintf("STRATA_TEMPORAL_UI_PORT=%d", ports[2]),
+		"STRATA_TEMPORAL_DB=" + filepath.Join(dir, "temporal.db"), fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", ports[3]),
+		"STRATA_DATA_URL=file://" + filepath.Join(dir, "stores"), "STRATA_DATABASE_URL=", "STRATA_TEMPORAL_ADDRESS="}
+
+	busy, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runScript(t, env, "run.sh")
+	busy.Close()
+	if err == nil || !strings.Contains(out, "already in use") {
+		t.Fatalf("a busy API port must fail clearly: %v\n%s", err, out)
+	}
+
+	cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "run.sh"))
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), env...)
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	health := fmt.Sprintf("http://127.0.0.1:%d/api/v1/health", ports[3])
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(health)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stack did not come up:\n%s", buf.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("run.sh did not stop after Ctrl-C:\n%s", buf.String())
+	}
+	for _, p := range []int{ports[0], ports[1], ports[3]} {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still answers after Ctrl-C:\n%s", p, buf.String())
+		}
+	}
+	if !strings.Contains(buf.String(), "stopped strata and pg temporal") {
+		t.Errorf("run.sh did not report what it stopped:\n%s", buf.String())
 	}
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make run`: the local stack in the foreground. Starts PostgreSQL (.data/pg) and the Temporal dev
+# server (.data/temporal.db, Web UI :8233) unless they already run (then they are reused and left
+# running), then `strata dev` (API :3000 + maintenance worker + schedules). Ctrl-C stops strata
+# and every service this script started; data stays in .data/ for the next run.
+#
+#   env: STRATA_LISTEN_ADDR (127.0.0.1:3000) and the pg.sh / temporal.sh variables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+listen=${STRATA_LISTEN_ADDR:-127.0.0.1:3000}
+started=()
+cleanup() {
+  trap - INT TERM EXIT
+  [ -n "${strata_pid:-}" ] && kill -TERM "$strata_pid" 2>/dev/null && wait "$strata_pid" 2>/dev/null || true
+  for svc in "${started[@]}"; do
+    "scripts/$svc.sh" stop || true
+  done
+  echo "run.sh: stopped strata${started[*]:+ and ${started[*]}}"
+}
+trap cleanup INT TERM EXIT
+
+# The API port must be free: a second `make run` fails here instead of half-starting.
+if (exec 3<>"/dev/tcp/${listen%:*}/${listen##*:}") 2>/dev/null; then
+  echo "run.sh: $listen is already in use (another 'make run' or 'strata dev'?); stop it or set STRATA_LISTEN_ADDR" >&2
+  exit 1
+fi
+for svc in pg temporal; do
+  if "scripts/$svc.sh" status >/dev/null 2>&1; then
+    echo "run.sh: reusing the $svc server already running"
+  else
+    "scripts/$svc.sh" start
+    started+=("$svc")
+  fi
+done
+
+export STRATA_DATABASE_URL=${STRATA_DATABASE_URL:-$(scripts/pg.sh url)}
+export STRATA_TEMPORAL_ADDRESS=${STRATA_TEMPORAL_ADDRESS:-127.0.0.1:${STRATA_TEMPORAL_PORT:-7233}}
+export STRATA_TEMPORAL_UI_URL=${STRATA_TEMPORAL_UI_URL:-http://127.0.0.1:${STRATA_TEMPORAL_UI_PORT:-8233}}
+export STRATA_LISTEN_ADDR=$listen
+bin/strata dev &
+strata_pid=$!
+wait "$strata_pid" || true
+strata_pid=
