@@ -44,6 +44,7 @@ type Activities struct {
 	Merge             memwal.MergeOptions
 	Compaction        table.CompactionConfig
 	Cleanup           table.CleanupOptions
+	Metrics           *Metrics // maintenance outcome metrics (nil: not counted)
 }
 
 // heartbeater records the latest details on an interval until stopped.
@@ -111,7 +112,8 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*memwal.
 
 // withStore acquires the store, heartbeats (starting in phase) while fn runs, and releases both.
 func (a *Activities) withStore(ctx context.Context, ref workflows.StoreRef, phase string,
-	fn func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error)) (workflows.ActivityResult, error) {
+	fn func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
+	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
 	s, release, err := a.open(ctx, ref)
 	if err != nil {
 		return workflows.ActivityResult{}, err

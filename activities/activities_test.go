@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -338,4 +339,29 @@ func TestRegistryCleanupReportsAndAdoptsOrphans(t *testing.T) {
 	require.NoError(t, err)
 	defer page.Rows.Release()
 	require.EqualValues(t, 3, page.Rows.NumRows(), "the adopted store has its data")
+}
+
+// Every store activity attempt is counted by activity type and outcome; the names pass promlint.
+func TestActivityOutcomeMetrics(t *testing.T) {
+	f := newFixture(t, 1<<30)
+	reg := prometheus.NewRegistry()
+	f.acts.Metrics = activities.NewMetrics(reg)
+	f.seed(t, "ok", 2, 3)
+	_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "ok"}})
+	require.NoError(t, err)
+	_, err = f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "missing"}})
+	require.ErrorContains(t, err, workflows.ErrStoreGone)
+
+	runs, err := testutil.GatherAndCount(reg, "strata_maintenance_activities_total")
+	require.NoError(t, err)
+	require.Equal(t, 2, runs, "one series per (activity, outcome) seen")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP strata_maintenance_activities_total Maintenance activity attempts by activity type and outcome (success, error, canceled, store_gone).
+# TYPE strata_maintenance_activities_total counter
+strata_maintenance_activities_total{activity="Compact",outcome="store_gone"} 1
+strata_maintenance_activities_total{activity="MergeWAL",outcome="success"} 1
+`), "strata_maintenance_activities_total"))
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems)
 }

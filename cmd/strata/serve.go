@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	defer rt.close(context.Background())
 	cat, mgr, reg := rt.catalog, rt.stores, rt.registry
 	if cfg.MaintenanceWorker {
-		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, log)
+		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, reg, log)
 		if err != nil {
 			return err
 		}

@@ -9,13 +9,17 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
 )
@@ -44,7 +48,7 @@ func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
 }
 
 // startMaintenanceWorker starts the maintenance worker; stop it with the returned function.
-func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.Logger) (func(), error) {
+func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	c, err := dialTemporal(cfg, log)
 	if err != nil {
 		return nil, err
@@ -58,7 +62,7 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.L
 			return nil, fmt.Errorf("create the maintenance schedules: %w", err)
 		}
 	}
-	w := worker.New(c, &activities.Activities{Stores: mgr}, worker.Options{ActivitySlots: cfg.ActivitySlots})
+	w := worker.New(c, &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg)}, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("start maintenance worker: %w", err)
@@ -69,9 +73,11 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, log *slog.L
 
 func workerCommand() *ffcli.Command {
 	var cfg serveConfig
+	var metricsAddr string
 	fs := flag.NewFlagSet("strata worker", flag.ContinueOnError)
 	cfg.registerStores(fs)
 	cfg.Temporal.register(fs)
+	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:3001", "address serving /metrics and /api/v1/health (empty = none)")
 	registerLogFlags(fs, &cfg.LogLevel, &cfg.LogFormat)
 	return &ffcli.Command{
 		Name:       "worker",
@@ -89,7 +95,14 @@ func workerCommand() *ffcli.Command {
 				return err
 			}
 			defer rt.close(context.Background())
-			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, log)
+			if metricsAddr != "" {
+				stopMetrics, err := serveMetrics(metricsAddr, rt, log)
+				if err != nil {
+					return err
+				}
+				defer stopMetrics()
+			}
+			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, rt.registry, log)
 			if err != nil {
 				return err
 			}
@@ -98,4 +111,18 @@ func workerCommand() *ffcli.Command {
 			return nil
 		},
 	}
+}
+
+// serveMetrics serves the worker's /metrics and a health route (for Prometheus and container
+// health checks) until the returned function is called.
+func serveMetrics(addr string, rt *runtime, log *slog.Logger) (func(), error) {
+	e := api.New(api.Deps{Log: log, Catalog: rt.catalog, Registry: rt.registry, Version: version})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("worker metrics", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }

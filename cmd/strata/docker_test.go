@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/strata-store/strata/internal/testenv"
+)
+
+// The deployment files in docker/ are checked here, next to the binary whose flags they set (no
+// Docker engine runs on the development machines): the compose file's services and wiring, the
+// STRATA_* variables against real flags, Prometheus' targets against the services' ports, and the
+// Grafana dashboard's queries against the metrics the code registers.
+
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       *struct{ Context, Dockerfile string }
+		Command     []string          `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+		DependsOn   yaml.Node         `yaml:"depends_on"`
+	} `yaml:"services"`
+	Volumes map[string]any `yaml:"volumes"`
+}
+
+func dockerDir() string { return filepath.Join(testenv.RepoRoot(), "docker") }
+
+func loadCompose(t *testing.T) composeFile {
+	data, err := os.ReadFile(filepath.Join(dockerDir(), "docker-compose.yml"))
+	require.NoError(t, err)
+	var c composeFile
+	require.NoError(t, yaml.Unmarshal(data, &c))
+	return c
+}
+
+// flagsOf returns the flag names of a strata subcommand.
+func flagsOf(t *testing.T, sub string) map[string]bool {
+	for _, c := range rootCommand().Subcommands {
+		if c.Name == sub {
+			names := map[string]bool{}
+			c.FlagSet.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+			return names
+		}
+	}
+	t.Fatalf("no subcommand %q", sub)
+	return nil
+}
+
+func TestComposeFileDescribesTheCluster(t *testing.T) {
+	c := loadCompose(t)
+	var names []string
+	for n := range c.Services {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	require.Equal(t, []string{"grafana", "postgresql", "prometheus", "strata-api-1", "strata-api-2", "strata-maintenance",
+		"temporal", "temporal-ui"}, names)
+
+	build := c.Services["strata-api-1"].Build
+	require.NotNil(t, build, "strata-api-1 builds the image")
+	_, err := os.Stat(filepath.Join(dockerDir(), build.Context, build.Dockerfile))
+	require.NoError(t, err, "the Dockerfile the compose file builds exists")
+
+	temporal := c.Services["temporal"]
+	require.Equal(t, "postgres12", temporal.Environment["DB"], "Temporal persists in the cluster's PostgreSQL")
+	require.Equal(t, "postgresql", temporal.Environment["POSTGRES_SEEDS"])
+	require.Equal(t, "temporal:7233", c.Services["temporal-ui"].Environment["TEMPORAL_ADDRESS"])
+
+	for name, want := range map[string]string{"strata-api-1": "serve", "strata-api-2": "serve", "strata-maintenance": "worker"} {
+		s := c.Services[name]
+		require.Equal(t, "strata:local", s.Image, name)
+		require.Equal(t, []string{want}, s.Command, name)
+		require.Contains(t, s.Volumes, "objects:/data", "%s mounts the shared object storage", name)
+		require.Contains(t, s.Environment["STRATA_DATABASE_URL"], "@postgresql:5432/", name)
+		require.Equal(t, "temporal:7233", s.Environment["STRATA_TEMPORAL_ADDRESS"], name)
+		flags := flagsOf(t, want)
+		for k := range s.Environment {
+			if f, ok := strings.CutPrefix(k, envPrefix+"_"); ok {
+				require.True(t, flags[strings.ReplaceAll(strings.ToLower(f), "_", "-")], "%s: %s is not a flag of strata %s", name, k, want)
+			}
+		}
+	}
+	require.NotEqual(t, c.Services["strata-api-1"].Environment["STRATA_INSTANCE_ID"], c.Services["strata-api-2"].Environment["STRATA_INSTANCE_ID"],
+		"each API worker owns its own write shard")
+	require.Contains(t, c.Services["strata-maintenance"].Environment, "GOMEMLIMIT")
+	for _, v := range []string{"pgdata", "objects", "promdata"} {
+		require.Contains(t, c.Volumes, v)
+	}
+}
+
+func TestPrometheusScrapesEveryStrataProcess(t *testing.T) {
+	c := loadCompose(t)
+	data, err := os.ReadFile(filepath.Join(dockerDir(), "prometheus.yml"))
+	require.NoError(t, err)
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &prom))
+	var targets []string
+	for _, sc := range prom.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			targets = append(targets, st.Targets...)
+		}
+	}
+	for name, s := range c.Services {
+		if !strings.HasPrefix(name, "strata-") {
+			continue
+		}
+		addr := s.Environment["STRATA_LISTEN_ADDR"]
+		if addr == "" {
+			addr = s.Environment["STRATA_METRICS_ADDR"]
+		}
+		_, port, err := net.SplitHostPort(addr)
+		require.NoError(t, err, "%s serves metrics on a known port", name)
+		require.Contains(t, targets, name+":"+port, "Prometheus scrapes %s", name)
+	}
+}
+
+// metricNamesInCode returns every strata_* metric name written as a literal in non-test Go files.
+func metricNamesInCode(t *testing.T) map[string]bool {
+	re := regexp.MustCompile(`"(strata_[a-z0-9_]+)"`)
+	names := map[string]bool{}
+	root := testenv.RepoRoot()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			names[m[1]] = true
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return names
+}
+
+func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(dockerDir(), "grafana", "dashboards", "strata.json"))
+	require.NoError(t, err)
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title      string `json:"title"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dash))
+	require.NotEmpty(t, dash.UID)
+
+	ds, err := os.ReadFile(filepath.Join(dockerDir(), "grafana", "provisioning", "datasources", "prometheus.yml"))
+	require.NoError(t, err)
+	var datasources struct {
+		Datasources []struct{ UID, Type, URL string } `yaml:"datasources"`
+	}
+	require.NoError(t, yaml.Unmarshal(ds, &datasources))
+	require.Len(t, datasources.Datasources, 1)
+	require.Equal(t, "http://prometheus:9090", datasources.Datasources[0].URL)
+
+	known := metricNamesInCode(t)
+	used := regexp.MustCompile(`strata_[a-z0-9_]+`)
+	var titles []string
+	for _, p := range dash.Panels {
+		titles = append(titles, p.Title)
+		require.Equal(t, datasources.Datasources[0].UID, p.Datasource.UID, "panel %q uses the provisioned datasource", p.Title)
+		require.NotEmpty(t, p.Targets, p.Title)
+		for _, tg := range p.Targets {
+			for _, m := range used.FindAllString(tg.Expr, -1) {
+				base := m
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if b, ok := strings.CutSuffix(m, suffix); ok && known[b] {
+						base = b
+					}
+				}
+				require.True(t, known[base], "panel %q queries %s, which no code registers", p.Title, m)
+			}
+		}
+	}
+	for _, want := range []string{"Appends", "Read latency", "Pending generations", "Merge memory budget", "Maintenance outcomes"} {
+		require.True(t, slices.ContainsFunc(titles, func(s string) bool { return strings.HasPrefix(s, want) }), "a %q panel", want)
+	}
+}
