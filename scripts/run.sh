@@ -4,7 +4,8 @@
 # running), then `strata dev` (API :3000 + maintenance worker + schedules). Ctrl-C stops strata
 # and every service this script started; data stays in .data/ for the next run.
 #
-#   env: STRATA_LISTEN_ADDR (127.0.0.1:3000) and the pg.sh / temporal.sh variables.
+#   env: STRATA_LISTEN_ADDR (127.0.0.1:3000), STRATA_BIN (bin/strata), any STRATA_* flag of
+#        `strata dev`, and the pg.sh / temporal.sh variables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +39,7 @@ export STRATA_DATABASE_URL=${STRATA_DATABASE_URL:-$(scripts/pg.sh url)}
 export STRATA_TEMPORAL_ADDRESS=${STRATA_TEMPORAL_ADDRESS:-127.0.0.1:${STRATA_TEMPORAL_PORT:-7233}}
 export STRATA_TEMPORAL_UI_URL=${STRATA_TEMPORAL_UI_URL:-http://127.0.0.1:${STRATA_TEMPORAL_UI_PORT:-8233}}
 export STRATA_LISTEN_ADDR=$listen
-bin/strata dev &
+"${STRATA_BIN:-bin/strata}" dev &
 strata_pid=$!
 wait "$strata_pid" || true
 strata_pid=

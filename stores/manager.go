@@ -36,12 +36,16 @@ type Config struct {
 	DataDir  string         // local directory holding every store (STRATA_DATA_URL file://...)
 	Capacity int            // open stores kept resident (default 2000)
 	Store    memwal.Options // process-wide clock, budget, metrics, instance id
+	// WrapObjects, when set, wraps the data directory's object store (fault injection and I/O
+	// accounting in tests; the e2e build's slow fragment writes).
+	WrapObjects func(objstore.Store) objstore.Store
 }
 
 // Manager hands out open stores.
 type Manager struct {
 	cat     *catalog.Catalog
-	root    objstore.Store
+	root    objstore.Store     // the data directory (as wrapped by Config.WrapObjects)
+	dirs    objstore.DirLister // the same directory, unwrapped, for listing datasets
 	rootURL string
 	cfg     Config
 	log     *slog.Logger
@@ -76,7 +80,11 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cat: cat, root: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log}
+	var objects objstore.Store = root
+	if cfg.WrapObjects != nil {
+		objects = cfg.WrapObjects(root)
+	}
+	m := &Manager{cat: cat, root: objects, dirs: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
 	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
@@ -342,11 +350,7 @@ type Orphan struct {
 
 // Orphans lists the datasets of kind with no registry row.
 func (m *Manager) Orphans(ctx context.Context, kind catalog.Kind) ([]Orphan, error) {
-	lister, ok := m.root.(objstore.DirLister)
-	if !ok {
-		return nil, fmt.Errorf("the object store cannot list directories")
-	}
-	dirs, err := lister.ListDirs(ctx, string(kind))
+	dirs, err := m.dirs.ListDirs(ctx, string(kind))
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.ActivitySlots,
 		WorkerStopTimeout:                  opts.StopTimeout,
+		// Heartbeats reach the server at most this often (the SDK's default is 80% of the 30 s
+		// heartbeat timeout): the UI's pending activity shows the current phase within seconds.
+		MaxHeartbeatThrottleInterval: 5 * time.Second,
 	})
 	Register(w, acts)
 	return w

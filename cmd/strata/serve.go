@@ -211,8 +211,9 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		return nil, err
 	}
 	mgr, err := stores.New(cat, stores.Config{
-		DataDir:  dataDir,
-		Capacity: cfg.StoreCacheCapacity,
+		DataDir:     dataDir,
+		Capacity:    cfg.StoreCacheCapacity,
+		WrapObjects: objectsWrapper(),
 		Store: memwal.Options{
 			Instance: cfg.InstanceID,
 			Clock:    hlc.New(nil),

@@ -8,8 +8,6 @@
 //   - A request larger than the whole budget takes the whole budget: it is admitted once it is the
 //     only holder.
 //   - Waiting never fails on its own; it ends when the bytes are free or the context is done.
-//   - GrowTo (for an oversized first generation) gives back what it holds and acquires the larger
-//     amount in one piece, so it never waits while holding.
 //   - Release is idempotent and must be called on every path (success, failure, cancellation).
 package budget
 
@@ -120,28 +118,6 @@ func (r *Reservation) Bytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.want
-}
-
-// GrowTo makes the reservation at least n bytes. Shrinking is a no-op. While growing it holds
-// nothing: on error (ctx done) the reservation is empty and Release is still required.
-func (r *Reservation) GrowTo(ctx context.Context, n int64) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n <= r.want {
-		return nil
-	}
-	p := r.b.permits(n)
-	if p > r.held {
-		r.b.release(r.held)
-		r.held = 0
-		if err := r.b.acquire(ctx, p); err != nil {
-			return err
-		}
-		r.held = p
-		r.b.reserved.Add(p)
-	}
-	r.want = n
-	return nil
 }
 
 // Release gives the bytes back. It is safe to call more than once.

@@ -1,8 +1,8 @@
 // WAL merge: fold one shard's oldest sealed generations into the base table.
 //
 // Prepare takes the oldest pending generations up to MaxGenerations and MaxBytes of merge memory
-// (a generation is never split; an oversized first one is taken whole, alone), reserves that
-// memory from the process budget BEFORE reading anything, and reads them.
+// (a generation is never split; an oversized first one is taken whole, alone), reserves exactly
+// that batch's footprint from the process budget BEFORE reading anything, and reads them.
 // Commit is one table upsert that also advances the shard's watermark to the last merged
 // generation, so after a crash anywhere either nothing happened or the merge is complete. Only
 // then are the merged generations dropped from the shard manifest (a relative edit any process
@@ -94,23 +94,15 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 		return MergeResult{Version: base.Version}, nil
 	}
 
-	// Reserve before reading anything; grow only for an oversized first generation.
-	want := opts.MaxBytes
-	if want < 0 {
-		want = totalFootprint(batch)
-	}
+	// Reserve the batch's footprint (known from the shard manifest) before reading anything, in
+	// one acquire: a small merge holds little, so concurrency is bounded by bytes, not by the cap.
 	progress.Phase, progress.WaitingForBudget = "waiting_for_budget", true
 	report()
-	res, err := s.opts.Budget.Reserve(ctx, want)
+	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch))
 	if err != nil {
 		return MergeResult{}, err
 	}
 	defer res.Release()
-	if need := totalFootprint(batch); need > want { // only an oversized first generation
-		if err := res.GrowTo(ctx, need); err != nil {
-			return MergeResult{}, err
-		}
-	}
 	progress.Phase, progress.WaitingForBudget, progress.ReservedBytes = "reading", false, res.Bytes()
 	report()
 

@@ -1,0 +1,28 @@
+//go:build e2e
+
+// The browser check's build (`go build -tags e2e`, scripts/e2e.sh) can slow base-table fragment
+// writes, so a scheduled merge stays running long enough for the Temporal UI to show its pending
+// activity and heartbeat details. STRATA_E2E_SLOW_FRAGMENT_WRITES=<duration> enables it.
+package main
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func objectsWrapper() func(objstore.Store) objstore.Store {
+	delay, err := time.ParseDuration(os.Getenv("STRATA_E2E_SLOW_FRAGMENT_WRITES"))
+	if err != nil || delay <= 0 {
+		return nil
+	}
+	return func(inner objstore.Store) objstore.Store {
+		f := objstore.NewFaulty(inner)
+		f.AddRule(objstore.Rule{Latency: delay, Match: func(op objstore.Op, key string) bool {
+			return op == objstore.OpPutIfAbsent && strings.Contains(key, "/data/") && strings.HasSuffix(key, ".parquet")
+		}})
+		return f
+	}
+}
