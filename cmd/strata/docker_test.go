@@ -25,7 +25,7 @@ import (
 
 type composeFile struct {
 	Services map[string]struct {
-		Image       string            `yaml:"image"`
+		Image       string `yaml:"image"`
 		Build       *struct{ Context, Dockerfile string }
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
