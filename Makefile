@@ -14,7 +14,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 RACE        ?= -race
 BENCH       ?=
 
-.PHONY: all tools build run services services-stop test test-services test-services-stop lint bench clean
+.PHONY: all tools build run services services-stop test test-services test-services-stop lint bench clean e2e
 
 all: build
 
@@ -47,6 +47,11 @@ run: build tools
 test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
 	scripts/check-parquet-interop.sh
+	scripts/e2e.sh
+
+## e2e: the browser check alone (headless Chromium through the Temporal Web UI; own stack and ports)
+e2e: tools
+	scripts/e2e.sh
 
 test-services: tools
 	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start

@@ -6,8 +6,8 @@
 # workflow, its pending MergeWAL activity with heartbeat details, and the Schedules page.
 # Screenshots and logs land in .data/e2e/output.
 #
-# The strata binary is built with `-tags e2e`, whose only difference is an opt-in delay on
-# base-table fragment writes (STRATA_E2E_SLOW_FRAGMENT_WRITES), so the merge is still running
+# The strata binary is built with `-tags e2e`, whose only difference is an opt-in delay on the
+# first base-table fragment write (STRATA_E2E_SLOW_FRAGMENT_WRITES), so the merge is still running
 # when the browser looks at it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 api_port=$(free_port); ui_port=$(free_port); t_port=$(free_port); pg_port=$(free_port)
 export STRATA_PG_DIR=.data/e2e/pg STRATA_PG_PORT=$pg_port STRATA_TEMPORAL_PORT=$t_port STRATA_TEMPORAL_UI_PORT=$ui_port \
   STRATA_TEMPORAL_DB=.data/e2e/temporal.db STRATA_LISTEN_ADDR=127.0.0.1:$api_port STRATA_DATA_URL=file://.data/e2e/stores \
-  STRATA_BIN=.data/e2e/strata STRATA_SWEEP_INTERVAL=5s STRATA_FLUSH_INTERVAL=1s STRATA_E2E_SLOW_FRAGMENT_WRITES=20s \
+  STRATA_BIN=.data/e2e/strata STRATA_SWEEP_INTERVAL=5s STRATA_FLUSH_INTERVAL=1s STRATA_E2E_SLOW_FRAGMENT_WRITES=45s \
   STRATA_DATABASE_URL= STRATA_TEMPORAL_ADDRESS=
 setsid scripts/run.sh >"$out/stack.log" 2>&1 &
 stack=$!
@@ -66,7 +66,7 @@ STRATA_E2E_UI="http://127.0.0.1:$ui_port" STRATA_E2E_STORE="$store" STRATA_E2E_O
 # catalog shows nothing pending.
 rows=$(.data/e2e/strata scan --api-url "$api" "rollout/$store" | wc -l)
 [ "$rows" = 500 ] || { echo "e2e.sh: expected 500 rows after the merge, read $rows" >&2; exit 1; }
-for _ in $(seq 1 120); do
+for _ in $(seq 1 240); do
   .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --prefix "$store" >"$out/status.txt"
   awk -v s="rollout/$store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/status.txt" && break
   sleep 0.5

@@ -1,8 +1,9 @@
 //go:build e2e
 
-// The browser check's build (`go build -tags e2e`, scripts/e2e.sh) can slow base-table fragment
-// writes, so a scheduled merge stays running long enough for the Temporal UI to show its pending
-// activity and heartbeat details. STRATA_E2E_SLOW_FRAGMENT_WRITES=<duration> enables it.
+// The browser check's build (`go build -tags e2e`, scripts/e2e.sh) can slow the first base-table
+// fragment write of the process, so the first scheduled merge stays running long enough for the
+// Temporal UI to show its pending activity and heartbeat details.
+// STRATA_E2E_SLOW_FRAGMENT_WRITES=<duration> enables it.
 package main
 
 import (
@@ -20,7 +21,7 @@ func objectsWrapper() func(objstore.Store) objstore.Store {
 	}
 	return func(inner objstore.Store) objstore.Store {
 		f := objstore.NewFaulty(inner)
-		f.AddRule(objstore.Rule{Latency: delay, Match: func(op objstore.Op, key string) bool {
+		f.AddRule(objstore.Rule{Latency: delay, Times: 1, Match: func(op objstore.Op, key string) bool {
 			return op == objstore.OpPutIfAbsent && strings.Contains(key, "/data/") && strings.HasSuffix(key, ".parquet")
 		}})
 		return f
