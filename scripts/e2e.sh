@@ -37,7 +37,7 @@ export STRATA_PG_DIR=.data/e2e/pg STRATA_PG_PORT=$pg_port STRATA_TEMPORAL_PORT=$
 setsid scripts/run.sh >"$out/stack.log" 2>&1 &
 stack=$!
 stop_stack() {
-  kill -INT -- "-$stack" 2>/dev/null || true
+  kill -TERM -- "-$stack" 2>/dev/null || true
   for _ in $(seq 1 120); do kill -0 "$stack" 2>/dev/null || break; sleep 0.25; done
 }
 trap stop_stack EXIT
