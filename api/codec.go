@@ -30,42 +30,76 @@ func rowError(row int, col string, format string, args ...any) error {
 	return invalid("row %d, column %q: %s", row, col, fmt.Sprintf(format, args...))
 }
 
-// decode builds a record from JSON rows. The caller releases it.
-func (c codec) decode(rows []map[string]json.RawMessage, mem memory.Allocator) (arrow.RecordBatch, error) {
+// rowValues holds one row's raw JSON values by schema column index; nil means absent.
+type rowValues [][]byte
+
+// rowFill completes a decoded row in place before it is appended (defaults, required columns).
+type rowFill func(i int, row rowValues) error
+
+// columnIndex maps column names to schema positions.
+func (c codec) columnIndex() map[string]int {
+	idx := make(map[string]int, c.schema.NumFields())
+	for i, f := range c.schema.Fields() {
+		idx[f.Name] = i
+	}
+	return idx
+}
+
+// decode builds a record from JSON rows held as maps (the multipart path; JSON bodies stream
+// through decodeRowsJSON). The caller releases it.
+func (c codec) decode(rows []map[string]json.RawMessage, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(mem, c.schema)
 	defer b.Release()
 	c.reserve(b, rows)
 	fields := c.schema.Fields() // a copy per call: hoisted out of the row loop
-	for i, row := range rows {
-		for name := range row {
-			if len(c.schema.FieldIndices(name)) == 0 {
+	index := c.columnIndex()
+	row := make(rowValues, len(fields))
+	for i, m := range rows {
+		clear(row)
+		for name, raw := range m {
+			fi, ok := index[name]
+			if !ok {
 				return nil, rowError(i, name, "not a column of this store")
 			}
+			row[fi] = raw
 		}
-		for fi, f := range fields {
-			raw, ok := row[f.Name]
-			if !ok || isNull(raw) {
-				if !f.Nullable {
-					return nil, rowError(i, f.Name, "required")
-				}
-				b.Field(fi).AppendNull()
-				continue
-			}
-			if c.json[f.Name] {
-				if !json.Valid(raw) {
-					return nil, rowError(i, f.Name, "not valid JSON")
-				}
-				var buf bytes.Buffer
-				_ = json.Compact(&buf, raw)
-				appendString(b.Field(fi), buf.String())
-				continue
-			}
-			if err := appendJSON(b.Field(fi), f.Type, raw); err != nil {
-				return nil, rowError(i, f.Name, "%v", err)
-			}
+		if err := c.appendRow(b, fields, i, row, fill); err != nil {
+			return nil, err
 		}
 	}
 	return b.NewRecordBatch(), nil
+}
+
+// appendRow completes row with fill, checks it and appends it to b.
+func (c codec) appendRow(b *array.RecordBuilder, fields []arrow.Field, i int, row rowValues, fill rowFill) error {
+	if fill != nil {
+		if err := fill(i, row); err != nil {
+			return err
+		}
+	}
+	for fi, f := range fields {
+		raw := row[fi]
+		if raw == nil || isNull(raw) {
+			if !f.Nullable {
+				return rowError(i, f.Name, "required")
+			}
+			b.Field(fi).AppendNull()
+			continue
+		}
+		if c.json[f.Name] {
+			if !json.Valid(raw) {
+				return rowError(i, f.Name, "not valid JSON")
+			}
+			var buf bytes.Buffer
+			_ = json.Compact(&buf, raw)
+			appendString(b.Field(fi), buf.String())
+			continue
+		}
+		if err := appendJSON(b.Field(fi), f.Type, raw); err != nil {
+			return rowError(i, f.Name, "%v", err)
+		}
+	}
+	return nil
 }
 
 // jsonString returns the bytes of a JSON string value. The common case, a string with no escape

@@ -6,36 +6,45 @@ import (
 	"mime/multipart"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/stores"
 )
 
-// Decoders must turn any input into rows or a 400, never panic or leak.
+// Decoders must turn any input into rows or a 400, never panic or leak; the streaming JSON
+// decoder must agree with the map-based one whenever it accepts a body.
 func FuzzDecodeRolloutRows(f *testing.F) {
 	f.Add([]byte(`{"records": [{"id": "a", "rollout_id": "t", "reward": 1.5, "input_tokens": [1,2], "metadata": {"x": 1}}]}`))
 	f.Add([]byte(`{"records": [{"id": "a", "rollout_id": "t", "relationships": [{"target_id": "b", "relation": "r", "weight": null}]}]}`))
 	f.Add([]byte(`{"records": [{"id": 1}]}`))
 	f.Add([]byte(`{"records": [{"id": "a", "rollout_id": "t", "created_at": "2026-01-02T03:04:05Z", "binary_payload": "!!"}]}`))
+	f.Add([]byte(`{"records": [{"id": "a\u00e9", "rollout_id": "t", "problem_id": null, "content": "x\ny"}, {"id": "b", "rollout_id": "u"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var req struct {
-			Records []map[string]json.RawMessage `json:"records"`
-		}
-		if json.Unmarshal(data, &req) != nil {
-			return
-		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
+		now := []byte(`"2026-01-01T00:00:00Z"`)
 		cd := codec{schema: stores.RolloutSchema, json: stores.RolloutJSONColumns}
-		rec, err := cd.decode(req.Records, mem)
+		streamed, err := cd.decodeRowsJSON(data, "records", rolloutFill(now), mem)
 		if err != nil {
 			return
 		}
-		if int(rec.NumRows()) != len(req.Records) {
-			t.Fatalf("%d rows decoded from %d records", rec.NumRows(), len(req.Records))
+		defer streamed.Release()
+		var req struct {
+			Records []map[string]json.RawMessage `json:"records"`
 		}
-		_ = cd.encode(rec, nil)
-		rec.Release()
+		if err := json.Unmarshal(data, &req); err != nil {
+			t.Fatalf("the streaming decoder accepted a body encoding/json rejects: %v", err)
+		}
+		viaMaps, err := cd.decode(req.Records, rolloutFill(now), mem)
+		if err != nil {
+			t.Fatalf("the map decoder rejected a body the streaming decoder accepted: %v", err)
+		}
+		defer viaMaps.Release()
+		if !array.RecordEqual(streamed, viaMaps) {
+			t.Fatalf("decoders disagree on %q", data)
+		}
+		_ = cd.encode(streamed, nil)
 	})
 }
 

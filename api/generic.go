@@ -77,10 +77,11 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 	if ct := c.Request().Header.Get(echo.HeaderContentType); !isJSON(ct) {
 		return invalid("unsupported content type %q: send application/json", ct)
 	}
-	var req struct {
-		Rows []map[string]json.RawMessage `json:"rows"`
+	body, err := readBody(c)
+	if err != nil {
+		return err
 	}
-	if err := decodeBody(c, &req); err != nil {
+	if err := checkJSONSyntax(body); err != nil { // 400 before the store is looked up
 		return err
 	}
 	name := c.Param("name")
@@ -92,14 +93,19 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 		var opts genericOptions
 		_ = json.Unmarshal(st.Options, &opts)
 		flush := opts.SealOnAdd || flushRequested(c)
-		if err := h.appendRows(c.Request().Context(), s, genericCodec(s), req.Rows, flush); err != nil {
+		rec, err := genericCodec(s).decodeRowsJSON(body, "rows", nil, h.mem)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		if err := h.appendRecord(c.Request().Context(), s, rec, flush); err != nil {
 			return err
 		}
 		v, err := tableVersion(c.Request().Context(), s)
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: len(req.Rows)})
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: int(rec.NumRows())})
 	})
 }
 

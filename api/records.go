@@ -4,7 +4,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -42,17 +41,9 @@ func flushRequested(c echo.Context) bool {
 	return false
 }
 
-// appendRows decodes rows with cd, appends them durably and, when asked, seals so that every
-// worker sees them before the response.
-func (h *handlers) appendRows(ctx context.Context, s *memwal.Store, cd codec, rows []map[string]json.RawMessage, flush bool) error {
-	if len(rows) == 0 {
-		return invalid("no rows to add")
-	}
-	rec, err := cd.decode(rows, h.mem)
-	if err != nil {
-		return err
-	}
-	defer rec.Release()
+// appendRecord appends a decoded batch durably and, when asked, seals so that every worker sees
+// it before the response.
+func (h *handlers) appendRecord(ctx context.Context, s *memwal.Store, rec arrow.RecordBatch, flush bool) error {
 	if _, err := s.Append(ctx, rec); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
@@ -167,33 +168,54 @@ func (h *handlers) flushStore(kind catalog.Kind) echo.HandlerFunc {
 	}
 }
 
-// applyRolloutDefaults fills lance-context's defaults into one AddRolloutRequest.
-func applyRolloutDefaults(row map[string]json.RawMessage, now string) {
-	setDefault := func(k string, v json.RawMessage) {
-		if raw, ok := row[k]; !ok || isNull(raw) {
-			row[k] = v
+// rolloutColumns are the rollout schema's column positions.
+var rolloutColumns = rolloutCodec.columnIndex()
+
+// rolloutFill applies lance-context's defaults to one record (problem_id = rollout_id,
+// sequence_order 0, role "assistant", created_at now, content_type "text/plain") and requires id
+// and rollout_id. now is the request's time as a JSON string.
+func rolloutFill(now []byte) rowFill {
+	col := func(name string) int { return rolloutColumns[name] }
+	id, rid, pid := col("id"), col("rollout_id"), col("problem_id")
+	defaults := []struct {
+		col   int
+		value []byte
+	}{{col("sequence_order"), []byte("0")}, {col("role"), []byte(`"assistant"`)}, {col("created_at"), now},
+		{col("content_type"), []byte(`"text/plain"`)}}
+	return func(i int, row rowValues) error {
+		absent := func(j int) bool { return row[j] == nil || isNull(row[j]) }
+		if !absent(rid) && absent(pid) {
+			row[pid] = row[rid]
 		}
+		for _, d := range defaults {
+			if absent(d.col) {
+				row[d.col] = d.value
+			}
+		}
+		for _, j := range []int{id, rid} {
+			if absent(j) {
+				return rowError(i, rolloutCodec.schema.Field(j).Name, "required")
+			}
+		}
+		return nil
 	}
-	if rid, ok := row["rollout_id"]; ok {
-		setDefault("problem_id", rid)
-	}
-	setDefault("sequence_order", json.RawMessage("0"))
-	setDefault("role", json.RawMessage(`"assistant"`))
-	setDefault("created_at", json.RawMessage(now))
-	setDefault("content_type", json.RawMessage(`"text/plain"`))
 }
 
 func (h *handlers) addRollouts(c echo.Context) error {
-	var req struct {
-		Records []map[string]json.RawMessage `json:"records"`
-	}
 	ct := c.Request().Header.Get(echo.HeaderContentType)
 	if isArrowStream(ct) {
 		return h.addRolloutsArrow(c)
 	}
+	now, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339Nano))
+	fill := rolloutFill(now)
+	var rec arrow.RecordBatch
 	switch {
 	case isJSON(ct):
-		if err := decodeBody(c, &req); err != nil {
+		body, err := readBody(c)
+		if err != nil {
+			return err
+		}
+		if rec, err = rolloutCodec.decodeRowsJSON(body, "records", fill, h.mem); err != nil {
 			return err
 		}
 	case isMultipart(ct):
@@ -207,25 +229,23 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
 		}
-		if req.Records, err = decodeMultipartRollouts(r); err != nil {
+		records, err := decodeMultipartRollouts(r)
+		if err != nil {
+			return err
+		}
+		if len(records) == 0 {
+			return invalid("no rows to add")
+		}
+		if rec, err = rolloutCodec.decode(records, fill, h.mem); err != nil {
 			return err
 		}
 	default:
 		return invalid("unsupported content type %q: send application/json or multipart/form-data", ct)
 	}
-	now, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339Nano))
-	ids := make([]string, len(req.Records))
-	for i, r := range req.Records {
-		applyRolloutDefaults(r, string(now))
-		for _, k := range []string{"id", "rollout_id"} {
-			if raw, ok := r[k]; !ok || isNull(raw) {
-				return rowError(i, k, "required")
-			}
-		}
-		_ = json.Unmarshal(r["id"], &ids[i])
-	}
+	defer rec.Release()
+	ids := stringColumn(rec, "id")
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		if err := h.appendRows(c.Request().Context(), s, rolloutCodec, req.Records, flushRequested(c)); err != nil {
+		if err := h.appendRecord(c.Request().Context(), s, rec, flushRequested(c)); err != nil {
 			return err
 		}
 		v, err := tableVersion(c.Request().Context(), s)
