@@ -27,7 +27,7 @@ import (
 
 const (
 	p3Clients = 16
-	p3Batches = 30 // per client
+	p3Batches = 100 // per client (phases of a few seconds: steadier figures)
 	p3Batch   = 100
 )
 

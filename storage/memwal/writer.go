@@ -33,8 +33,11 @@ import (
 
 // WriterOptions tune a shard writer.
 type WriterOptions struct {
-	GroupCommitWindow time.Duration // how long the committer waits to gather appends (default 2ms)
-	GroupCommitBytes  int64         // ... or until this many bytes are queued (default 4 MiB)
+	// GroupCommitWindow bounds how long the committer waits to gather appends (default 2ms): after
+	// a wake-up until GroupCommitBytes are queued, and between back-to-back groups until as many
+	// bytes as the previous group carried are queued.
+	GroupCommitWindow time.Duration
+	GroupCommitBytes  int64 // the most the committer waits for before writing (default 4 MiB)
 	SealRows          int64         // seal when the memtable holds this many rows (default 100,000)
 	SealBytes         int64         // ... or this many bytes (default 64 MiB)
 }
@@ -204,24 +207,42 @@ func (w *Writer) commitLoop() {
 		select {
 		case <-w.wake:
 		case <-w.quit:
-			for w.commitBatch() {
+			for {
+				if _, more := w.commitBatch(); !more {
+					return
+				}
 			}
-			return
 		}
-		// Gather: wait out the window unless enough bytes are already queued.
-		w.mu.Lock()
-		queued := w.queued
-		w.mu.Unlock()
-		if queued < w.opts.GroupCommitBytes {
-			time.Sleep(w.opts.GroupCommitWindow)
-		}
-		for w.commitBatch() {
+		last := int64(0)
+		for {
+			// Gather: wait (up to the window) until as many bytes are queued as the last group
+			// carried, or GroupCommitBytes: under a steady load the next group is as large as the
+			// last one instead of splitting into half-size groups that each pay a sync.
+			target := w.opts.GroupCommitBytes
+			if last > 0 {
+				target = min(target, last)
+			}
+			deadline := time.Now().Add(w.opts.GroupCommitWindow)
+			for {
+				w.mu.Lock()
+				queued := w.queued
+				w.mu.Unlock()
+				if queued >= target || !time.Now().Before(deadline) {
+					break
+				}
+				time.Sleep(w.opts.GroupCommitWindow / 8)
+			}
+			n, more := w.commitBatch()
+			if !more {
+				break
+			}
+			last = n
 		}
 	}
 }
 
-// commitBatch writes one group; it reports whether more work is queued.
-func (w *Writer) commitBatch() bool {
+// commitBatch writes one group; it returns the group's bytes and whether there was one.
+func (w *Writer) commitBatch() (int64, bool) {
 	w.mu.Lock()
 	batch := w.queue
 	w.queue, w.queued = nil, 0
@@ -229,7 +250,11 @@ func (w *Writer) commitBatch() bool {
 	pos := w.nextPos
 	w.mu.Unlock()
 	if len(batch) == 0 {
-		return false
+		return 0, false
+	}
+	var size int64
+	for _, p := range batch {
+		size += p.bytes
 	}
 	finish := func(err error) {
 		for _, p := range batch {
@@ -239,7 +264,7 @@ func (w *Writer) commitBatch() bool {
 	}
 	if fenced != nil {
 		finish(fenced)
-		return true
+		return size, true
 	}
 	parts := make([]arrow.RecordBatch, len(batch))
 	for i, p := range batch {
@@ -248,13 +273,13 @@ func (w *Writer) commitBatch() bool {
 	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
 	if err != nil {
 		finish(err)
-		return true
+		return size, true
 	}
 	defer rec.Release()
 	data, err := encodeStream(rec, w.s.mem)
 	if err != nil {
 		finish(err)
-		return true
+		return size, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
 	defer cancel()
@@ -281,7 +306,7 @@ func (w *Writer) commitBatch() bool {
 	}
 	if err != nil {
 		finish(err)
-		return true
+		return size, true
 	}
 	w.mu.Lock()
 	w.active.insert(rec, pos, w.s.keyColumn)
@@ -302,7 +327,7 @@ func (w *Writer) commitBatch() bool {
 			}
 		}()
 	}
-	return true
+	return size, true
 }
 
 // Seal freezes the active memtable and writes every frozen memtable, oldest first, as a sealed
