@@ -38,8 +38,8 @@ type WriterOptions struct {
 	// bytes as the previous group carried are queued.
 	GroupCommitWindow time.Duration
 	GroupCommitBytes  int64 // the most the committer waits for before writing (default 4 MiB)
-	SealRows          int64         // seal when the memtable holds this many rows (default 100,000)
-	SealBytes         int64         // ... or this many bytes (default 64 MiB)
+	SealRows          int64 // seal when the memtable holds this many rows (default 100,000)
+	SealBytes         int64 // ... or this many bytes (default 64 MiB)
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
