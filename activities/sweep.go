@@ -4,7 +4,10 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/workflows"
@@ -13,72 +16,95 @@ import (
 // Requester queues a maintenance request for a store (worker.RequestMaintenance in production).
 type Requester func(ctx context.Context, store workflows.StoreRef, req workflows.Request) error
 
+// sweepConcurrency bounds the signal-with-start calls a sweep has in flight: a tick that queues
+// a few hundred requests takes a second, not one round trip per store in a row.
+const sweepConcurrency = 16
+
+// sweepRequest is one planned request.
+type sweepRequest struct {
+	store workflows.StoreRef
+	op    workflows.Op
+}
+
 // SweepCandidates queues merge, index, compaction and stats-refresh requests for the stores that
-// need them, hottest first, at most in.MaxRequests in all.
+// need them, hottest first, at most in.MaxRequests in all. The plan is made first (in priority
+// order, deduplicated, within the cap); the requests are then sent concurrently.
 func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInput) (workflows.SweepResult, error) {
 	in = in.WithDefaults()
 	if a.Request == nil {
 		return workflows.SweepResult{}, fmt.Errorf("activities: no maintenance requester configured")
 	}
-	cat := a.Stores.Catalog()
+	plan, err := a.planSweep(ctx, in)
+	if err != nil {
+		return workflows.SweepResult{Queued: map[workflows.Op]int{}}, err
+	}
 	res := workflows.SweepResult{Queued: map[workflows.Op]int{}}
-	budget := in.MaxRequests
-	queued := map[string]bool{}
-	queue := func(stats []catalog.StoreStats, op workflows.Op) error {
+	var mu sync.Mutex // guards res
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(sweepConcurrency)
+	for _, r := range plan {
+		g.Go(func() error {
+			if err := a.Request(gctx, r.store, workflows.Request{Op: r.op}); err != nil {
+				return fmt.Errorf("queue %s for %s: %w", r.op, r.store.WorkflowID(), err)
+			}
+			mu.Lock()
+			res.Queued[r.op]++
+			mu.Unlock()
+			return nil
+		})
+	}
+	return res, g.Wait()
+}
+
+// planSweep reads the candidate queries in priority order — stores with many pending
+// generations, then long-pending ones, unindexed, fragmented, then stale stats — and returns at
+// most in.MaxRequests distinct requests.
+func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]sweepRequest, error) {
+	cat := a.Stores.Catalog()
+	var plan []sweepRequest
+	seen := map[sweepRequest]bool{}
+	add := func(stats []catalog.StoreStats, op workflows.Op) {
 		for _, st := range stats {
-			if budget == 0 {
-				return nil
+			r := sweepRequest{store: workflows.StoreRef{Kind: string(st.Kind), Name: st.Name}, op: op}
+			if len(plan) < in.MaxRequests && !seen[r] {
+				seen[r] = true
+				plan = append(plan, r)
 			}
-			ref := workflows.StoreRef{Kind: string(st.Kind), Name: st.Name}
-			key := ref.WorkflowID() + "#" + string(op)
-			if queued[key] {
-				continue
-			}
-			if err := a.Request(ctx, ref, workflows.Request{Op: op}); err != nil {
-				return fmt.Errorf("queue %s for %s: %w", op, ref.WorkflowID(), err)
-			}
-			queued[key] = true
-			res.Queued[op]++
-			budget--
 		}
-		return nil
 	}
-	hot, err := cat.MergeCandidates(ctx, in.MinPendingGenerations, in.MaxRequests)
-	if err != nil {
-		return res, err
+	steps := []struct {
+		op    workflows.Op
+		query func() ([]catalog.StoreStats, error)
+	}{
+		{workflows.OpMergeWAL, func() ([]catalog.StoreStats, error) {
+			return cat.MergeCandidates(ctx, in.MinPendingGenerations, in.MaxRequests)
+		}},
+		{workflows.OpMergeWAL, func() ([]catalog.StoreStats, error) {
+			return cat.StaleMergeCandidates(ctx, time.Now().Add(-in.StaleAfter), in.MaxRequests)
+		}},
+		{workflows.OpBuildKeyIndex, func() ([]catalog.StoreStats, error) { return cat.IndexCandidates(ctx, in.MaxRequests) }},
+		{workflows.OpCompact, func() ([]catalog.StoreStats, error) {
+			return cat.CompactCandidates(ctx, in.MinFragments, in.MaxRequests)
+		}},
+		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
+		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {
+			stores, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), in.MaxRequests)
+			out := make([]catalog.StoreStats, len(stores))
+			for i, st := range stores {
+				out[i] = catalog.StoreStats{Kind: st.Kind, Name: st.Name}
+			}
+			return out, err
+		}},
 	}
-	if err := queue(hot, workflows.OpMergeWAL); err != nil {
-		return res, err
+	for _, s := range steps {
+		if len(plan) >= in.MaxRequests {
+			break
+		}
+		stats, err := s.query()
+		if err != nil {
+			return nil, err
+		}
+		add(stats, s.op)
 	}
-	stale, err := cat.StaleMergeCandidates(ctx, time.Now().Add(-in.StaleAfter), in.MaxRequests)
-	if err != nil {
-		return res, err
-	}
-	if err := queue(stale, workflows.OpMergeWAL); err != nil {
-		return res, err
-	}
-	unindexed, err := cat.IndexCandidates(ctx, in.MaxRequests)
-	if err != nil {
-		return res, err
-	}
-	if err := queue(unindexed, workflows.OpBuildKeyIndex); err != nil {
-		return res, err
-	}
-	fragmented, err := cat.CompactCandidates(ctx, in.MinFragments, in.MaxRequests)
-	if err != nil {
-		return res, err
-	}
-	if err := queue(fragmented, workflows.OpCompact); err != nil {
-		return res, err
-	}
-	// Stats nobody refreshed lately (an idle store, or one never observed) come last.
-	unobserved, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), in.MaxRequests)
-	if err != nil {
-		return res, err
-	}
-	asStats := make([]catalog.StoreStats, len(unobserved))
-	for i, st := range unobserved {
-		asStats[i] = catalog.StoreStats{Kind: st.Kind, Name: st.Name}
-	}
-	return res, queue(asStats, workflows.OpStatsRefresh)
+	return plan, nil
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Owns the lifecycle of the Temporal dev server (bin/temporal, installed by `make tools`).
 # Idempotent: start reuses a server already healthy on the port; stop only stops the server it
-# started (pid file next to the database file).
+# started (pid file next to the database file). The dev server's SQLite runs in WAL mode with
+# synchronous=normal: safe against process crashes, one fsync per checkpoint instead of one per
+# transaction (a development server; production Temporal runs on its own database).
 #
 #   scripts/temporal.sh start|stop|status
 #   env: STRATA_TEMPORAL_PORT (7233), STRATA_TEMPORAL_UI_PORT (8233),
@@ -33,7 +35,8 @@ start)
     die "port $port is taken by something that is not a healthy Temporal server"
   fi
   setsid nohup "$bin" server start-dev --ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
-    --db-filename "$db" --log-level warn >"$logfile" 2>&1 < /dev/null &
+    --db-filename "$db" --log-level warn \
+    --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal >"$logfile" 2>&1 < /dev/null &
   echo $! >"$pidfile"
   for _ in $(seq 1 120); do
     healthy && { echo "temporal.sh: Temporal up on 127.0.0.1:$port, Web UI http://127.0.0.1:$ui_port"; exit 0; }

@@ -46,6 +46,10 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 		// Heartbeats reach the server at most this often (the SDK's default is 80% of the 30 s
 		// heartbeat timeout): the UI's pending activity shows the current phase within seconds.
 		MaxHeartbeatThrottleInterval: 5 * time.Second,
+		// Hundreds of store workflows wake per sweep tick: more pollers keep their workflow tasks
+		// (each a short decision) from queueing behind two long polls.
+		MaxConcurrentWorkflowTaskPollers: 8,
+		MaxConcurrentActivityTaskPollers: 4,
 	})
 	Register(w, acts)
 	return w

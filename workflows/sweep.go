@@ -23,7 +23,7 @@ type SweepInput struct {
 	MinPendingGenerations int           `json:"min_pending_generations,omitempty"` // default 8
 	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
 	MinFragments          int           `json:"min_fragments,omitempty"`           // default 16
-	MaxRequests           int           `json:"max_requests,omitempty"`            // default 256 per sweep
+	MaxRequests           int           `json:"max_requests,omitempty"`            // default 1024 per sweep
 	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
 }
 
@@ -39,7 +39,9 @@ func (in SweepInput) WithDefaults() SweepInput {
 		in.MinFragments = 16
 	}
 	if in.MaxRequests <= 0 {
-		in.MaxRequests = 256
+		// About what 4 activity slots drain between two 30 s ticks at ~100 ms per merge: a
+		// smaller cap leaves slots idle while stores wait for the next tick.
+		in.MaxRequests = 1024
 	}
 	if in.StatsStaleAfter <= 0 {
 		in.StatsStaleAfter = 10 * time.Minute
