@@ -247,6 +247,14 @@ func TestRejectionsChangeNothing(t *testing.T) {
 		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{map[string]any{"id": "x"}}}, 400},
 		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("x", "y", "undeclared", "1")}}, 400},
 		{"POST", "/api/v1/rollouts/s/records", map[string]any{"records": []any{rollout("ok", "y"), map[string]any{"id": "bad", "rollout_id": "y", "reward": "high"}}}, 400},
+		{"POST", "/api/v1/rollouts/s/records", `{"records": [{"id": "d", "id": "e", "rollout_id": "y"}]}`, 400}, // duplicate name
+		{"POST", "/api/v1/rollouts/s/records", `{"records": [{"id": "x", "rollout_id": "y"}], "other": 1}`, 400},
+		{"POST", "/api/v1/rollouts/s/records", `{"records": [{"id": "x", "rollout_id": "y"}]} {}`, 400},
+		{"POST", "/api/v1/rollouts/s/records", `{"records": [["x"]]}`, 400},
+		{"POST", "/api/v1/rollouts/s/records", `{"records": {"id": "x"}}`, 400},
+		{"POST", "/api/v1/rollouts/s/records", `{"records": [{"id": "x", "rollout_id": "y"}`, 400},
+		{"POST", "/api/v1/rollouts/s/records", ``, 400},
+		{"POST", "/api/v1/generic/nope/rows", `{"rows": [`, 400}, // syntax is checked before the store
 		{"GET", `/api/v1/rollouts/s/records?filters={"nope":"x"}`, nil, 400},
 		{"GET", `/api/v1/rollouts/s/records?filters={"include_in_training":"yes"}`, nil, 400},
 		{"GET", "/api/v1/rollouts/s/records?limit=0", nil, 400},
@@ -266,6 +274,12 @@ func TestRejectionsChangeNothing(t *testing.T) {
 	var page api.RecordsPage
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/s/records", nil, &page))
 	require.Empty(t, page.Records, "no rejected batch wrote anything, not even its valid rows")
+
+	// Whitespace around the document (curl -d @file, json.Encoder) is fine.
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/s/records?flush=true",
+		"\n {\"records\": [{\"id\": \"w\", \"rollout_id\": \"y\"}]}\n", nil))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/s/records", nil, &page))
+	require.Len(t, page.Records, 1)
 	var list api.StoreList
 	w.do(t, "GET", "/api/v1/rollouts", nil, &list)
 	require.Len(t, list.Stores, 1)
