@@ -5,7 +5,6 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -31,12 +30,8 @@ func isArrowStream(contentType string) bool {
 func readArrowBody(body io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
 	rec, err := arrowutil.ReadStream(body, mem)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, errBodyTooLarge
-		case errors.Is(err, errBodyIdle):
-			return nil, errBodyIdle
+		if limit := bodyLimitError(err); limit != nil {
+			return nil, limit
 		}
 		return nil, invalid("invalid Arrow IPC stream: %v", err)
 	}

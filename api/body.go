@@ -24,12 +24,11 @@ func decodeBody(c echo.Context, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		// The decoder does not wrap read errors, so the body's own error decides 413 / 408.
-		var tooLarge *http.MaxBytesError
-		if errors.As(body.err, &tooLarge) || errors.As(err, &tooLarge) {
-			return errBodyTooLarge
+		if limit := bodyLimitError(body.err); limit != nil {
+			return limit
 		}
-		if errors.Is(body.err, errBodyIdle) || errors.Is(err, errBodyIdle) {
-			return errBodyIdle
+		if limit := bodyLimitError(err); limit != nil {
+			return limit
 		}
 		if errors.Is(err, io.EOF) {
 			return invalid("the request body is empty")
@@ -38,6 +37,19 @@ func decodeBody(c echo.Context, v any) error {
 	}
 	if dec.More() {
 		return invalid("invalid JSON body: trailing data after the object")
+	}
+	return nil
+}
+
+// bodyLimitError maps a body read error to 413 (past the body limit) or 408 (the body stalled);
+// nil for anything else.
+func bodyLimitError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errBodyTooLarge
+	case errors.Is(err, errBodyIdle):
+		return errBodyIdle
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net/http"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -23,12 +22,8 @@ import (
 func readBody(c echo.Context) ([]byte, error) {
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, errBodyTooLarge
-		case errors.Is(err, errBodyIdle):
-			return nil, errBodyIdle
+		if limit := bodyLimitError(err); limit != nil {
+			return nil, limit
 		}
 		return nil, invalid("reading the request body: %v", err)
 	}
