@@ -43,7 +43,8 @@ services-stop:
 run: build tools
 	@scripts/run.sh
 
-## test: tools, test services (separate ports and .data/test), then every test
+## test: tools, test services (separate ports and .data/test), every Go test, the DuckDB Parquet
+## interop check and the browser check (make e2e)
 test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
 	scripts/check-parquet-interop.sh
