@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,4 +376,42 @@ strata_maintenance_activities_total{activity="MergeWAL",outcome="success"} 1
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+// The sweep's requests are in flight together, not one round trip after another: a requester
+// that only returns once two calls overlap would time out if they were sent in a row.
+func TestSweepSendsRequestsConcurrently(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	var shards []catalog.ShardStats
+	for _, n := range []string{"a", "b", "c", "d"} {
+		_, _, err := f.mgr.Create(ctx, catalog.KindRollout, n, nil, nil)
+		require.NoError(t, err)
+		shards = append(shards, catalog.ShardStats{Kind: catalog.KindRollout, Name: n, Shard: "s", PendingGenerations: 10})
+	}
+	require.NoError(t, f.cat.UpsertShardStats(ctx, shards))
+	var inFlight, peak atomic.Int32
+	f.acts.Request = func(ctx context.Context, _ workflows.StoreRef, _ workflows.Request) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			if p := peak.Load(); n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for peak.Load() < 2 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no other request was sent while this one was in flight")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	val, err := f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{})
+	require.NoError(t, err)
+	var res workflows.SweepResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 4, res.Queued[workflows.OpMergeWAL])
+	require.GreaterOrEqual(t, peak.Load(), int32(2))
 }

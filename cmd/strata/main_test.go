@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -124,4 +126,33 @@ func TestParseMaintArgs(t *testing.T) {
 		_, _, err := parseMaintArgs(bad)
 		require.Error(t, err, "%v", bad)
 	}
+}
+
+// `strata worker --metrics-addr` serves Prometheus metrics and a health route.
+func TestWorkerServesMetricsAndHealth(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := openRuntime(context.Background(), serveConfig{DatabaseURL: testenv.Database(t), DataURL: t.TempDir(),
+		StoreCacheCapacity: 10, MergeMemoryBytes: 1 << 20}, log)
+	require.NoError(t, err)
+	defer rt.close(context.Background())
+	port, err := testenv.FreePort()
+	require.NoError(t, err)
+	stop, err := serveMetrics(fmt.Sprintf("127.0.0.1:%d", port), rt, log)
+	require.NoError(t, err)
+	defer stop()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	status, body := get("/metrics")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "strata_merge_budget_reserved_bytes")
+	status, body = get("/api/v1/health")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, `"catalog":"ok"`)
+	_, err = serveMetrics(fmt.Sprintf("127.0.0.1:%d", port), rt, log)
+	require.Error(t, err, "a busy --metrics-addr fails clearly")
 }

@@ -116,11 +116,11 @@ func workerCommand() *ffcli.Command {
 // serveMetrics serves the worker's /metrics and a health route (for Prometheus and container
 // health checks) until the returned function is called.
 func serveMetrics(addr string, rt *runtime, log *slog.Logger) (func(), error) {
-	e := api.New(api.Deps{Log: log, Catalog: rt.catalog, Registry: rt.registry, Version: version})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
+	e := api.New(api.Deps{Log: log, Catalog: rt.catalog, Registry: rt.registry, Version: version})
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("worker metrics", "addr", ln.Addr().String())

@@ -243,3 +243,22 @@ func TestMergeWaitsForTheBudgetAndReportsIt(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Zero(t, e.budget.Reserved())
 }
+
+// A merge reserves its batch's footprint (3 x the generations' file bytes), not the MaxBytes cap:
+// small merges leave the rest of the budget to others.
+func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
+	e := newEnv(t, objstore.NewMemory())
+	e.budget = budget.New(64<<20, nil)
+	s := e.open("a")
+	sealN(t, s, e, 3)
+	st, _, err := s.OwnShardState(context.Background())
+	require.NoError(t, err)
+	require.Positive(t, st.PendingBytes)
+	var reserved int64
+	_, err = s.MergeShard(context.Background(), s.Shard(), MergeOptions{MaxBytes: 1 << 30, OnPhase: func(p MergeProgress) {
+		reserved = max(reserved, p.ReservedBytes)
+	}})
+	require.NoError(t, err)
+	require.Equal(t, 3*st.PendingBytes, reserved, "the batch's footprint, not the 1 GiB cap nor the whole budget")
+	require.Zero(t, e.budget.Reserved())
+}
