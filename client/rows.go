@@ -33,10 +33,24 @@ type AppendResult struct {
 
 // Append appends JSON rows (objects keyed by column name). Rows are durable when it returns; with
 // flush they are also sealed, so every worker reads them at once.
+// Rows are sent as they are (the server validates them), not re-encoded.
 func (c *Client) Append(ctx context.Context, kind Kind, name string, rows []json.RawMessage, flush bool) (AppendResult, error) {
+	size := 16
+	for _, r := range rows {
+		size += len(r) + 1
+	}
+	body := make([]byte, 0, size)
+	body = append(body, `{"`+kind.rowsField()+`":[`...)
+	for i, r := range rows {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, r...)
+	}
+	body = append(body, "]}"...)
 	var res AppendResult
-	err := c.doJSON(ctx, request{method: http.MethodPost, path: storePath(kind, name, kind.rowsField()), query: flushQuery(flush)},
-		map[string]any{kind.rowsField(): rows}, &res)
+	_, err := c.doJSONStatus(ctx, request{method: http.MethodPost, path: storePath(kind, name, kind.rowsField()), query: flushQuery(flush),
+		body: bytes.NewReader(body), contentType: "application/json"}, nil, &res)
 	return res, err
 }
 

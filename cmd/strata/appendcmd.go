@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,7 +95,6 @@ func newImportProgress(mode string, total int64, unitBytes bool, out io.Writer) 
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true), // ETA
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(out) }),
 		)
 	}
@@ -106,8 +106,8 @@ func (p *importProgress) sent(rows int64, advance int64) {
 	p.rows += rows
 	if p.bar != nil {
 		rate := float64(p.rows) / max(time.Since(p.start).Seconds(), 1e-3)
+		p.bar.Describe(fmt.Sprintf("%d rows (%.0f rows/s)", p.rows, rate)) // then Add64 redraws with it
 		_ = p.bar.Add64(advance)
-		p.bar.Describe(fmt.Sprintf("%d rows (%.0f rows/s)", p.rows, rate))
 	}
 }
 
@@ -196,8 +196,8 @@ func appendJSONL(ctx context.Context, c *client.Client, kind client.Kind, name, 
 		if len(line) > 0 {
 			lineNo++
 			batchBytes += int64(len(line))
-			if trimmed := strings.TrimSpace(string(line)); trimmed != "" {
-				if !json.Valid([]byte(trimmed)) || trimmed[0] != '{' {
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 { // ReadBytes returns a fresh slice
+				if trimmed[0] != '{' || !json.Valid(trimmed) {
 					return p, fmt.Errorf("%s line %d: not a JSON object", path, lineNo)
 				}
 				batch = append(batch, json.RawMessage(trimmed))

@@ -162,3 +162,29 @@ func TestCLIImportsReadsAndReports(t *testing.T) {
 	require.Contains(t, mustCLI(t, "store", "delete", api, "generic/g"), "deleted")
 	require.NotContains(t, mustCLI(t, "status", "--database-url="+db), "generic/g")
 }
+
+// The import progress bar shows rows and rows/s, bytes against the total, and an ETA; without a
+// bar (not a terminal) only the summary line is printed.
+func TestImportProgressShowsRateBytesAndETA(t *testing.T) {
+	var out strings.Builder
+	p, err := newImportProgress("always", 10_000, true, &out)
+	require.NoError(t, err)
+	p.sent(100, 2_500)
+	p.sent(100, 2_500)
+	bar := out.String()
+	require.Contains(t, bar, "200 rows (")
+	require.Contains(t, bar, "rows/s)")
+	require.Contains(t, bar, "5.0/10 kB", "bytes sent of the total")
+	require.Regexp(t, `\[[0-9a-z]+:[0-9a-z]+\]`, bar, "elapsed:remaining (ETA)")
+	p.finish("rollout/x")
+	require.Contains(t, out.String(), "appended 200 rows to rollout/x")
+
+	out.Reset()
+	quiet, err := newImportProgress("never", 10_000, true, &out)
+	require.NoError(t, err)
+	quiet.sent(7, 100)
+	quiet.finish("rollout/x")
+	require.Equal(t, 1, strings.Count(out.String(), "\n"))
+	_, err = newImportProgress("sometimes", 1, true, &out)
+	require.Error(t, err)
+}
