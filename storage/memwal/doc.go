@@ -5,9 +5,10 @@
 //
 //	_shards/<shard>                         marker: the shard exists (cheap shard listing)
 //	_wal/<shard>/manifest/<20d>.json        shard manifest chain, committed with put-if-absent
-//	_wal/<shard>/entries/<20d>.arrows       WAL entries (Arrow IPC stream), one per group commit
-//	_wal/<shard>/gens/<20d>-<rand>.arrow    sealed generations (Arrow IPC file, sorted by key)
-//	_wal/<shard>/gens/<20d>-<rand>.keys     each generation's sorted keys, _seq and tombstone flags
+//	_wal/<shard>/entries/<20d>.arrows       WAL entries (Arrow IPC stream), one per group commit;
+//	                                        they hold the rows until their generation is merged
+//	_wal/<shard>/gens/<20d>-<rand>.keys     a sealed generation: its sorted keys, _seq, tombstone
+//	                                        flags and (entry, row) of each key's newest row
 //
 // One writer per shard, enforced by epoch fencing on storage. Appends are durable (a WAL entry
 // exists) before they are acknowledged, enter the memtable at once (read-your-writes on this

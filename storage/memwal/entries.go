@@ -1,7 +1,8 @@
-// WAL entries and generation files are Arrow IPC: entries as IPC streams (one per group commit),
-// generations as IPC files (one record batch, sorted by key). Key files list a generation's keys
-// in order with their _seq and tombstone flag, so reads resolve a key without opening the
-// generation.
+// Encodings of the MemWAL's objects. WAL entries are Arrow IPC streams (one per group commit).
+// A generation is its key file: its keys in order with _seq, tombstone flag and where the row
+// lives — (entry, row) in the WAL entries the generation references (format 2), or the row of
+// the same index in a separate Arrow IPC file (format 1, written by earlier releases and still
+// read), so reads resolve a key without touching any row data.
 package memwal
 
 import (
@@ -38,22 +39,6 @@ func decodeStream(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) 
 	return rec, nil
 }
 
-func encodeFile(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
-	var buf bytes.Buffer
-	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(rec); err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 func decodeFile(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
@@ -81,7 +66,16 @@ type genKeys struct {
 	keys  []string
 	seqs  []uint64
 	tombs []bool
+	// Entry-backed generations (format 2) only: the WAL positions holding the rows, and per key
+	// the index into entries and the row within that entry. Nil for format 1 (key i is row i of
+	// the generation's Arrow file).
+	entries []uint64
+	entry   []uint32
+	row     []uint32
 }
+
+// keyFileMagic opens a format 2 key file.
+const keyFileMagic = "SGK2"
 
 func (k *genKeys) find(key string) (int, bool) {
 	lo, hi := 0, len(k.keys)
@@ -96,10 +90,19 @@ func (k *genKeys) find(key string) (int, bool) {
 	return lo, lo < len(k.keys) && k.keys[lo] == key
 }
 
+// encodeKeys writes a format 2 key file (docs/format/memwal.md):
+//
+//	"SGK2", entry count, entry positions, key count, then per key: key length, key bytes, _seq,
+//	flags (bit 0 tombstone), entry index, row — all integers uvarints.
 func encodeKeys(k *genKeys) []byte {
 	var buf bytes.Buffer
 	var tmp [binary.MaxVarintLen64]byte
 	put := func(v uint64) { buf.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	buf.WriteString(keyFileMagic)
+	put(uint64(len(k.entries)))
+	for _, p := range k.entries {
+		put(p)
+	}
 	put(uint64(len(k.keys)))
 	for i, key := range k.keys {
 		put(uint64(len(key)))
@@ -110,36 +113,84 @@ func encodeKeys(k *genKeys) []byte {
 		} else {
 			buf.WriteByte(0)
 		}
+		put(uint64(k.entry[i]))
+		put(uint64(k.row[i]))
 	}
 	return buf.Bytes()
 }
 
 var errCorruptKeys = errors.New("memwal: corrupt generation key file")
 
-func decodeKeys(data []byte) (*genKeys, error) {
-	n, w := binary.Uvarint(data)
-	if w <= 0 || n > uint64(len(data)) {
+// keyReader consumes a key file's fields; the first malformed field sticks as err.
+type keyReader struct {
+	data []byte
+	err  bool
+}
+
+func (r *keyReader) uvarint() uint64 {
+	v, w := binary.Uvarint(r.data)
+	if w <= 0 {
+		r.err, r.data = true, nil
+		return 0
+	}
+	r.data = r.data[w:]
+	return v
+}
+
+func (r *keyReader) bytes(n uint64) []byte {
+	if n > uint64(len(r.data)) {
+		r.err, r.data = true, nil
+		return nil
+	}
+	b := r.data[:n]
+	r.data = r.data[n:]
+	return b
+}
+
+// decodeKeys reads a key file: format 2 (entry-backed) or, when entryBacked is false, format 1
+// (count, then per key: key length, key bytes, _seq, flags).
+func decodeKeys(data []byte, entryBacked bool) (*genKeys, error) {
+	r := &keyReader{data: data}
+	k := &genKeys{}
+	if entryBacked {
+		if string(r.bytes(uint64(len(keyFileMagic)))) != keyFileMagic {
+			return nil, errCorruptKeys
+		}
+		n := r.uvarint()
+		if n > uint64(len(r.data)) {
+			return nil, errCorruptKeys
+		}
+		k.entries = make([]uint64, n)
+		for i := range k.entries {
+			k.entries[i] = r.uvarint()
+			if i > 0 && k.entries[i] <= k.entries[i-1] {
+				return nil, errCorruptKeys
+			}
+		}
+	}
+	n := r.uvarint()
+	if r.err || n > uint64(len(r.data)) {
 		return nil, errCorruptKeys
 	}
-	data = data[w:]
-	k := &genKeys{keys: make([]string, 0, n), seqs: make([]uint64, 0, n), tombs: make([]bool, 0, n)}
+	k.keys, k.seqs, k.tombs = make([]string, 0, n), make([]uint64, 0, n), make([]bool, 0, n)
 	for i := uint64(0); i < n; i++ {
-		l, w := binary.Uvarint(data)
-		if w <= 0 || uint64(len(data)-w) < l+1 {
+		key := string(r.bytes(r.uvarint()))
+		seq := r.uvarint()
+		flags := r.bytes(1)
+		if r.err || flags[0] > 1 || (i > 0 && key <= k.keys[len(k.keys)-1]) {
 			return nil, errCorruptKeys
 		}
-		key := string(data[w : w+int(l)])
-		data = data[w+int(l):]
-		seq, w2 := binary.Uvarint(data)
-		if w2 <= 0 || len(data) < w2+1 {
-			return nil, errCorruptKeys
+		k.keys, k.seqs, k.tombs = append(k.keys, key), append(k.seqs, seq), append(k.tombs, flags[0]&1 == 1)
+		if entryBacked {
+			e, row := r.uvarint(), r.uvarint()
+			if r.err || e >= uint64(len(k.entries)) || row > 1<<32-1 {
+				return nil, errCorruptKeys
+			}
+			k.entry, k.row = append(k.entry, uint32(e)), append(k.row, uint32(row))
 		}
-		tomb := data[w2] == 1
-		data = data[w2+1:]
-		if i > 0 && key <= k.keys[len(k.keys)-1] {
-			return nil, errCorruptKeys
-		}
-		k.keys, k.seqs, k.tombs = append(k.keys, key), append(k.seqs, seq), append(k.tombs, tomb)
+	}
+	if len(r.data) != 0 {
+		return nil, errCorruptKeys
 	}
 	return k, nil
 }

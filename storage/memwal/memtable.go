@@ -1,18 +1,17 @@
-// The memtable: rows appended to a shard since its last seal, newest row per key indexed.
+// The memtable: rows appended to a shard since its last seal, newest row per key indexed. Each
+// batch is one WAL entry's rows, so a seal can describe the memtable by reference to its entries
+// (position and row) instead of writing the rows again.
 // The active memtable is guarded by its Writer's mutex; once frozen (swapped out for sealing) a
 // memtable never changes again, so sealing and reads of frozen memtables need no lock.
 package memwal
 
 import (
-	"context"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -24,22 +23,29 @@ type rowRef struct {
 }
 
 type memtable struct {
-	batches []arrow.RecordBatch
-	index   map[string]rowRef
-	lastPos uint64 // the highest WAL position whose rows are in this memtable
-	rows    int64
-	bytes   int64
-	firstAt time.Time
+	batches   []arrow.RecordBatch
+	positions []uint64 // positions[i] is the WAL position whose rows batches[i] holds
+	index     map[string]rowRef
+	firstPos  uint64 // the lowest WAL position inserted (rows or not); 0 when none
+	lastPos   uint64 // the highest WAL position inserted (rows or not)
+	rows      int64
+	bytes     int64 // in-memory Arrow bytes (the seal trigger)
+	walBytes  int64 // encoded size of the WAL entries holding the rows
+	firstAt   time.Time
 }
 
 func newMemtable() *memtable { return &memtable{index: map[string]rowRef{}} }
 
 func (m *memtable) empty() bool { return m.rows == 0 && m.lastPos == 0 }
 
-// insert adds rec's rows (WAL position pos); rec is retained. Rows carry the table schema.
-func (m *memtable) insert(rec arrow.RecordBatch, pos uint64, keyColumn string) {
+// insert adds rec, the rows of the WAL entry at pos (entryBytes long, encoded); rec is retained.
+// Positions arrive in increasing order. Rows carry the table schema.
+func (m *memtable) insert(rec arrow.RecordBatch, pos uint64, entryBytes int64, keyColumn string) {
 	if m.firstAt.IsZero() && rec.NumRows() > 0 {
 		m.firstAt = time.Now()
+	}
+	if m.firstPos == 0 {
+		m.firstPos = pos
 	}
 	m.lastPos = max(m.lastPos, pos)
 	if rec.NumRows() == 0 {
@@ -48,6 +54,8 @@ func (m *memtable) insert(rec arrow.RecordBatch, pos uint64, keyColumn string) {
 	rec.Retain()
 	b := len(m.batches)
 	m.batches = append(m.batches, rec)
+	m.positions = append(m.positions, pos)
+	m.walBytes += entryBytes
 	s := rec.Schema()
 	keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
 	seqs := rec.Column(s.FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
@@ -95,26 +103,15 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 	return keys, refs
 }
 
-// build returns the memtable's newest row per key, sorted by key, as one record plus its key file.
-func (m *memtable) build(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, *genKeys, error) {
+// keyFile describes the memtable as an entry-backed generation: its newest row per key, sorted
+// by key, located by (entry, row) in the WAL entries that hold it.
+func (m *memtable) keyFile() *genKeys {
 	keys, refs := m.sortedRefs()
-	all, err := arrowutil.Concat(schema, m.batches, mem)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer all.Release()
-	offsets := make([]int64, len(m.batches))
-	var off int64
-	for i, b := range m.batches {
-		offsets[i] = off
-		off += b.NumRows()
-	}
-	idx := make([]int64, len(refs))
-	gk := &genKeys{keys: keys, seqs: make([]uint64, len(refs)), tombs: make([]bool, len(refs))}
+	gk := &genKeys{keys: keys, seqs: make([]uint64, len(refs)), tombs: make([]bool, len(refs)),
+		entries: slices.Clone(m.positions), entry: make([]uint32, len(refs)), row: make([]uint32, len(refs))}
 	for i, r := range refs {
-		idx[i] = offsets[r.batch] + int64(r.row)
 		gk.seqs[i], gk.tombs[i] = r.seq, r.tomb
+		gk.entry[i], gk.row[i] = uint32(r.batch), uint32(r.row)
 	}
-	rec, err := arrowutil.Take(ctx, mem, all, idx)
-	return rec, gk, err
+	return gk
 }

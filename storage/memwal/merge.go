@@ -106,7 +106,7 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 	progress.Phase, progress.WaitingForBudget, progress.ReservedBytes = "reading", false, res.Bytes()
 	report()
 
-	rec, err := s.readGenerations(ctx, batch, &progress, report)
+	rec, err := s.readGenerations(ctx, shard, batch, &progress, report)
 	if errors.Is(err, objstore.ErrNotFound) {
 		// A racing merge folded and deleted it: confirm through the watermark.
 		if latest, lerr := s.tbl.Latest(ctx); lerr == nil && latest.WALWatermarks[shard] >= batch[0].Gen {
@@ -154,9 +154,9 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 	return MergeResult{Generations: len(batch), Rows: rows, Remaining: len(pending) - len(batch), Version: up.Manifest.Version}, nil
 }
 
-// mergeMemoryFactor converts a generation's file size into the memory merging it takes at peak:
-// the fetched file, its decoded Arrow batch, and the key-sorted, deduplicated copy the upsert
-// writes. Caps and budget reservations are in these bytes, so the budget bounds real memory.
+// mergeMemoryFactor converts a generation's bytes (its WAL entries, or a format 1 file) into the
+// memory merging it takes at peak: the fetched bytes, the decoded Arrow batches, and their
+// concatenation that the upsert sorts and deduplicates. Caps and budget reservations are in these bytes, so the budget bounds real memory.
 const mergeMemoryFactor = 3
 
 func footprint(g Generation) int64 { return g.Bytes * mergeMemoryFactor }
@@ -189,19 +189,19 @@ func totalFootprint(gens []Generation) int64 {
 }
 
 // readGenerations reads and concatenates the generations' rows (the upsert dedupes them).
-func (s *Store) readGenerations(ctx context.Context, gens []Generation, progress *MergeProgress, report func()) (arrow.RecordBatch, error) {
-	parts := make([]arrow.RecordBatch, 0, len(gens))
+func (s *Store) readGenerations(ctx context.Context, shard string, gens []Generation, progress *MergeProgress, report func()) (arrow.RecordBatch, error) {
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
 	for _, g := range gens {
-		rec, err := s.generation(ctx, g)
+		recs, err := s.generationRows(ctx, shard, g)
 		if err != nil {
 			return nil, fmt.Errorf("memwal: read generation %d of shard: %w", g.Gen, err)
 		}
-		parts = append(parts, rec)
+		parts = append(parts, recs...)
 		progress.GenerationsRead++
 		report()
 	}
@@ -209,11 +209,11 @@ func (s *Store) readGenerations(ctx context.Context, gens []Generation, progress
 }
 
 // dropMerged removes generations at or below gen from the shard manifest, then deletes their
-// files. Both steps are best effort: the watermark already marks the rows merged, and the next
+// files and the WAL entries they held. Both steps are best effort: the watermark already marks the rows merged, and the next
 // merge (or cleanup) finishes what is left.
 func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	var dropped []Generation
-	_, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+	next, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		dropped = nil
 		keep := cur.Generations[:0:0]
 		for _, g := range cur.Generations {
@@ -239,9 +239,12 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
 		defer cancel()
 		for _, g := range dropped {
-			_ = s.objects.Delete(ctx, g.Path)
+			if g.Path != "" {
+				_ = s.objects.Delete(ctx, g.Path)
+			}
 			_ = s.objects.Delete(ctx, g.KeysPath)
 			s.keyCache.Remove(g.KeysPath)
 		}
+		s.deleteUnreferencedEntries(shard, next)
 	}()
 }

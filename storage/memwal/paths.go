@@ -50,7 +50,6 @@ func parseNumbered(key, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
-func generationKeys(shard string, gen uint64, random string) (data, keys string) {
-	base := fmt.Sprintf("%s%s/gens/%020d-%s", walDir, shard, gen, random)
-	return base + ".arrow", base + ".keys"
+func generationKeysPath(shard string, gen uint64, random string) string {
+	return fmt.Sprintf("%s%s/gens/%020d-%s.keys", walDir, shard, gen, random)
 }

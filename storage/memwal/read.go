@@ -106,13 +106,15 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // source says where a key's newest row lives.
 type source struct {
-	kind int // 0 none, 1 memtable, 2 generation, 3 base
-	seq  uint64
-	tomb bool
-	mem  arrow.RecordBatch // kind 1: the row (retained)
-	gen  Generation        // kind 2
-	row  int               // kind 2: row in the generation
-	ref  table.RowRef      // kind 3
+	kind  int // 0 none, 1 memtable, 2 generation, 3 base
+	seq   uint64
+	tomb  bool
+	mem   arrow.RecordBatch // kind 1: the row (retained)
+	gen   Generation        // kind 2
+	shard string            // kind 2: the generation's shard
+	keys  *genKeys          // kind 2: its key file
+	row   int               // kind 2: the key's index in the key file
+	ref   table.RowRef      // kind 3
 }
 
 func (a *source) offer(b source) {
@@ -180,7 +182,7 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 				return nil, err
 			}
 			if row, ok := k.find(key); ok {
-				best.offer(source{kind: 2, seq: k.seqs[row], tomb: k.tombs[row], gen: g, row: row})
+				best.offer(source{kind: 2, seq: k.seqs[row], tomb: k.tombs[row], gen: g, shard: sh.Shard, keys: k, row: row})
 				break // older generations of this shard hold older rows
 			}
 		}
@@ -199,7 +201,9 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 	case 1:
 		return project(best.mem, names)
 	case 2:
-		rec, err := s.generation(ctx, best.gen)
+		rows := newGenRowReader(s)
+		defer rows.release()
+		rec, i, err := rows.row(ctx, best.shard, best.gen, best.keys, best.row)
 		if errors.Is(err, objstore.ErrNotFound) {
 			// Merged meanwhile: read the table's newest version instead.
 			m, err := s.tbl.Latest(ctx)
@@ -211,8 +215,7 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 		if err != nil {
 			return nil, err
 		}
-		defer rec.Release()
-		row := rec.NewSlice(int64(best.row), int64(best.row)+1)
+		row := rec.NewSlice(int64(i), int64(i)+1)
 		defer row.Release()
 		return project(row, names)
 	}

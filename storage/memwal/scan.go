@@ -44,9 +44,12 @@ type candidate struct {
 	tomb bool
 	src  int // 1 memtable, 2 generation, 3 base
 	rec  arrow.RecordBatch
-	row  int
+	row  int // src 1: row in rec; src 2: index in keys
 	gen  Generation
-	ref  table.RowRef
+	// src 2: the generation's shard and key file
+	shard string
+	keys  *genKeys
+	ref   table.RowRef
 }
 
 // Scan returns one page.
@@ -86,12 +89,8 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if err != nil {
 		return ScanPage{}, err
 	}
-	genRecs := map[string]arrow.RecordBatch{}
-	defer func() {
-		for _, r := range genRecs {
-			r.Release()
-		}
-	}()
+	genRows := newGenRowReader(s)
+	defer genRows.release()
 
 	out := newPageBuilder(s, read, names)
 	defer out.release()
@@ -128,7 +127,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 		}
 		for _, g := range gens {
 			for i := g.start; i < len(g.keys.keys) && within(g.keys.keys[i]); i++ {
-				offer(candidate{key: g.keys.keys[i], seq: g.keys.seqs[i], tomb: g.keys.tombs[i], src: 2, row: i, gen: g.gen})
+				offer(candidate{key: g.keys.keys[i], seq: g.keys.seqs[i], tomb: g.keys.tombs[i], src: 2, row: i, gen: g.gen, shard: g.shard, keys: g.keys})
 			}
 		}
 		keys := make([]string, 0, len(cands))
@@ -138,7 +137,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 			}
 		}
 		slices.Sort(keys)
-		if err := out.add(ctx, snap, keys, cands, genRecs, opts.Filters, limit); err != nil {
+		if err := out.add(ctx, snap, keys, cands, genRows, opts.Filters, limit); err != nil {
 			return ScanPage{}, err
 		}
 		if exhausted {
@@ -202,6 +201,7 @@ func (s *Store) memtableView(after string) *memView {
 
 type genView struct {
 	gen   Generation
+	shard string
 	keys  *genKeys
 	start int
 }
@@ -221,7 +221,7 @@ func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after strin
 			if found {
 				i++
 			}
-			out = append(out, genView{gen: g, keys: k, start: i})
+			out = append(out, genView{gen: g, shard: sh.Shard, keys: k, start: i})
 		}
 	}
 	return out, nil
@@ -250,7 +250,7 @@ func (p *pageBuilder) release() {
 }
 
 // add materialises the chunk's live keys (in order), filters them and keeps up to limit rows.
-func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, cands map[string]*candidate, genRecs map[string]arrow.RecordBatch, filters map[string]any, limit int) error {
+func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, cands map[string]*candidate, genRows *genRowReader, filters map[string]any, limit int) error {
 	var refs []table.RowRef
 	for _, k := range keys {
 		if c := cands[k]; c.src == 3 {
@@ -277,15 +277,10 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, ca
 		case 1:
 			src, row = c.rec, c.row
 		case 2:
-			rec, ok := genRecs[c.gen.Path]
-			if !ok {
-				var err error
-				if rec, err = p.s.generation(ctx, c.gen); err != nil {
-					return err
-				}
-				genRecs[c.gen.Path] = rec
+			var err error
+			if src, row, err = genRows.row(ctx, c.shard, c.gen, c.keys, c.row); err != nil {
+				return err
 			}
-			src, row = rec, c.row
 		case 3:
 			src, row = baseRows, bi
 			bi++

@@ -21,18 +21,31 @@ import (
 // keepManifests is how many recent shard manifest versions survive each commit.
 const keepManifests = 4
 
-// Generation is one sealed, immutable generation of a shard.
+// Generation is one sealed, immutable generation of a shard. Format 2 (entry-backed): its rows
+// stay in the shard's WAL entries FirstEntry..LastEntry, which live until the generation is
+// merged, and its key file says where each key's row is. Format 1 (Path set, earlier releases):
+// its rows are in the Arrow IPC file at Path.
 type Generation struct {
-	Gen      uint64    `json:"generation"`
-	Path     string    `json:"path"`
-	KeysPath string    `json:"keys_path"`
-	Rows     int64     `json:"rows"`
-	Bytes    int64     `json:"bytes"`
-	MinSeq   uint64    `json:"min_seq"`
-	MaxSeq   uint64    `json:"max_seq"`
-	MinKey   string    `json:"min_key"`
-	MaxKey   string    `json:"max_key"`
-	SealedAt time.Time `json:"sealed_at"`
+	Gen        uint64    `json:"generation"`
+	Path       string    `json:"path,omitempty"`
+	KeysPath   string    `json:"keys_path"`
+	FirstEntry uint64    `json:"first_entry,omitempty"`
+	LastEntry  uint64    `json:"last_entry,omitempty"`
+	Rows       int64     `json:"rows"`  // keys (one row each, the newest)
+	Bytes      int64     `json:"bytes"` // bytes a merge reads: the entries (format 2) or the file
+	MinSeq     uint64    `json:"min_seq"`
+	MaxSeq     uint64    `json:"max_seq"`
+	MinKey     string    `json:"min_key"`
+	MaxKey     string    `json:"max_key"`
+	SealedAt   time.Time `json:"sealed_at"`
+}
+
+// entryBacked reports a format 2 generation.
+func (g Generation) entryBacked() bool { return g.Path == "" }
+
+// holdsEntry reports whether the WAL entry at pos belongs to the generation (format 2).
+func (g Generation) holdsEntry(pos uint64) bool {
+	return g.entryBacked() && g.FirstEntry <= pos && pos <= g.LastEntry
 }
 
 // ShardManifest is one version of a shard's state.

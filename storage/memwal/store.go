@@ -308,47 +308,6 @@ func (s *Store) Close(ctx context.Context) error {
 	return w.close(ctx)
 }
 
-// deleteEntries removes WAL entries at or below pos (best effort, detached from any request).
-func (s *Store) deleteEntries(shard string, pos uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
-	defer cancel()
-	objs, err := objstore.ListAll(ctx, s.objects, entryPrefix(shard))
-	if err != nil {
-		return
-	}
-	for _, o := range objs {
-		if p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows"); ok && p <= pos {
-			_ = s.objects.Delete(ctx, o.Key)
-		}
-	}
-}
-
-// keys returns a generation's key file, from the cache when possible.
-func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
-	if k, ok := s.keyCache.Get(g.KeysPath); ok {
-		return k, nil
-	}
-	data, err := s.objects.Get(ctx, g.KeysPath)
-	if err != nil {
-		return nil, err
-	}
-	k, err := decodeKeys(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, g.KeysPath)
-	}
-	s.keyCache.Add(g.KeysPath, k)
-	return k, nil
-}
-
-// generation reads a generation's rows. The caller releases the record.
-func (s *Store) generation(ctx context.Context, g Generation) (arrow.RecordBatch, error) {
-	data, err := s.objects.Get(ctx, g.Path)
-	if err != nil {
-		return nil, err
-	}
-	return decodeFile(data, s.mem)
-}
-
 func randomName() string {
 	var b [10]byte
 	_, _ = rand.Read(b[:])

@@ -159,7 +159,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 				s.clock.Observe(seqs.Value(i))
 			}
 		}
-		w.active.insert(rec, p, s.keyColumn)
+		w.active.insert(rec, p, int64(len(data)), s.keyColumn)
 		rec.Release()
 	}
 	w.nextPos = fence + 1
@@ -309,7 +309,7 @@ func (w *Writer) commitBatch() (int64, bool) {
 		return size, true
 	}
 	w.mu.Lock()
-	w.active.insert(rec, pos, w.s.keyColumn)
+	w.active.insert(rec, pos, int64(len(data)), w.s.keyColumn)
 	w.nextPos = pos + 1
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
@@ -362,20 +362,13 @@ func (w *Writer) Seal(ctx context.Context) error {
 	return nil
 }
 
-// sealOne writes m as the shard's next generation and commits it to the shard manifest.
+// sealOne commits m as the shard's next generation. The rows stay where they are, in m's WAL
+// entries: the seal writes only the key file (keys, _seq, tombstones and (entry, row) locations)
+// and the manifest edit, so sealing costs O(keys), not a second copy of every byte appended.
 func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	var gen Generation
 	if len(m.index) > 0 {
-		rec, keys, err := m.build(ctx, w.s.schema, w.s.mem)
-		if err != nil {
-			return err
-		}
-		data, err := encodeFile(rec, w.s.mem)
-		rows := rec.NumRows()
-		rec.Release()
-		if err != nil {
-			return err
-		}
+		keys := m.keyFile()
 		cur, _, err := latestShardManifest(ctx, w.s.objects, w.shard)
 		if err != nil {
 			return err
@@ -383,16 +376,13 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		if cur == nil || cur.Epoch != w.epoch {
 			return w.fence(cur)
 		}
-		gen = Generation{Gen: cur.NextGeneration, Rows: rows, Bytes: int64(len(data)), SealedAt: time.Now().UTC(),
+		gen = Generation{Gen: cur.NextGeneration, FirstEntry: m.firstPos, LastEntry: m.lastPos,
+			Rows: int64(len(keys.keys)), Bytes: m.walBytes, SealedAt: time.Now().UTC(),
 			MinKey: keys.keys[0], MaxKey: keys.keys[len(keys.keys)-1], MinSeq: keys.seqs[0]}
 		for _, s := range keys.seqs {
 			gen.MinSeq, gen.MaxSeq = min(gen.MinSeq, s), max(gen.MaxSeq, s)
 		}
-		random := randomName()
-		gen.Path, gen.KeysPath = generationKeys(w.shard, gen.Gen, random)
-		if err := w.s.objects.PutIfAbsent(ctx, gen.Path, data); err != nil {
-			return err
-		}
+		gen.KeysPath = generationKeysPath(w.shard, gen.Gen, randomName())
 		if err := w.s.objects.PutIfAbsent(ctx, gen.KeysPath, encodeKeys(keys)); err != nil {
 			return err
 		}
@@ -402,7 +392,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		if cur.Epoch != w.epoch {
 			return nil, w.fence(cur)
 		}
-		if gen.Path != "" {
+		if gen.KeysPath != "" {
 			if cur.NextGeneration != gen.Gen {
 				return nil, fmt.Errorf("memwal: shard %s generation %d was taken", w.shard, gen.Gen)
 			}
@@ -416,8 +406,9 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		return err
 	}
 	w.pending.Store(int64(len(next.Generations)))
-	// The sealed entries are no longer needed for replay.
-	go w.s.deleteEntries(w.shard, next.ReplayAfter)
+	// Entries now covered by replay_after that no generation holds (fences, empty seals) are
+	// garbage.
+	go w.s.deleteUnreferencedEntries(w.shard, next)
 	return nil
 }
 

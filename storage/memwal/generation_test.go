@@ -1,0 +1,210 @@
+package memwal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// objectsUnder lists the keys under prefix with their sizes.
+func objectsUnder(t *testing.T, objects objstore.Store, prefix string) map[string]int64 {
+	t.Helper()
+	objs, err := objstore.ListAll(context.Background(), objects, prefix)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, o := range objs {
+		out[o.Key] = o.Size
+	}
+	return out
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	owner := e.open("owner")
+	shard := owner.Shard()
+	for i := range 4 { // four WAL entries; later ones overwrite some keys of earlier ones
+		appendIDs(t, owner, e.mem, int64(i), ids(fmt.Sprintf("k%d", i%2), 100)...)
+	}
+	entries := objectsUnder(t, e.objects, entryPrefix(shard))
+	require.Len(t, entries, 5, "the claim's fence and four appends")
+	require.NoError(t, owner.Flush(ctx))
+
+	gens := objectsUnder(t, e.objects, walDir+shard+"/gens/")
+	require.Len(t, gens, 1, "one object per generation: its key file")
+	for k := range gens {
+		require.True(t, strings.HasSuffix(k, ".keys"), k)
+	}
+	require.Less(t, sum(gens)*5, sum(entries), "the seal writes keys and locations, not the rows again")
+	require.Equal(t, entries, objectsUnder(t, e.objects, entryPrefix(shard)), "the generation's entries stay")
+	m, _, err := latestShardManifest(ctx, e.objects, shard)
+	require.NoError(t, err)
+	require.Len(t, m.Generations, 1)
+	g := m.Generations[0]
+	require.True(t, g.entryBacked())
+	require.EqualValues(t, 200, g.Rows, "one row per key")
+	withRows := sum(entries) - entries[entryKey(shard, 1)]
+	require.Equal(t, withRows, g.Bytes, "what a merge reads: the entries with rows (not the fence)")
+
+	// Another process reads the newest version of every key through the entries.
+	reader := e.open("reader")
+	require.EqualValues(t, 2, value(t, reader, "k00042"))
+	require.EqualValues(t, 3, value(t, reader, "k10099"))
+	page, err := reader.Scan(ctx, ScanOptions{Limit: 1000, Columns: []string{"value"}})
+	require.NoError(t, err)
+	require.EqualValues(t, 200, page.Rows.NumRows())
+	page.Rows.Release()
+
+	// The merge folds the newest versions and then deletes the key file and the entries.
+	res, err := reader.MergeShard(ctx, shard, MergeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Generations)
+	require.EqualValues(t, 2, value(t, reader, "k00042"))
+	require.EqualValues(t, 3, value(t, reader, "k10099"))
+	checkTable(t, reader)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, e.objects, walDir+shard+"/gens/")) == 0 &&
+			len(objectsUnder(t, e.objects, entryPrefix(shard))) == 0
+	}, 2*time.Second, 10*time.Millisecond)
+}
+
+func TestEntriesNoGenerationHoldsAreDeletedAtTheSeal(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	a := e.open("a")
+	appendIDs(t, a, e.mem, 1, "x")
+	require.NoError(t, a.Close(ctx))
+	// Reopening claims the shard again: a second fence entry, with no rows. Closing seals a
+	// memtable holding only that fence, which makes no generation: the fence is garbage once
+	// replay_after covers it.
+	again := e.open("a")
+	require.Len(t, objectsUnder(t, e.objects, entryPrefix(again.Shard())), 3,
+		"the generation's first fence and append, and the new fence")
+	require.NoError(t, again.Close(ctx))
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, e.objects, entryPrefix(again.Shard()))) == 2
+	}, 2*time.Second, 10*time.Millisecond, "only the entries the generation holds are left")
+	require.EqualValues(t, 1, value(t, e.open("reader"), "x"))
+}
+
+// writeFormat1Generation seals rec (sorted by key, one row per key) the way earlier releases
+// did: an Arrow IPC file plus a format 1 key file, added to the shard manifest.
+func writeFormat1Generation(t *testing.T, s *Store, shard string, rec arrow.RecordBatch) {
+	ctx := context.Background()
+	var file bytes.Buffer
+	fw, err := ipc.NewFileWriter(&file, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(memory.NewGoAllocator()))
+	require.NoError(t, err)
+	require.NoError(t, fw.Write(rec))
+	require.NoError(t, fw.Close())
+	stamped := recordKeys(rec, s.keyColumn)
+	var keys bytes.Buffer
+	put := func(v uint64) { keys.Write(binary.AppendUvarint(nil, v)) }
+	put(uint64(len(stamped.keys)))
+	for i, k := range stamped.keys {
+		put(uint64(len(k)))
+		keys.WriteString(k)
+		put(stamped.seqs[i])
+		keys.WriteByte(0)
+	}
+	_, err = updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+		base := fmt.Sprintf("%s%s/gens/%020d-format1", walDir, shard, cur.NextGeneration)
+		g := Generation{Gen: cur.NextGeneration, Path: base + ".arrow", KeysPath: base + ".keys", Rows: rec.NumRows(),
+			Bytes: int64(file.Len()), MinKey: stamped.keys[0], MaxKey: stamped.keys[len(stamped.keys)-1], SealedAt: time.Now()}
+		require.NoError(t, s.objects.PutIfAbsent(ctx, g.Path, file.Bytes()))
+		require.NoError(t, s.objects.PutIfAbsent(ctx, g.KeysPath, keys.Bytes()))
+		cur.Generations = append(cur.Generations, g)
+		cur.NextGeneration++
+		return cur, nil
+	})
+	require.NoError(t, err)
+}
+
+func TestFormat1GenerationsAreStillReadAndMerged(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	old := e.open("old-release")
+	user := rows(e.mem, ids("v", 20), 5)
+	stamped, err := old.stamp(user, e.clock.NextN(20), false)
+	user.Release()
+	require.NoError(t, err)
+	writeFormat1Generation(t, old, old.Shard(), stamped)
+	stamped.Release()
+	appendIDs(t, old, e.mem, 6, "v0003") // a newer version in a format 2 generation
+	require.NoError(t, old.Flush(ctx))
+
+	reader := e.open("reader")
+	require.EqualValues(t, 5, value(t, reader, "v0007"))
+	require.EqualValues(t, 6, value(t, reader, "v0003"))
+	page, err := reader.Scan(ctx, ScanOptions{Limit: 100})
+	require.NoError(t, err)
+	require.EqualValues(t, 20, page.Rows.NumRows())
+	page.Rows.Release()
+
+	res, err := reader.MergeShard(ctx, old.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Generations)
+	require.EqualValues(t, 5, value(t, reader, "v0019"))
+	require.EqualValues(t, 6, value(t, reader, "v0003"))
+	checkTable(t, reader)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, e.objects, walDir+old.Shard()+"/gens/")) == 0
+	}, 2*time.Second, 10*time.Millisecond, "the format 1 file and both key files are deleted")
+}
+
+func FuzzDecodeKeys(f *testing.F) {
+	v2 := encodeKeys(&genKeys{keys: []string{"a", "b"}, seqs: []uint64{7, 9}, tombs: []bool{false, true},
+		entries: []uint64{3, 5}, entry: []uint32{1, 0}, row: []uint32{0, 41}})
+	f.Add(v2, true)
+	f.Add([]byte{2, 1, 'a', 7, 0, 1, 'b', 9, 1}, false) // format 1
+	f.Add([]byte(keyFileMagic), true)
+	f.Add([]byte{}, false)
+	f.Fuzz(func(t *testing.T, data []byte, entryBacked bool) {
+		k, err := decodeKeys(data, entryBacked)
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(k.keys); i++ {
+			require.Less(t, k.keys[i-1], k.keys[i])
+		}
+		if entryBacked {
+			for i := range k.keys {
+				require.Less(t, int(k.entry[i]), len(k.entries))
+			}
+			again, err := decodeKeys(encodeKeys(k), true)
+			require.NoError(t, err)
+			require.Equal(t, k, again, "what decodes encodes to the same key file")
+		}
+	})
+}
+
+// recordKeys lists rec's keys and _seq (rec is sorted by key, one row per key).
+func recordKeys(rec arrow.RecordBatch, keyColumn string) *genKeys {
+	keys := rec.Column(rec.Schema().FieldIndices(keyColumn)[0]).(*array.String)
+	seqs := rec.Column(rec.Schema().FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
+	k := &genKeys{}
+	for i := 0; i < keys.Len(); i++ {
+		k.keys, k.seqs = append(k.keys, keys.Value(i)), append(k.seqs, seqs.Value(i))
+	}
+	return k
+}

@@ -1,0 +1,160 @@
+// Row access to sealed generations. A format 2 generation is a key file pointing into the
+// shard's WAL entries, which stay on storage until the generation is merged; a format 1
+// generation (earlier releases) is a key file plus an Arrow IPC file whose row i is key i.
+//
+// Lifetime rule: a generation's objects (key file, entries or file) are deleted only after the
+// table's watermark covers it, so a reader whose snapshot still lists it may find them gone and
+// gets objstore.ErrNotFound: the table version it reads next has the rows.
+package memwal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// keys returns a generation's key file, from the cache when possible.
+func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
+	if k, ok := s.keyCache.Get(g.KeysPath); ok {
+		return k, nil
+	}
+	data, err := s.objects.Get(ctx, g.KeysPath)
+	if err != nil {
+		return nil, err
+	}
+	k, err := decodeKeys(data, g.entryBacked())
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, g.KeysPath)
+	}
+	s.keyCache.Add(g.KeysPath, k)
+	return k, nil
+}
+
+// readEntry decodes the WAL entry at pos of shard. The caller releases the record.
+func (s *Store) readEntry(ctx context.Context, shard string, pos uint64) (arrow.RecordBatch, error) {
+	key := entryKey(shard, pos)
+	data, err := s.objects.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := decodeStream(data, s.mem)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, key)
+	}
+	return rec, nil
+}
+
+// generationRows returns every row a generation holds, for a merge: format 2, the rows of the
+// entries its key file references (superseded versions of a key included: the upsert keeps the
+// newest _seq); format 1, its file. The caller releases the records.
+func (s *Store) generationRows(ctx context.Context, shard string, g Generation) ([]arrow.RecordBatch, error) {
+	if !g.entryBacked() {
+		data, err := s.objects.Get(ctx, g.Path)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeFile(data, s.mem)
+		if err != nil {
+			return nil, err
+		}
+		return []arrow.RecordBatch{rec}, nil
+	}
+	k, err := s.keys(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]arrow.RecordBatch, 0, len(k.entries))
+	for _, pos := range k.entries {
+		rec, err := s.readEntry(ctx, shard, pos)
+		if err != nil {
+			for _, r := range out {
+				r.Release()
+			}
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// genRowReader resolves rows of pending generations for one read, reading each object (WAL
+// entry or format 1 file) at most once. Not safe for concurrent use.
+type genRowReader struct {
+	s      *Store
+	loaded map[string]arrow.RecordBatch // by object key
+}
+
+func newGenRowReader(s *Store) *genRowReader {
+	return &genRowReader{s: s, loaded: map[string]arrow.RecordBatch{}}
+}
+
+// row locates key i of generation g (of shard, key file k): the record holding it and its row
+// there. The record stays owned by the reader.
+func (r *genRowReader) row(ctx context.Context, shard string, g Generation, k *genKeys, i int) (arrow.RecordBatch, int, error) {
+	key, row := g.Path, i
+	if g.entryBacked() {
+		key, row = entryKey(shard, k.entries[k.entry[i]]), int(k.row[i])
+	}
+	if rec, ok := r.loaded[key]; ok {
+		return rec, row, nil
+	}
+	data, err := r.s.objects.Get(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rec arrow.RecordBatch
+	if g.entryBacked() {
+		rec, err = decodeStream(data, r.s.mem)
+	} else {
+		rec, err = decodeFile(data, r.s.mem)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w (%s)", err, key)
+	}
+	if int64(row) >= rec.NumRows() {
+		rec.Release()
+		return nil, 0, fmt.Errorf("memwal: %s has no row %d (key file %s)", key, row, g.KeysPath)
+	}
+	r.loaded[key] = rec
+	return rec, row, nil
+}
+
+func (r *genRowReader) release() {
+	for _, rec := range r.loaded {
+		rec.Release()
+	}
+	r.loaded = nil
+}
+
+// deleteUnreferencedEntries removes the shard's WAL entries that replay no longer needs and no
+// generation of m holds: positions at or below m's replay_after outside every format 2
+// generation's entry range (fences, empty seals, merged generations). Safe with a stale m:
+// generations sealed after m hold only positions above m's replay_after. Best effort, detached
+// from any request.
+func (s *Store) deleteUnreferencedEntries(shard string, m *ShardManifest) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
+	defer cancel()
+	objs, err := objstore.ListAll(ctx, s.objects, entryPrefix(shard))
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows")
+		if !ok || p > m.ReplayAfter {
+			continue
+		}
+		held := false
+		for _, g := range m.Generations {
+			if g.holdsEntry(p) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			_ = s.objects.Delete(ctx, o.Key)
+		}
+	}
+}
