@@ -40,7 +40,7 @@ func (s *Store) readEntry(ctx context.Context, shard string, pos uint64) (arrow.
 	if err != nil {
 		return nil, err
 	}
-	rec, err := decodeStream(data, s.mem)
+	rec, err := decodeEntry(data, s.schema, s.mem)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, key)
 	}
@@ -107,7 +107,7 @@ func (r *genRowReader) row(ctx context.Context, shard string, g Generation, k *g
 	}
 	var rec arrow.RecordBatch
 	if g.entryBacked() {
-		rec, err = decodeStream(data, r.s.mem)
+		rec, err = decodeEntry(data, r.s.schema, r.s.mem)
 	} else {
 		rec, err = decodeFile(data, r.s.mem)
 	}

@@ -3,15 +3,17 @@
 // Locking: mu guards the active memtable, the frozen list, the append queue and the fenced
 // state; it is held only for in-memory work, never across I/O. sealMu serialises seals, so
 // generations are added to the shard manifest in order; appends never wait for it. A single
-// committer goroutine writes WAL entries in position order, so memtable insertion needs no
-// further ordering.
+// committer goroutine takes groups and reserves their WAL positions in order; up to
+// CommitsInFlight of them are written at once, but each enters the memtable only after the
+// previous one did (a chain of done channels), so memtables hold positions in order.
 //
-// Fencing: Claim bumps the shard's epoch in its manifest, then writes a fence entry at the next
-// free WAL position (retrying higher until the put-if-absent succeeds) and replays every entry up
-// to it. A writer only moves to position q+1 once an object exists at q, so a fenced writer's
-// next put lands on an existing position (its own last one, or the fence); it then reads the
-// manifest, sees the higher epoch and fails every later append with ErrFenced. Every entry it
-// wrote before is at or below the fence, so the new owner replays it: nothing acknowledged is lost.
+// Fencing: Claim bumps the shard's epoch in its manifest, then lists the WAL entries, writes a
+// fence entry above every one of them (retrying higher until the put-if-absent succeeds) and
+// replays every entry up to it. A writer acknowledges a group only after its entry exists AND a
+// later read of the manifest still shows the writer's epoch: the claimer's bump comes before its
+// listing, so every acknowledged entry is in that listing and is replayed by the new owner.
+// Nothing acknowledged is lost; once the writer sees the higher epoch it fails every later
+// append with ErrFenced.
 package memwal
 
 import (
@@ -38,8 +40,11 @@ type WriterOptions struct {
 	// bytes as the previous group carried are queued.
 	GroupCommitWindow time.Duration
 	GroupCommitBytes  int64 // the most the committer waits for before writing (default 4 MiB)
-	SealRows          int64 // seal when the memtable holds this many rows (default 100,000)
-	SealBytes         int64 // ... or this many bytes (default 64 MiB)
+	// CommitsInFlight bounds the group commits being written at once (default 2): a group is
+	// gathered and encoded while the previous one syncs.
+	CommitsInFlight int
+	SealRows        int64 // seal when the memtable holds this many rows (default 100,000)
+	SealBytes       int64 // ... or this many bytes (default 64 MiB)
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -48,6 +53,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	if o.GroupCommitBytes <= 0 {
 		o.GroupCommitBytes = 4 << 20
+	}
+	if o.CommitsInFlight <= 0 {
+		o.CommitsInFlight = 2
 	}
 	if o.SealRows <= 0 {
 		o.SealRows = 100_000
@@ -109,7 +117,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	fenceData, err := encodeStream(empty, s.mem)
+	fenceData, err := encodeEntry(empty, s.mem)
 	empty.Release()
 	if err != nil {
 		return nil, err
@@ -149,7 +157,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec, err := decodeStream(data, s.mem)
+		rec, err := decodeEntry(data, s.schema, s.mem)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s)", err, o.Key)
 		}
@@ -200,21 +208,46 @@ func (w *Writer) enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 }
 
-// commitLoop writes queued appends as WAL entries, one entry per group, in position order.
+// commitLoop gathers queued appends into groups and writes each group as one WAL entry. Up to
+// CommitsInFlight groups are written concurrently (each at its own position, reserved when the
+// group is taken), but they enter the memtable and are acknowledged strictly in position order:
+// a seal then never covers a position whose rows are still on their way to the memtable.
 func (w *Writer) commitLoop() {
 	defer close(w.stopped)
+	slots := make(chan struct{}, w.opts.CommitsInFlight)
+	prev := make(chan struct{}) // closed when the previous group is in the memtable (or failed)
+	close(prev)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	// dispatch writes g in the background once a slot is free; the next group waits for it.
+	dispatch := func(g *commitGroup) {
+		done := make(chan struct{})
+		inflight.Add(1)
+		go func(prev chan struct{}) {
+			defer inflight.Done()
+			defer func() { <-slots }()
+			defer close(done)
+			w.commit(g, prev)
+		}(prev)
+		prev = done
+	}
 	for {
 		select {
 		case <-w.wake:
 		case <-w.quit:
 			for {
-				if _, more := w.commitBatch(); !more {
+				slots <- struct{}{}
+				g := w.takeGroup()
+				if g == nil {
+					<-slots
 					return
 				}
+				dispatch(g)
 			}
 		}
 		last := int64(0)
 		for {
+			slots <- struct{}{}
 			// Gather: wait (up to the window) until as many bytes are queued as the last group
 			// carried, or GroupCommitBytes: under a steady load the next group is as large as the
 			// last one instead of splitting into half-size groups that each pay a sync.
@@ -232,88 +265,71 @@ func (w *Writer) commitLoop() {
 				}
 				time.Sleep(w.opts.GroupCommitWindow / 8)
 			}
-			n, more := w.commitBatch()
-			if !more {
+			g := w.takeGroup()
+			if g == nil {
+				<-slots
 				break
 			}
-			last = n
+			last = g.bytes
+			dispatch(g)
 		}
 	}
 }
 
-// commitBatch writes one group; it returns the group's bytes and whether there was one.
-func (w *Writer) commitBatch() (int64, bool) {
+// commitGroup is one group commit: the appends it acknowledges and its reserved WAL position.
+type commitGroup struct {
+	appends []*pendingAppend
+	bytes   int64
+	pos     uint64
+	fenced  error // the writer was already fenced when the group was taken
+}
+
+// takeGroup empties the queue into a group and reserves the next WAL position for it (nil when
+// the queue is empty). A group whose write fails leaves its position unused: replay and entry
+// deletion only ever look at the objects that exist.
+func (w *Writer) takeGroup() *commitGroup {
 	w.mu.Lock()
-	batch := w.queue
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		return nil
+	}
+	g := &commitGroup{appends: w.queue, bytes: w.queued, pos: w.nextPos, fenced: w.fenced}
 	w.queue, w.queued = nil, 0
-	fenced := w.fenced
-	pos := w.nextPos
-	w.mu.Unlock()
-	if len(batch) == 0 {
-		return 0, false
-	}
-	var size int64
-	for _, p := range batch {
-		size += p.bytes
-	}
+	w.nextPos++
+	return g
+}
+
+// commit writes g's entry, confirms the epoch, then (once the previous group is done) puts the
+// rows in the memtable and acknowledges the appends.
+//
+// Fencing: after the put succeeds, the shard manifest must still show our epoch. A claimer bumps
+// the epoch BEFORE it lists the entries to replay, so an entry that existed when we read our
+// epoch is in its listing and is replayed; if the epoch moved, the group is not acknowledged
+// (it may or may not be replayed, like any unacknowledged write). A put that finds its position
+// taken means a claimer's fence is there (positions are reserved by this writer only, and a
+// claim starts above every existing entry): the manifest then shows the new epoch.
+func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 	finish := func(err error) {
-		for _, p := range batch {
+		for _, p := range g.appends {
 			p.rec.Release()
 			p.done <- err
 		}
 	}
-	if fenced != nil {
-		finish(fenced)
-		return size, true
+	rec, data, err := w.encodeGroup(g)
+	if err == nil {
+		defer rec.Release()
+		err = w.writeEntry(g.pos, data)
 	}
-	parts := make([]arrow.RecordBatch, len(batch))
-	for i, p := range batch {
-		parts[i] = p.rec
-	}
-	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
+	<-prev
 	if err != nil {
 		finish(err)
-		return size, true
-	}
-	defer rec.Release()
-	data, err := encodeStream(rec, w.s.mem)
-	if err != nil {
-		finish(err)
-		return size, true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
-	defer cancel()
-	for {
-		err = w.s.objects.PutIfAbsent(ctx, entryKey(w.shard, pos), data)
-		if !errors.Is(err, objstore.ErrExists) {
-			break
-		}
-		// Someone holds this position: a new owner's fence (or our own write whose
-		// acknowledgement was lost). The manifest's epoch tells which.
-		m, _, merr := latestShardManifest(ctx, w.s.objects, w.shard)
-		if merr != nil {
-			err = merr
-			break
-		}
-		if m != nil && m.Epoch != w.epoch {
-			err = fmt.Errorf("%w: shard %s is now held by %q at epoch %d (ours %d)", ErrFenced, w.shard, m.Instance, m.Epoch, w.epoch)
-			w.mu.Lock()
-			w.fenced = err
-			w.mu.Unlock()
-			break
-		}
-		pos++
-	}
-	if err != nil {
-		finish(err)
-		return size, true
+		return
 	}
 	w.mu.Lock()
-	w.active.insert(rec, pos, int64(len(data)), w.s.keyColumn)
-	w.nextPos = pos + 1
+	w.active.insert(rec, g.pos, int64(len(data)), w.s.keyColumn)
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
-	w.s.metrics.appends.Add(float64(len(batch)))
+	w.s.metrics.appends.Add(float64(len(g.appends)))
 	w.s.metrics.rowsAppended.Add(float64(rec.NumRows()))
 	w.s.metrics.walEntries.Inc()
 	finish(nil)
@@ -327,7 +343,48 @@ func (w *Writer) commitBatch() (int64, bool) {
 			}
 		}()
 	}
-	return size, true
+}
+
+// encodeGroup concatenates the group's records and encodes them as one IPC stream.
+func (w *Writer) encodeGroup(g *commitGroup) (arrow.RecordBatch, []byte, error) {
+	if g.fenced != nil {
+		return nil, nil, g.fenced
+	}
+	parts := make([]arrow.RecordBatch, len(g.appends))
+	for i, p := range g.appends {
+		parts[i] = p.rec
+	}
+	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := encodeEntry(rec, w.s.mem)
+	if err != nil {
+		rec.Release()
+		return nil, nil, err
+	}
+	return rec, data, nil
+}
+
+// writeEntry creates the entry at pos and confirms that the shard is still ours (see commit).
+func (w *Writer) writeEntry(pos uint64, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
+	defer cancel()
+	putErr := w.s.objects.PutIfAbsent(ctx, entryKey(w.shard, pos), data)
+	if putErr != nil && !errors.Is(putErr, objstore.ErrExists) {
+		return putErr
+	}
+	m, _, err := latestShardManifest(ctx, w.s.objects, w.shard, w.s.manifests)
+	if err != nil {
+		return err
+	}
+	if m == nil || m.Epoch != w.epoch {
+		return w.fence(m)
+	}
+	if putErr != nil {
+		return fmt.Errorf("memwal: shard %s WAL position %d is taken at our epoch %d: %w", w.shard, pos, w.epoch, putErr)
+	}
+	return nil
 }
 
 // Seal freezes the active memtable and writes every frozen memtable, oldest first, as a sealed

@@ -1,0 +1,180 @@
+package memwal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// appendUntilError appends one new id at a time from each of n goroutines until an append fails
+// or stop is closed; it returns every acknowledged id and the errors seen.
+func appendUntilError(t *testing.T, s *Store, e *env, n int, stop <-chan struct{}) (acked []string, errs []error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("g%02d-%05d", g, i)
+				rec := rows(e.mem, []string{id}, int64(i))
+				_, err := s.Append(context.Background(), rec)
+				rec.Release()
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					acked = append(acked, id)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return acked, errs
+}
+
+func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			faulty := objstore.NewFaulty(objstore.NewMemory())
+			e := newEnv(t, faulty)
+			inFlight := func(o *Options) { o.Writer.CommitsInFlight = 4 }
+			old := e.open("same-id", inFlight)
+			// Entry writes take a while, so several groups are in flight when the claim lands.
+			faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(old.Shard()), objstore.OpPutIfAbsent),
+				Latency: time.Duration(1+round) * time.Millisecond})
+			claimed := make(chan error, 1)
+			var newer *Store
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				o := e.opts("same-id")
+				inFlight(&o)
+				var err error
+				newer, err = Open(context.Background(), e.objects, o)
+				claimed <- err
+			}()
+			acked, errs := appendUntilError(t, old, e, 8, nil)
+			require.NotEmpty(t, acked)
+			require.Len(t, errs, 8, "every appender stops at a fenced write")
+			for _, err := range errs {
+				require.ErrorIs(t, err, ErrFenced)
+			}
+			require.NoError(t, <-claimed)
+			t.Cleanup(func() { _ = newer.Close(context.Background()) })
+			faulty.Reset()
+			require.NoError(t, newer.Flush(context.Background()))
+			reader := e.open("reader")
+			for _, id := range acked {
+				require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged before the claim: %s", id)
+			}
+		})
+	}
+}
+
+func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
+	faulty := objstore.NewFaulty(objstore.NewMemory())
+	e := newEnv(t, faulty)
+	s := e.open("a", func(o *Options) { o.Writer.CommitsInFlight = 4 })
+	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(s.Shard()), objstore.OpPutIfAbsent),
+		Latency: time.Millisecond})
+	stop := make(chan struct{})
+	var seals atomic.Int64
+	var sealer sync.WaitGroup
+	sealer.Add(1)
+	go func() {
+		defer sealer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+				if err := s.Flush(context.Background()); err == nil {
+					seals.Add(1)
+				}
+			}
+		}
+	}()
+	time.AfterFunc(150*time.Millisecond, func() { close(stop) })
+	acked, errs := appendUntilError(t, s, e, 8, stop)
+	sealer.Wait()
+	require.Empty(t, errs)
+	require.Greater(t, seals.Load(), int64(3))
+	crash(s)
+	faulty.Reset()
+
+	// The restarted process replays what was not sealed; another process sees it after a flush.
+	again := e.open("a")
+	require.NoError(t, again.Flush(context.Background()))
+	reader := e.open("reader")
+	for _, id := range acked {
+		require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged: %s", id)
+	}
+}
+
+func TestAFailedGroupWriteFailsOnlyItsAppends(t *testing.T) {
+	faulty := objstore.NewFaulty(objstore.NewMemory())
+	e := newEnv(t, faulty)
+	s := e.open("a")
+	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(s.Shard()), objstore.OpPutIfAbsent),
+		Err: objstore.ErrInjected, Times: 1})
+	rec := rows(e.mem, []string{"lost"}, 1)
+	_, err := s.Append(context.Background(), rec)
+	rec.Release()
+	require.True(t, errors.Is(err, objstore.ErrInjected), "got %v", err)
+	appendIDs(t, s, e.mem, 2, "kept")
+	require.NoError(t, s.Flush(context.Background()))
+	reader := e.open("reader")
+	require.EqualValues(t, -1, value(t, reader, "lost"))
+	require.EqualValues(t, 2, value(t, reader, "kept"))
+}
+
+func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	s := e.open("a")
+	b := array.NewRecordBuilder(e.mem, arrow.NewSchema(userSchema.Fields()[:2], nil)) // no payload
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	rec := b.NewRecordBatch()
+	b.Release()
+	_, err := s.Append(ctx, rec)
+	rec.Release()
+	require.NoError(t, err)
+
+	objs := objectsUnder(t, e.objects, entryPrefix(s.Shard()))
+	data, err := e.objects.Get(ctx, entryKey(s.Shard(), uint64(len(objs))))
+	require.NoError(t, err)
+	stored, err := arrowutil.ReadStream(bytes.NewReader(data), e.mem)
+	require.NoError(t, err)
+	defer stored.Release()
+	require.Empty(t, stored.Schema().FieldIndices("payload"), "an all-null column is not written")
+	require.NotEmpty(t, stored.Schema().FieldIndices("value"))
+
+	require.NoError(t, s.Flush(ctx))
+	got, err := e.open("reader").Get(ctx, "y", nil)
+	require.NoError(t, err)
+	defer got.Release()
+	require.True(t, got.Column(got.Schema().FieldIndices("payload")[0]).IsNull(0), "restored as null on read")
+	require.EqualValues(t, 2, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0))
+}
