@@ -49,7 +49,9 @@ func checkJSONSyntax(body []byte) error {
 // decodeRowsJSON decodes body, {"<member>": [...]}, into a record of c's schema. fill completes
 // each row before it is appended (nil: none). The caller releases the record.
 func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	// A bytes.Buffer is parsed in place (no copy of the body), and every value the decoder returns
+	// sits at [InputOffset-len, InputOffset) of body, so rows point into body instead of copying.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
 	syntax := func(err error) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return invalid("invalid JSON body: unexpected end of input")
@@ -75,8 +77,6 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	b := array.NewRecordBuilder(mem, c.schema)
 	defer b.Release()
 	row := make(rowValues, len(fields))
-	spans := make([][2]int, len(fields)) // where each column's value sits in arena; -1 = absent
-	var arena []byte
 	rows := 0
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
@@ -103,10 +103,8 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				return nil, invalid("row %d: want a JSON object", rows)
 			}
 			_, _ = dec.ReadToken()
-			for j := range spans {
-				spans[j] = [2]int{-1, -1}
-			}
-			arena = arena[:0]
+			rowStart := dec.InputOffset()
+			clear(row)
 			for dec.PeekKind() != '}' {
 				name, err := dec.ReadToken()
 				if err != nil {
@@ -120,17 +118,14 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				if err != nil {
 					return nil, syntax(err)
 				}
-				spans[fi] = [2]int{len(arena), len(arena) + len(v)}
-				arena = append(arena, v...)
+				end := int(dec.InputOffset())
+				row[fi] = body[end-len(v) : end : end]
 			}
 			if err := expect('}', "the end of a row"); err != nil {
 				return nil, err
 			}
-			for j, sp := range spans {
-				row[j] = nil
-				if sp[0] >= 0 {
-					row[j] = arena[sp[0]:sp[1]:sp[1]]
-				}
+			if rows == 0 {
+				reserveFromFirstRow(b, row, len(body), int(dec.InputOffset()-rowStart))
 			}
 			if err := c.appendRow(b, fields, rows, row, fill); err != nil {
 				return nil, err
@@ -151,6 +146,23 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 		return nil, invalid("no rows to add")
 	}
 	return b.NewRecordBatch(), nil
+}
+
+// reserveFromFirstRow sizes the builders for the whole body, estimating the row count from the
+// first row's length and each string column's data from its first value (with headroom), so
+// appending rarely regrows a buffer. An estimate only: builders still grow when it is short.
+func reserveFromFirstRow(b *array.RecordBuilder, first rowValues, bodyLen, rowLen int) {
+	est := min(bodyLen/max(rowLen, 1)+1, 1<<20)
+	for fi, fb := range b.Fields() {
+		fb.Reserve(est)
+		data := (len(first[fi]) + len(first[fi])/4) * est
+		switch sb := fb.(type) {
+		case *array.StringBuilder:
+			sb.ReserveData(min(data, bodyLen))
+		case *array.LargeStringBuilder:
+			sb.ReserveData(min(data, bodyLen))
+		}
+	}
 }
 
 // stringColumn returns the values of a string column of rec.
