@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -71,18 +73,24 @@ func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error)
 	return buf.Bytes(), nil
 }
 
-// objectReader adapts an object to parquet.ReaderAtSeeker with ranged reads.
+// objectReader adapts an object to parquet.ReaderAtSeeker with ranged reads. Reads inside window
+// (the bytes at windowAt, fetched ahead in one request) are served from it.
 type objectReader struct {
-	ctx   context.Context
-	store objstore.Store
-	key   string
-	size  int64
-	pos   int64
+	ctx      context.Context
+	store    objstore.Store
+	key      string
+	size     int64
+	pos      int64
+	window   []byte
+	windowAt int64
 }
 
 func (r *objectReader) ReadAt(p []byte, off int64) (int, error) {
 	if off >= r.size {
 		return 0, io.EOF
+	}
+	if off >= r.windowAt && off+int64(len(p)) <= r.windowAt+int64(len(r.window)) {
+		return copy(p, r.window[off-r.windowAt:]), nil
 	}
 	b, err := r.store.GetRange(r.ctx, r.key, off, int64(len(p)))
 	if err != nil {
@@ -117,8 +125,10 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // openFragment opens a fragment for reading. whole=true fetches the file in one read (scans);
-// otherwise column chunks are fetched by range. Footers are cached per path (files are immutable).
-func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool) (*pqarrow.FileReader, error) {
+// otherwise column chunks are fetched by range, and when the footer is cached the byte span of
+// the rowGroups about to be read is fetched ahead in one request (a point read then costs one
+// ranged read, not one per column chunk). Footers are cached per path (files are immutable).
+func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGroups ...int) (*pqarrow.FileReader, error) {
 	var src parquet.ReaderAtSeeker
 	if whole {
 		data, err := t.store.Get(ctx, f.Path)
@@ -127,7 +137,17 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool) (*pqar
 		}
 		src = bytes.NewReader(data)
 	} else {
-		src = &objectReader{ctx: ctx, store: t.store, key: f.Path, size: f.Bytes}
+		or := &objectReader{ctx: ctx, store: t.store, key: f.Path, size: f.Bytes}
+		if md, ok := t.footers.Get(f.Path); ok && len(rowGroups) > 0 {
+			if start, end, ok := rowGroupSpan(md, rowGroups); ok {
+				data, err := t.store.GetRange(ctx, f.Path, start, end-start)
+				if err != nil {
+					return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+				}
+				or.window, or.windowAt = data, start
+			}
+		}
+		src = or
 	}
 	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(t.mem))}
 	if md, ok := t.footers.Get(f.Path); ok {
@@ -144,6 +164,44 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool) (*pqar
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)
 	}
 	return fr, nil
+}
+
+// fragmentFooter returns a fragment's Parquet footer, from the cache when possible.
+func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*metadata.FileMetaData, error) {
+	if md, ok := t.footers.Get(f.Path); ok {
+		return md, nil
+	}
+	fr, err := t.openFragment(ctx, f, false)
+	if err != nil {
+		return nil, err
+	}
+	md := fr.ParquetReader().MetaData()
+	fr.ParquetReader().Close()
+	return md, nil
+}
+
+// rowGroupSpan is the byte range holding every column chunk of the row groups (ok=false when
+// the footer does not describe them).
+func rowGroupSpan(md *metadata.FileMetaData, groups []int) (start, end int64, ok bool) {
+	start = math.MaxInt64
+	for _, g := range groups {
+		if g < 0 || g >= md.NumRowGroups() {
+			return 0, 0, false
+		}
+		rg := md.RowGroup(g)
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return 0, 0, false
+			}
+			s := cc.DataPageOffset()
+			if cc.HasDictionaryPage() {
+				s = min(s, cc.DictionaryPageOffset())
+			}
+			start, end = min(start, s), max(end, s+cc.TotalCompressedSize())
+		}
+	}
+	return start, end, start < end
 }
 
 // leafColumns maps top-level column names to Parquet leaf column indices; names the fragment
@@ -178,7 +236,11 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // readFragment reads the named columns (in that order, as typed by schema) of the given row
 // groups (nil = all) as one record; columns the fragment predates are nulls.
 func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rowGroups []int, whole bool) (arrow.RecordBatch, error) {
-	fr, err := t.openFragment(ctx, f, whole)
+	var prefetch []int
+	if !whole {
+		prefetch = rowGroups
+	}
+	fr, err := t.openFragment(ctx, f, whole, prefetch...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +251,62 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
 	}
 	defer tbl.Release()
+	return t.layoutColumns(tbl, schema, names)
+}
+
+// pointReadRows is the most rows of one row group read by seeking to each (one value decoded
+// per column) rather than by decoding the whole row group.
+const pointReadRows = 4
+
+// readFragmentRows reads the rows at offsets (ascending, within row group rg) like
+// readFragment: with a few offsets every column seeks to each row and decodes just that value;
+// otherwise the row group is decoded and the rows taken from it.
+func (t *Table) readFragmentRows(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
+	if len(offsets) > pointReadRows {
+		rec, err := t.readFragment(ctx, f, schema, names, []int{rg}, false)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		return arrowutil.Take(ctx, t.mem, rec, offsets)
+	}
+	fr, err := t.openFragment(ctx, f, false, rg)
+	if err != nil {
+		return nil, err
+	}
+	defer fr.ParquetReader().Close()
+	fr.Props.BatchSize = 1
+	leaves, _ := leafColumns(fr, names)
+	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+	}
+	defer rr.Release()
+	parts := make([]arrow.RecordBatch, 0, len(offsets))
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, off := range offsets {
+		if err := rr.SeekToRow(off); err != nil {
+			return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, off, err)
+		}
+		rec, err := rr.Read()
+		if err != nil || rec == nil || rec.NumRows() != 1 {
+			return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %v", f.Path, rg, off, err)
+		}
+		rec.Retain()
+		parts = append(parts, rec)
+	}
+	tbl := array.NewTableFromRecords(rr.Schema(), parts)
+	defer tbl.Release()
+	return t.layoutColumns(tbl, schema, names)
+}
+
+// layoutColumns returns tbl's named columns (in that order, as typed by schema) as one record;
+// columns tbl lacks (the fragment predates them) are nulls.
+func (t *Table) layoutColumns(tbl arrow.Table, schema *arrow.Schema, names []string) (arrow.RecordBatch, error) {
 	n := tbl.NumRows()
 	cols := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))

@@ -207,25 +207,31 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 		if !ok {
 			continue
 		}
-		fr, err := t.openFragment(ctx, f, false)
+		md, err := t.fragmentFooter(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		md := fr.ParquetReader().MetaData()
-		fr.ParquetReader().Close()
 		groups := map[int][]want{}
 		for _, w := range wants {
 			rg, off := rowGroupOf(md, w.row)
 			groups[rg] = append(groups[rg], want{w.out, off})
 		}
 		for rg, ws := range groups {
-			rec, err := t.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			// Each distinct row once, ascending; rec row i is offsets[i].
+			offsets := make([]int64, 0, len(ws))
+			for _, w := range ws {
+				offsets = append(offsets, w.row)
+			}
+			slices.Sort(offsets)
+			offsets = slices.Compact(offsets)
+			rec, err := t.readFragmentRows(ctx, f, m.Schema(), names, rg, offsets)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, rec)
 			for _, w := range ws {
-				order[w.out] = base + w.row
+				i, _ := slices.BinarySearch(offsets, w.row)
+				order[w.out] = base + int64(i)
 			}
 			base += rec.NumRows()
 		}

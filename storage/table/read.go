@@ -46,21 +46,15 @@ func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []stri
 		return nil, nil
 	}
 	f, _ := m.Fragment(loc.fragment)
-	fr, err := t.openFragment(ctx, f, false)
+	md, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	rg, offset := rowGroupOf(fr.ParquetReader().MetaData(), loc.row)
-	fr.ParquetReader().Close()
+	rg, offset := rowGroupOf(md, loc.row)
 	if rg < 0 {
 		return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, loc.row)
 	}
-	rec, err := t.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	return rec.NewSlice(offset, offset+1), nil
+	return t.readFragmentRows(ctx, f, m.Schema(), names, rg, []int64{offset})
 }
 
 // ScanOptions select what Scan returns.

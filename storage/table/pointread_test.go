@@ -1,0 +1,156 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+var pointReadSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "f", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+	{Name: "tokens", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	{Name: "meta", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+}, nil)
+
+// typedRows builds n rows of pointReadSchema (with _seq and _tombstone) with random nulls,
+// empty and null lists, and values of varied length.
+func typedRows(mem memory.Allocator, n int, rng *rand.Rand) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, withInternalColumns(pointReadSchema))
+	defer b.Release()
+	null := func() bool { return rng.IntN(4) == 0 }
+	for i := range n {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%05d", i))
+		if null() {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Int32Builder).Append(rng.Int32())
+		}
+		if null() {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Float32Builder).Append(rng.Float32())
+		}
+		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(rng.Int64N(1 << 50)))
+		if null() {
+			b.Field(4).AppendNull()
+		} else {
+			b.Field(4).(*array.LargeStringBuilder).Append(fmt.Sprintf("%0*d", rng.IntN(3000), i))
+		}
+		lb := b.Field(5).(*array.ListBuilder)
+		if null() {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			for range rng.IntN(5) {
+				lb.ValueBuilder().(*array.Int32Builder).Append(rng.Int32())
+			}
+		}
+		tb := b.Field(6).(*array.ListBuilder)
+		if null() {
+			tb.AppendNull()
+		} else {
+			tb.Append(true)
+			for range rng.IntN(3) {
+				tb.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprint(rng.IntN(100)))
+			}
+		}
+		sb := b.Field(7).(*array.StructBuilder)
+		if null() {
+			sb.AppendNull()
+		} else {
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.Int64Builder).Append(rng.Int64())
+			if null() {
+				sb.FieldBuilder(1).AppendNull()
+			} else {
+				sb.FieldBuilder(1).(*array.StringBuilder).Append("b")
+			}
+		}
+		if null() {
+			b.Field(8).AppendNull()
+		} else {
+			b.Field(8).(*array.BooleanBuilder).Append(rng.IntN(2) == 0)
+		}
+		b.Field(9).(*array.Uint64Builder).Append(1)
+		b.Field(10).(*array.BooleanBuilder).Append(false)
+	}
+	return b.NewRecordBatch()
+}
+
+func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl, err := Create(ctx, objstore.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	rec := typedRows(mem, 3000, rng)
+	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	names, err := userColumns(m, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, m.Fragments)
+
+	for _, f := range m.Fragments {
+		md, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		require.Greater(t, md.NumRowGroups(), 2, "rows spread over several row groups")
+		for rg := range md.NumRowGroups() {
+			whole, err := tbl.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			require.NoError(t, err)
+			n := whole.NumRows()
+			picks := [][]int64{{0}, {n - 1}, {rng.Int64N(n)}, {0, n / 2, n - 1}}
+			picks = append(picks, []int64{0, 1, 2, 3, 4, n - 1}) // more than pointReadRows: whole group
+			for _, offsets := range picks {
+				got, err := tbl.readFragmentRows(ctx, f, m.Schema(), names, rg, offsets)
+				require.NoError(t, err)
+				want, err := takeRows(ctx, mem, whole, offsets)
+				require.NoError(t, err)
+				require.True(t, array.RecordEqual(want, got), "row group %d rows %v:\nwant %v\ngot  %v", rg, offsets, want, got)
+				want.Release()
+				got.Release()
+			}
+			whole.Release()
+		}
+	}
+}
+
+func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, offsets []int64) (arrow.RecordBatch, error) {
+	parts := make([]arrow.RecordBatch, len(offsets))
+	for i, o := range offsets {
+		parts[i] = rec.NewSlice(o, o+1)
+	}
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	tbl := array.NewTableFromRecords(rec.Schema(), parts)
+	defer tbl.Release()
+	out := make([]arrow.Array, tbl.NumCols())
+	for i := range out {
+		col, err := concatChunks(tbl.Column(i).Data(), mem)
+		if err != nil {
+			return nil, err
+		}
+		defer col.Release()
+		out[i] = col
+	}
+	return array.NewRecordBatch(rec.Schema(), out, int64(len(offsets))), nil
+}
