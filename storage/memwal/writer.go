@@ -183,10 +183,10 @@ func (w *Writer) enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 	p := &pendingAppend{rec: rec, bytes: size, done: make(chan error, 1)}
 	w.mu.Lock()
-	switch {
-	case w.fenced != nil:
+	switch fenced := w.fenced; {
+	case fenced != nil:
 		w.mu.Unlock()
-		return w.fenced
+		return fenced
 	case w.closed:
 		w.mu.Unlock()
 		return ErrClosed
