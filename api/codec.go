@@ -7,6 +7,7 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -106,7 +107,7 @@ func (c codec) appendRow(b *array.RecordBuilder, fields []arrow.Field, i int, ro
 // sequences and valid UTF-8, is returned in place without copying (callers copy it into a
 // builder); anything else goes through encoding/json. ok is false when raw is not a string.
 func jsonString(raw json.RawMessage) (v []byte, ok bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, " \t\r\n") // JSON whitespace only (not \v or \f)
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		body := raw[1 : len(raw)-1]
 		if bytes.IndexByte(body, '\\') < 0 && bytes.IndexByte(body, '"') < 0 && !hasControl(body) && utf8.Valid(body) {
@@ -120,8 +121,18 @@ func jsonString(raw json.RawMessage) (v []byte, ok bool) {
 	return []byte(s), true
 }
 
-// hasControl reports whether b holds a byte JSON forbids unescaped inside a string.
+// hasControl reports whether b holds a byte JSON forbids unescaped inside a string (< 0x20).
+// Eight bytes at a time: (x - 0x20 in every byte) & ^x & 0x80 in every byte is non-zero exactly
+// when some byte of x is below 0x20.
 func hasControl(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if (x-0x20*ones)&^x&highs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
 	for _, c := range b {
 		if c < 0x20 {
 			return true

@@ -17,10 +17,25 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// preallocBodyBytes is the largest declared Content-Length allocated up front (larger bodies
+// grow as they arrive, so a client cannot make the server allocate memory it never sends).
+const preallocBodyBytes = 8 << 20
+
 // readBody reads the whole request body: 413 past the body limit, 408 when it stalls, 400 when
 // it is empty.
 func readBody(c echo.Context) ([]byte, error) {
-	data, err := io.ReadAll(c.Request().Body)
+	r := c.Request()
+	var data []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= preallocBodyBytes {
+		// Declared length: one allocation, no regrowing. The body limit still applies while
+		// reading, and net/http fails a body that ends before its declared length.
+		buf := bytes.NewBuffer(make([]byte, 0, n+1))
+		_, err = buf.ReadFrom(r.Body)
+		data = buf.Bytes()
+	} else {
+		data, err = io.ReadAll(r.Body)
+	}
 	if err != nil {
 		if limit := bodyLimitError(err); limit != nil {
 			return nil, limit
