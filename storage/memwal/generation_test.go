@@ -64,8 +64,8 @@ func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 	g := m.Generations[0]
 	require.True(t, g.entryBacked())
 	require.EqualValues(t, 200, g.Rows, "one row per key")
-	withRows := sum(entries) - entries[entryKey(shard, 1)]
-	require.Equal(t, withRows, g.Bytes, "what a merge reads: the entries with rows (not the fence)")
+	require.GreaterOrEqual(t, g.Bytes, sum(entries)-entries[entryKey(shard, 1)],
+		"a merge's footprint per copy: at least the entries with rows (the fence has none), and their rows in memory")
 
 	// Another process reads the newest version of every key through the entries.
 	reader := e.open("reader")

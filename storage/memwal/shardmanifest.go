@@ -32,7 +32,7 @@ type Generation struct {
 	FirstEntry uint64    `json:"first_entry,omitempty"`
 	LastEntry  uint64    `json:"last_entry,omitempty"`
 	Rows       int64     `json:"rows"`  // keys (one row each, the newest)
-	Bytes      int64     `json:"bytes"` // bytes a merge reads: the entries (format 2) or the file
+	Bytes      int64     `json:"bytes"` // max(rows in memory, entries encoded); format 1: its file
 	MinSeq     uint64    `json:"min_seq"`
 	MaxSeq     uint64    `json:"max_seq"`
 	MinKey     string    `json:"min_key"`

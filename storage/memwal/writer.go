@@ -434,7 +434,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 			return w.fence(cur)
 		}
 		gen = Generation{Gen: cur.NextGeneration, FirstEntry: m.firstPos, LastEntry: m.lastPos,
-			Rows: int64(len(keys.keys)), Bytes: m.walBytes, SealedAt: time.Now().UTC(),
+			Rows: int64(len(keys.keys)), Bytes: max(m.bytes, m.walBytes), SealedAt: time.Now().UTC(),
 			MinKey: keys.keys[0], MaxKey: keys.keys[len(keys.keys)-1], MinSeq: keys.seqs[0]}
 		for _, s := range keys.seqs {
 			gen.MinSeq, gen.MaxSeq = min(gen.MinSeq, s), max(gen.MaxSeq, s)
