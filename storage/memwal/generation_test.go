@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -207,4 +208,26 @@ func recordKeys(rec arrow.RecordBatch, keyColumn string) *genKeys {
 		k.keys, k.seqs = append(k.keys, keys.Value(i)), append(k.seqs, seqs.Value(i))
 	}
 	return k
+}
+
+func TestAClaimDeletesEntriesACrashLeftBehind(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	a := e.open("a")
+	appendIDs(t, a, e.mem, 1, "x")
+	require.NoError(t, a.Flush(ctx))
+	_, err := a.MergeShard(ctx, a.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(objectsUnder(t, e.objects, entryPrefix(a.Shard()))) == 0 },
+		2*time.Second, 10*time.Millisecond)
+	// As if the merge's deletions had never run: its entries are still there.
+	require.NoError(t, e.objects.PutIfAbsent(ctx, entryKey(a.Shard(), 1), []byte("left behind")))
+	require.NoError(t, a.Close(ctx))
+
+	again := e.open("a")
+	require.Eventually(t, func() bool {
+		_, err := e.objects.Get(ctx, entryKey(again.Shard(), 1))
+		return errors.Is(err, objstore.ErrNotFound)
+	}, 2*time.Second, 10*time.Millisecond, "below replay_after and held by no generation")
+	require.EqualValues(t, 1, value(t, again, "x"))
 }

@@ -213,7 +213,7 @@ func (s *Store) readGenerations(ctx context.Context, shard string, gens []Genera
 // merge (or cleanup) finishes what is left.
 func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	var dropped []Generation
-	next, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+	_, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		dropped = nil
 		keep := cur.Generations[:0:0]
 		for _, g := range cur.Generations {
@@ -244,7 +244,9 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 			}
 			_ = s.objects.Delete(ctx, g.KeysPath)
 			s.keyCache.Remove(g.KeysPath)
+			if g.entryBacked() {
+				s.deleteEntries(shard, [2]uint64{g.FirstEntry, g.LastEntry})
+			}
 		}
-		s.deleteUnreferencedEntries(shard, next)
 	}()
 }

@@ -171,6 +171,8 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		rec.Release()
 	}
 	w.nextPos = fence + 1
+	// Entries a crash left behind (their deletion after a seal or merge never ran).
+	go s.deleteUnreferencedEntries(shard, m, objs)
 	go w.commitLoop()
 	return w, nil
 }
@@ -445,10 +447,12 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		}
 		w.s.keyCache.Add(gen.KeysPath, keys)
 	}
+	var before uint64 // replay_after before this seal
 	next, err := updateShard(ctx, w.s.objects, w.shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		if cur.Epoch != w.epoch {
 			return nil, w.fence(cur)
 		}
+		before = cur.ReplayAfter
 		if gen.KeysPath != "" {
 			if cur.NextGeneration != gen.Gen {
 				return nil, fmt.Errorf("memwal: shard %s generation %d was taken", w.shard, gen.Gen)
@@ -463,9 +467,16 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		return err
 	}
 	w.pending.Store(int64(len(next.Generations)))
-	// Entries now covered by replay_after that no generation holds (fences, empty seals) are
-	// garbage.
-	go w.s.deleteUnreferencedEntries(w.shard, next)
+	// Positions this seal moved under replay_after that its generation does not hold (a seal of
+	// nothing but a fence, an unused position before the memtable's first) are garbage: no
+	// generation sealed before holds them, none sealed later will.
+	var garbage [][2]uint64
+	if gen.KeysPath == "" {
+		garbage = append(garbage, [2]uint64{before + 1, next.ReplayAfter})
+	} else {
+		garbage = append(garbage, [2]uint64{before + 1, gen.FirstEntry - 1}, [2]uint64{gen.LastEntry + 1, next.ReplayAfter})
+	}
+	go w.s.deleteEntries(w.shard, garbage...)
 	return nil
 }
 
