@@ -73,3 +73,24 @@ func TestAStalledBodyGets408(t *testing.T) {
 	require.Contains(t, string(body), CodeTimeout)
 	require.EqualValues(t, 1, testutil.ToFloat64(timeouts))
 }
+
+func TestReadBodyTrustsNoDeclaredLength(t *testing.T) {
+	read := func(body string, declared int64) ([]byte, error) {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.ContentLength = declared
+		return readBody(echo.New().NewContext(req, httptest.NewRecorder()))
+	}
+	got, err := read(`{"records": []}`, 15)
+	require.NoError(t, err)
+	require.Equal(t, `{"records": []}`, string(got))
+	got, err = read(`{"records": []}`, 5)
+	require.NoError(t, err)
+	require.Equal(t, `{"records": []}`, string(got), "a body longer than declared is read whole")
+	_, err = read(`{}`, 50)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr, "a body shorter than declared")
+	require.Equal(t, http.StatusBadRequest, apiErr.Status)
+	got, err = read(`{"a": 1}`, -1)
+	require.NoError(t, err, "unknown length")
+	require.Equal(t, `{"a": 1}`, string(got))
+}

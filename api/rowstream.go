@@ -28,11 +28,15 @@ func readBody(c echo.Context) ([]byte, error) {
 	var data []byte
 	var err error
 	if n := r.ContentLength; n > 0 && n <= preallocBodyBytes {
-		// Declared length: one allocation, no regrowing. The body limit still applies while
-		// reading, and net/http fails a body that ends before its declared length.
-		buf := bytes.NewBuffer(make([]byte, 0, n+1))
-		_, err = buf.ReadFrom(r.Body)
-		data = buf.Bytes()
+		// Declared length: one allocation, no regrowing. A body shorter than declared is an
+		// error; anything past it (net/http stops there) is still read, never dropped.
+		data = make([]byte, n)
+		if _, err = io.ReadFull(r.Body, data); err == nil {
+			var rest []byte
+			if rest, err = io.ReadAll(r.Body); len(rest) > 0 {
+				data = append(data, rest...)
+			}
+		}
 	} else {
 		data, err = io.ReadAll(r.Body)
 	}
