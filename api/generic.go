@@ -84,12 +84,7 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 	if err := checkJSONSyntax(body); err != nil { // 400 before the store is looked up
 		return err
 	}
-	name := c.Param("name")
-	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
-		st, err := h.deps.Stores.Catalog().GetStore(c.Request().Context(), catalog.KindGeneric, name)
-		if err != nil {
-			return err
-		}
+	return h.withStoreEntry(c, catalog.KindGeneric, func(s *memwal.Store, st catalog.Store) error {
 		var opts genericOptions
 		_ = json.Unmarshal(st.Options, &opts)
 		flush := opts.SealOnAdd || flushRequested(c)

@@ -17,16 +17,22 @@ import (
 
 // withStore validates the name before anything touches storage, acquires the store and runs fn.
 func (h *handlers) withStore(c echo.Context, kind catalog.Kind, fn func(*memwal.Store) error) error {
+	return h.withStoreEntry(c, kind, func(s *memwal.Store, _ catalog.Store) error { return fn(s) })
+}
+
+// withStoreEntry is withStore for handlers that also need the store's registry row (from the
+// store cache: no catalog query for a resident store).
+func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*memwal.Store, catalog.Store) error) error {
 	name := c.Param("name")
 	if err := catalog.ValidateName(name); err != nil {
 		return err
 	}
-	s, release, err := h.deps.Stores.Acquire(c.Request().Context(), kind, name)
+	s, entry, release, err := h.deps.Stores.AcquireEntry(c.Request().Context(), kind, name)
 	if err != nil {
 		return err
 	}
 	defer release()
-	return fn(s)
+	return fn(s, entry)
 }
 
 // flushRequested reads ?flush= (true, 1, yes or empty value; case-insensitive).

@@ -130,11 +130,7 @@ func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 
 func (h *handlers) getStore(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return h.withStore(c, kind, func(s *memwal.Store) error {
-			st, err := h.deps.Stores.Catalog().GetStore(c.Request().Context(), kind, c.Param("name"))
-			if err != nil {
-				return err
-			}
+		return h.withStoreEntry(c, kind, func(s *memwal.Store, st catalog.Store) error {
 			v, err := tableVersion(c.Request().Context(), s)
 			if err != nil {
 				return err

@@ -635,3 +635,32 @@ func TestPendingGenerationBackpressureAnswers503(t *testing.T) {
 	require.NotEmpty(t, rec.Header().Get("Retry-After"))
 	require.Contains(t, rec.Body.String(), api.CodeOverloaded)
 }
+
+// A resident store needs no catalog query to serve appends and reads: with PostgreSQL gone, its
+// registry row (a generic store's seal_on_add included) comes from the store cache.
+func TestAResidentStoreServesWithoutTheCatalog(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic",
+		`{"name": "g", "schema": {"columns": [["id", "string"], ["n", "int64"]]}, "seal_on_add": true}`, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", `{"name": "r"}`, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows", map[string]any{"rows": []any{map[string]any{"id": "a", "n": 1}}}, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records", map[string]any{"records": []any{map[string]any{"id": "a", "rollout_id": "t"}}}, nil))
+
+	c.cat.Close()
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows", map[string]any{"rows": []any{map[string]any{"id": "b", "n": 2}}}, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records", map[string]any{"records": []any{map[string]any{"id": "b", "rollout_id": "t"}}}, nil))
+	var info api.StoreInfo
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g", nil, &info))
+	require.Contains(t, string(info.Schema), `"n"`)
+	var row map[string]any
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows/b", nil, &row))
+	require.EqualValues(t, 2, row["n"])
+
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindGeneric, "g")
+	require.NoError(t, err)
+	defer release()
+	snap, err := s.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, snap.PendingGenerations(), "seal_on_add sealed each add, catalog or not")
+}

@@ -62,6 +62,7 @@ type Manager struct {
 type handle struct {
 	kind    catalog.Kind
 	name    string
+	entry   catalog.Store // the registry row it was opened from (rows never change once created)
 	store   *memwal.Store
 	refs    int  // guarded by Manager.mu
 	evicted bool // guarded by Manager.mu
@@ -126,6 +127,14 @@ func (m *Manager) close(h *handle) {
 // Acquire returns the open store kind/name (catalog.ErrNotFound when it is not registered) and
 // the function that releases it.
 func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (*memwal.Store, func(), error) {
+	s, _, release, err := m.AcquireEntry(ctx, kind, name)
+	return s, release, err
+}
+
+// AcquireEntry is Acquire that also returns the store's registry row, as read when the store was
+// opened: a resident store answers without a catalog round trip, so PostgreSQL being slow or down
+// never blocks its appends and reads.
+func (m *Manager) AcquireEntry(ctx context.Context, kind catalog.Kind, name string) (*memwal.Store, catalog.Store, func(), error) {
 	key := cacheKey(kind, name)
 	for {
 		m.mu.Lock()
@@ -133,7 +142,7 @@ func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (
 			h.refs++
 			m.mu.Unlock()
 			m.hits.Inc()
-			return h.store, m.releaser(h), nil
+			return h.store, h.entry, m.releaser(h), nil
 		}
 		m.mu.Unlock()
 		m.misses.Inc()
@@ -153,12 +162,12 @@ func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (
 				return nil, err
 			}
 			m.mu.Lock()
-			m.cache.Add(key, &handle{kind: kind, name: name, store: s})
+			m.cache.Add(key, &handle{kind: kind, name: name, entry: st, store: s})
 			m.mu.Unlock()
 			return nil, nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, catalog.Store{}, nil, err
 		}
 	}
 }
