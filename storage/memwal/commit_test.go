@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,4 +178,50 @@ func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 	defer got.Release()
 	require.True(t, got.Column(got.Schema().FieldIndices("payload")[0]).IsNull(0), "restored as null on read")
 	require.EqualValues(t, 2, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0))
+}
+
+// overlapStore holds each WAL entry write (once armed) until a second one has been in flight at
+// the same time, or a second has passed, and records the most entry writes in flight at once.
+type overlapStore struct {
+	objstore.Store
+	prefix   string
+	armed    atomic.Bool
+	inFlight atomic.Int32
+	most     atomic.Int32
+}
+
+func (o *overlapStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if o.armed.Load() && strings.HasPrefix(key, o.prefix) {
+		n := o.inFlight.Add(1)
+		defer o.inFlight.Add(-1)
+		for cur := o.most.Load(); n > cur && !o.most.CompareAndSwap(cur, n); cur = o.most.Load() {
+		}
+		for deadline := time.Now().Add(time.Second); o.most.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return o.Store.PutIfAbsent(ctx, key, data)
+}
+
+func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
+	store := &overlapStore{Store: objstore.NewMemory()}
+	e := newEnv(t, store)
+	s := e.open("a")                     // default CommitsInFlight
+	appendIDs(t, s, e.mem, 0, "claimed") // the first write claims the shard (its fence entry)
+	store.prefix = entryPrefix(s.Shard())
+	store.armed.Store(true)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 1 {
+				time.Sleep(20 * time.Millisecond) // after the first group has been taken
+			}
+			appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 2, store.most.Load(), "two group commits were in flight at once")
+	require.EqualValues(t, 1, value(t, s, "k1"))
 }

@@ -31,18 +31,24 @@ func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
 	return k, nil
 }
 
-// readEntry decodes the WAL entry at pos of shard. The caller releases the record.
-func (s *Store) readEntry(ctx context.Context, shard string, pos uint64) (arrow.RecordBatch, error) {
-	key := entryKey(shard, pos)
+// readRows decodes an object that holds rows — a WAL entry (entry=true; laid out as the table
+// schema) or a format 1 generation file — and returns it with the object's size. The caller
+// releases the record.
+func (s *Store) readRows(ctx context.Context, key string, entry bool) (arrow.RecordBatch, int64, error) {
 	data, err := s.objects.Get(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rec, err := decodeEntry(data, s.schema, s.mem)
+	var rec arrow.RecordBatch
+	if entry {
+		rec, err = decodeEntry(data, s.schema, s.mem)
+	} else {
+		rec, err = decodeFile(data, s.mem)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, key)
+		return nil, 0, fmt.Errorf("%w (%s)", err, key)
 	}
-	return rec, nil
+	return rec, int64(len(data)), nil
 }
 
 // generationRows returns every row a generation holds, for a merge: format 2, the rows of the
@@ -50,11 +56,7 @@ func (s *Store) readEntry(ctx context.Context, shard string, pos uint64) (arrow.
 // newest _seq); format 1, its file. The caller releases the records.
 func (s *Store) generationRows(ctx context.Context, shard string, g Generation) ([]arrow.RecordBatch, error) {
 	if !g.entryBacked() {
-		data, err := s.objects.Get(ctx, g.Path)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := decodeFile(data, s.mem)
+		rec, _, err := s.readRows(ctx, g.Path, false)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +68,7 @@ func (s *Store) generationRows(ctx context.Context, shard string, g Generation) 
 	}
 	out := make([]arrow.RecordBatch, 0, len(k.entries))
 	for _, pos := range k.entries {
-		rec, err := s.readEntry(ctx, shard, pos)
+		rec, _, err := s.readRows(ctx, entryKey(shard, pos), true)
 		if err != nil {
 			for _, r := range out {
 				r.Release()
@@ -99,18 +101,9 @@ func (r *genRowReader) row(ctx context.Context, shard string, g Generation, k *g
 	if rec, ok := r.loaded[key]; ok {
 		return rec, row, nil
 	}
-	data, err := r.s.objects.Get(ctx, key)
+	rec, _, err := r.s.readRows(ctx, key, g.entryBacked())
 	if err != nil {
 		return nil, 0, err
-	}
-	var rec arrow.RecordBatch
-	if g.entryBacked() {
-		rec, err = decodeEntry(data, r.s.schema, r.s.mem)
-	} else {
-		rec, err = decodeFile(data, r.s.mem)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w (%s)", err, key)
 	}
 	if int64(row) >= rec.NumRows() {
 		rec.Release()

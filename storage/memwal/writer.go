@@ -153,13 +153,9 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if !ok || p <= m.ReplayAfter || p > fence {
 			continue
 		}
-		data, err := s.objects.Get(ctx, o.Key)
+		rec, size, err := s.readRows(ctx, o.Key, true)
 		if err != nil {
 			return nil, err
-		}
-		rec, err := decodeEntry(data, s.schema, s.mem)
-		if err != nil {
-			return nil, fmt.Errorf("%w (%s)", err, o.Key)
 		}
 		if rec.NumRows() > 0 {
 			seqs := rec.Column(rec.Schema().FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
@@ -167,7 +163,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 				s.clock.Observe(seqs.Value(i))
 			}
 		}
-		w.active.insert(rec, p, int64(len(data)), s.keyColumn)
+		w.active.insert(rec, p, size, s.keyColumn)
 		rec.Release()
 	}
 	w.nextPos = fence + 1
