@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -255,21 +254,12 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 }
 
 // pointReadRows is the most rows of one row group read by seeking to each (one value decoded
-// per column) rather than by decoding the whole row group.
+// per column, readRowsAt) rather than by decoding the whole row group (readFragment).
 const pointReadRows = 4
 
-// readFragmentRows reads the rows at offsets (ascending, within row group rg) like
-// readFragment: with a few offsets every column seeks to each row and decodes just that value;
-// otherwise the row group is decoded and the rows taken from it.
-func (t *Table) readFragmentRows(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
-	if len(offsets) > pointReadRows {
-		rec, err := t.readFragment(ctx, f, schema, names, []int{rg}, false)
-		if err != nil {
-			return nil, err
-		}
-		defer rec.Release()
-		return arrowutil.Take(ctx, t.mem, rec, offsets)
-	}
+// readRowsAt reads the rows at offsets (ascending, within row group rg) as readFragment lays
+// them out: every column seeks to each row and decodes just that value.
+func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
 	fr, err := t.openFragment(ctx, f, false, rg)
 	if err != nil {
 		return nil, err

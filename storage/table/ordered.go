@@ -217,21 +217,31 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			groups[rg] = append(groups[rg], want{w.out, off})
 		}
 		for rg, ws := range groups {
-			// Each distinct row once, ascending; rec row i is offsets[i].
-			offsets := make([]int64, 0, len(ws))
+			offsets := make([]int64, 0, len(ws)) // each distinct row once, ascending
 			for _, w := range ws {
 				offsets = append(offsets, w.row)
 			}
 			slices.Sort(offsets)
 			offsets = slices.Compact(offsets)
-			rec, err := t.readFragmentRows(ctx, f, m.Schema(), names, rg, offsets)
+			// A few rows: seek to each (rec row i is offsets[i]); more: decode the whole group.
+			seek := len(offsets) <= pointReadRows
+			var rec arrow.RecordBatch
+			if seek {
+				rec, err = t.readRowsAt(ctx, f, m.Schema(), names, rg, offsets)
+			} else {
+				rec, err = t.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			}
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, rec)
 			for _, w := range ws {
-				i, _ := slices.BinarySearch(offsets, w.row)
-				order[w.out] = base + int64(i)
+				at := w.row
+				if seek {
+					i, _ := slices.BinarySearch(offsets, w.row)
+					at = int64(i)
+				}
+				order[w.out] = base + at
 			}
 			base += rec.NumRows()
 		}

@@ -116,9 +116,9 @@ func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
 			require.NoError(t, err)
 			n := whole.NumRows()
 			picks := [][]int64{{0}, {n - 1}, {rng.Int64N(n)}, {0, n / 2, n - 1}}
-			picks = append(picks, []int64{0, 1, 2, 3, 4, n - 1}) // more than pointReadRows: whole group
+			picks = append(picks, []int64{0, 1, 2, 3, 4, n - 1}) // more rows than ReadRows would seek to
 			for _, offsets := range picks {
-				got, err := tbl.readFragmentRows(ctx, f, m.Schema(), names, rg, offsets)
+				got, err := tbl.readRowsAt(ctx, f, m.Schema(), names, rg, offsets)
 				require.NoError(t, err)
 				want, err := takeRows(ctx, mem, whole, offsets)
 				require.NoError(t, err)

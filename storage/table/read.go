@@ -54,7 +54,7 @@ func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []stri
 	if rg < 0 {
 		return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, loc.row)
 	}
-	return t.readFragmentRows(ctx, f, m.Schema(), names, rg, []int64{offset})
+	return t.readRowsAt(ctx, f, m.Schema(), names, rg, []int64{offset})
 }
 
 // ScanOptions select what Scan returns.
