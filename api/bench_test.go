@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,8 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// Read to the end: a body closed early costs the connection (a new dial per request).
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusCreated {
 				b.Fatalf("POST %s: %d", path, resp.StatusCode)
@@ -169,6 +172,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			if err != nil {
 				return err
 			}
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				return fmt.Errorf("status %d", resp.StatusCode)

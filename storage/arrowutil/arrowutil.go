@@ -16,7 +16,8 @@ import (
 )
 
 // Concat joins records of one schema into one (an empty record of schema when there are none).
-// A single record is returned retained, without copying.
+// A single record is returned retained, without copying; a nullable column that is null in every
+// part becomes a shared all-null array (see Nulls) instead of a copy.
 func Concat(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	if len(parts) == 1 {
 		parts[0].Retain()
@@ -33,8 +34,14 @@ func Concat(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocato
 			continue
 		}
 		arrs := make([]arrow.Array, len(parts))
+		nulls := true
 		for i, p := range parts {
 			arrs[i] = p.Column(c)
+			nulls = nulls && allNull(arrs[i])
+		}
+		if nulls && schema.Field(c).Nullable {
+			cols[c] = Nulls(schema.Field(c).Type, int(rows))
+			continue
 		}
 		col, err := array.Concatenate(arrs, mem)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 const (
@@ -124,8 +125,9 @@ func Align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (a
 }
 
 // align returns rec laid out as schema: columns in schema order, missing nullable columns as
-// nulls, _tombstone defaulting to false. A missing non-null column, or nulls in a non-null
-// column, is an ErrSchema. The caller releases the result.
+// shared all-null arrays (arrowutil.Nulls: no allocation per call), _tombstone defaulting to
+// false. A missing non-null column, or nulls in a non-null column, is an ErrSchema. The caller
+// releases the result.
 func align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, 0, schema.NumFields())
@@ -145,7 +147,7 @@ func align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (a
 				b.Release()
 				continue
 			case f.Nullable:
-				cols = append(cols, array.MakeArrayOfNull(mem, f.Type, n))
+				cols = append(cols, arrowutil.Nulls(f.Type, n)) // shared, immutable
 				continue
 			default:
 				release()
