@@ -29,6 +29,7 @@ const (
 	CodeUnauthorized    = "UNAUTHORIZED"
 	CodeMethodNotAllow  = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+	CodeUnavailable     = "UNAVAILABLE" // a dependency (the PostgreSQL catalog) is down: retry
 )
 
 // ErrorBody is the wire shape of every error response.
@@ -103,6 +104,10 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrInvalid):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case catalog.IsUnavailable(err):
+		// Resident stores keep serving without the catalog; anything that needs it waits.
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "the catalog (PostgreSQL) is unavailable; retry", RetryAfter: 2 * time.Second, Err: err}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
 }

@@ -657,6 +657,21 @@ func TestAResidentStoreServesWithoutTheCatalog(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows/b", nil, &row))
 	require.EqualValues(t, 2, row["n"])
 
+	// What needs the catalog (a store that is not resident, creating one) is told to retry.
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/rollouts/not-resident", ""},
+		{"POST", "/api/v1/rollouts/not-resident/records", `{"records": [{"id": "a", "rollout_id": "t"}]}`},
+		{"POST", "/api/v1/rollouts", `{"name": "new"}`},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(req.method, req.path, strings.NewReader(req.body))
+		r.Header.Set("Content-Type", "application/json")
+		w.e.ServeHTTP(rec, r)
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s %s: %s", req.method, req.path, rec.Body)
+		require.Equal(t, "2", rec.Header().Get("Retry-After"))
+		require.Contains(t, rec.Body.String(), `"code":"UNAVAILABLE"`)
+	}
+
 	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindGeneric, "g")
 	require.NoError(t, err)
 	defer release()

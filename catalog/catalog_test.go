@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -307,4 +308,28 @@ func removeName(names []string, drop string) []string {
 		}
 	}
 	return out
+}
+
+func TestUnavailableDatabaseIsToldApartFromBadRequests(t *testing.T) {
+	ctx := context.Background()
+	// Nothing listens on a port that was just released: the connection is refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := fmt.Sprintf("postgres://strata@%s/strata?connect_timeout=2", l.Addr())
+	require.NoError(t, l.Close())
+	_, err = catalog.Open(ctx, dead)
+	require.Error(t, err)
+	require.True(t, catalog.IsUnavailable(err), "refused connection: %v", err)
+
+	c := openCatalog(t)
+	_, err = c.GetStore(ctx, catalog.KindRollout, "missing")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.False(t, catalog.IsUnavailable(err), "an unknown store is an answer, not an outage")
+	_, _, err = c.CreateStore(ctx, catalog.StoreDefinition{Kind: "nope", Name: "x"})
+	require.False(t, catalog.IsUnavailable(err), "invalid input: %v", err)
+	require.False(t, catalog.IsUnavailable(nil))
+
+	c.Close()
+	_, err = c.GetStore(ctx, catalog.KindRollout, "missing")
+	require.True(t, catalog.IsUnavailable(err), "closed catalog: %v", err)
 }

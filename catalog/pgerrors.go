@@ -1,13 +1,40 @@
-// Classification of PostgreSQL errors by SQLSTATE.
+// Classification of PostgreSQL errors: by SQLSTATE, and whether the database is unreachable.
 package catalog
 
 import (
 	"errors"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 )
 
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// IsUnavailable reports whether err (from any Catalog method) means PostgreSQL could not do the
+// work right now rather than that the request was wrong: no connection could be made, the
+// connection broke or timed out, the server is shutting down or starting, it has no connection
+// slot left, or the catalog was closed. Such a request may succeed if retried later.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: admin/crash shutdown, cannot connect now;
+		// 53300: too many connections.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
+			pgErr.Code == "57P03" || pgErr.Code == "53300"
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }
