@@ -45,8 +45,8 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		w := c.benchWorker(b)
 		srv := httptest.NewServer(w.e)
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: p3Clients}}
-		post := func(path, ct string, body []byte) {
-			resp, err := client.Post(srv.URL+path, ct, bytes.NewReader(body))
+		postTo := func(url, ct string, body []byte) {
+			resp, err := client.Post(url, ct, bytes.NewReader(body))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -54,9 +54,10 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusCreated {
-				b.Fatalf("POST %s: %d", path, resp.StatusCode)
+				b.Fatalf("POST %s: %d", url, resp.StatusCode)
 			}
 		}
+		post := func(path, ct string, body []byte) { postTo(srv.URL+path, ct, body) }
 		post("/api/v1/rollouts", "application/json", []byte(`{"name": "json"}`))
 		post("/api/v1/rollouts", "application/json", []byte(`{"name": "arrow"}`))
 
@@ -138,11 +139,18 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+		ceilingEntries, ceilingLog := p3Ceilings(b, c.data, run, func(url string, cl, bt int) {
+			postTo(url, "application/vnd.apache.arrow.stream", arrowBodies[cl*p3Batches+bt])
+		})
 		benchfmt.Report("P3-json-rows", jsonRate, "rows/s", "durable HTTP append, JSON bodies, 16 clients x 100 x 1 KB rows")
 		benchfmt.Report("P3-arrow-rows", arrowRate, "rows/s", "durable HTTP append, Arrow IPC bodies, same load")
 		benchfmt.Report("P3-pg-rows", pgRate, "rows/s", "PostgreSQL batched INSERT ON CONFLICT DO UPDATE, same load, synchronous_commit on")
 		benchfmt.Report("P3-json-vs-pg", jsonRate/pgRate, "x", "JSON append rows/s / PostgreSQL rows/s (goal >= 1)")
 		benchfmt.Report("P3-arrow-vs-pg", arrowRate/pgRate, "x", "Arrow IPC append rows/s / PostgreSQL rows/s (goal >= 2)")
+		benchfmt.Report("P3-ceiling-entries-rows", ceilingEntries, "rows/s", "same load, minimal server: group bodies, one durable object per group (the MemWAL entry protocol), no Arrow work")
+		benchfmt.Report("P3-ceiling-log-rows", ceilingLog, "rows/s", "same load, minimal server: group bodies, append to one file + fsync (a segment-file WAL)")
+		benchfmt.Report("P3-arrow-vs-ceiling", arrowRate/ceilingEntries, "x", "Arrow IPC append rows/s / the entry-protocol ceiling")
+		benchfmt.Report("P3-ceiling-log-vs-pg", ceilingLog/pgRate, "x", "append-log ceiling rows/s / PostgreSQL rows/s: what any WAL layout could show here")
 
 		// Point gets: seal, merge and index the JSON store first (its steady state).
 		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "json")
