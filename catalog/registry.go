@@ -299,3 +299,21 @@ func (c *Catalog) RegisteredURIs(ctx context.Context, uris []string) (map[string
 	}
 	return out, nil
 }
+
+// LiveStoreIDs reports which of ids are still live stores (not soft-deleted, not purged): a
+// worker uses it to drop resident stores that were deleted through another worker.
+func (c *Catalog) LiveStoreIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := c.pool.Query(ctx, `SELECT id FROM stores WHERE id = ANY($1) AND deleted_at IS NULL`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: look up live stores: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: look up live stores: %w", err)
+	}
+	out := make(map[uuid.UUID]bool, len(found))
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}

@@ -151,3 +151,46 @@ func TestCloseSealsEveryResidentStore(t *testing.T) {
 	require.NotNil(t, rec)
 	rec.Release()
 }
+
+func TestAStoreDeletedThroughAnotherWorkerIsClosedByTheNextFlushPass(t *testing.T) {
+	ctx := context.Background()
+	a, cat, _ := newManager(t, 10)
+	b, err := New(cat, Config{DataDir: a.DataDir(), Capacity: 10, Store: memwal.Options{Instance: "b"}},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close(ctx) })
+	for _, n := range []string{"gone", "renewed", "kept"} {
+		_, _, err := a.Create(ctx, catalog.KindRollout, n, nil, nil)
+		require.NoError(t, err)
+		s, release, err := b.Acquire(ctx, catalog.KindRollout, n)
+		require.NoError(t, err)
+		appendOne(t, s, "r")
+		release()
+	}
+	_, oldRenewed, release, err := b.AcquireEntry(ctx, catalog.KindRollout, "renewed")
+	require.NoError(t, err)
+	release()
+
+	require.NoError(t, a.Delete(ctx, catalog.KindRollout, "gone"))
+	require.NoError(t, a.Delete(ctx, catalog.KindRollout, "renewed"))
+	_, _, err = a.Create(ctx, catalog.KindRollout, "renewed", nil, nil)
+	require.NoError(t, err)
+	_, release, err = b.Acquire(ctx, catalog.KindRollout, "gone")
+	require.NoError(t, err, "before the pass, b still has the deleted store resident")
+	release()
+
+	b.FlushPass(ctx, time.Second, nil)
+	_, _, err = b.Acquire(ctx, catalog.KindRollout, "gone")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	_, renewed, release, err := b.AcquireEntry(ctx, catalog.KindRollout, "renewed")
+	require.NoError(t, err)
+	release()
+	require.NotEqual(t, oldRenewed.ID, renewed.ID, "b opened the new incarnation")
+	s, release, err := b.Acquire(ctx, catalog.KindRollout, "kept")
+	require.NoError(t, err)
+	defer release()
+	rec, err := s.Get(ctx, "r", []string{"id"})
+	require.NoError(t, err)
+	require.NotNil(t, rec, "a live store stays resident with its rows")
+	rec.Release()
+}

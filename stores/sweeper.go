@@ -1,15 +1,19 @@
 // The flush sweeper: one process-wide loop that seals every resident store of every kind on an
 // interval (never a timer per store, lance-context #136), concurrently so a slow store never
 // delays another (#256), each store bounded by max(5 x interval, 30 s) (#133). After sealing it
-// reports the shards' pending work to the catalog in one batch; a slow or unreachable PostgreSQL
-// delays only that report, never appends or reads.
+// reports the shards' pending work to the catalog in one batch and closes resident stores that
+// were deleted through another worker; a slow or unreachable PostgreSQL delays only those two
+// steps, never appends or reads.
 package stores
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
@@ -101,12 +105,45 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 		}()
 	}
 	wg.Wait()
-	if len(stats) == 0 {
-		return
-	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := m.cat.UpsertShardStats(rctx, stats); err != nil {
-		m.log.Warn("reporting shard stats failed; the next pass reports again", "shards", len(stats), "err", err)
+	if len(stats) > 0 {
+		if err := m.cat.UpsertShardStats(rctx, stats); err != nil {
+			m.log.Warn("reporting shard stats failed; the next pass reports again", "shards", len(stats), "err", err)
+		}
+	}
+	m.evictDeleted(rctx)
+}
+
+// evictDeleted drops the resident stores whose registry row is no longer live: deleted (or
+// deleted and recreated under the same name) through another worker. Their next request
+// resolves the name through the catalog again (404, or the new store), so a deleted store stops
+// taking appends here within one pass instead of when the cache happens to evict it. On a
+// catalog error they stay resident until the next pass.
+func (m *Manager) evictDeleted(ctx context.Context) {
+	m.mu.Lock()
+	asked := map[uuid.UUID]bool{}
+	for _, key := range m.cache.Keys() {
+		if h, ok := m.cache.Peek(key); ok && !h.evicted {
+			asked[h.entry.ID] = true
+		}
+	}
+	m.mu.Unlock()
+	if len(asked) == 0 {
+		return
+	}
+	live, err := m.cat.LiveStoreIDs(ctx, slices.Collect(maps.Keys(asked)))
+	if err != nil {
+		m.log.Warn("checking resident stores against the registry failed; the next pass checks again", "err", err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, key := range m.cache.Keys() {
+		// Only handles that were asked about: one opened meanwhile is a live incarnation.
+		if h, ok := m.cache.Peek(key); ok && !h.evicted && asked[h.entry.ID] && !live[h.entry.ID] {
+			m.log.Info("store deleted through another worker; closing it here", "kind", h.kind, "name", h.name)
+			m.cache.Remove(key) // onEvict closes it once unused
+		}
 	}
 }
