@@ -13,6 +13,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/arrowutil"
@@ -224,4 +226,154 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 2, store.most.Load(), "two group commits were in flight at once")
 	require.EqualValues(t, 1, value(t, s, "k1"))
+}
+
+// slowEntries delays every WAL entry write, so that appends arriving meanwhile form groups.
+type slowEntries struct {
+	objstore.Store
+	prefix string
+}
+
+func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if s.prefix != "" && strings.HasPrefix(key, s.prefix) {
+		time.Sleep(30 * time.Millisecond)
+	}
+	return s.Store.PutIfAbsent(ctx, key, data)
+}
+
+func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
+	ctx := context.Background()
+	store := &slowEntries{Store: objstore.NewMemory()}
+	e := newEnv(t, store)
+	s := e.open("a")
+	appendIDs(t, s, e.mem, 0, "claimed")
+	store.prefix = entryPrefix(s.Shard())
+	noPayload := arrow.NewSchema(userSchema.Fields()[:2], nil)
+	appendShape := func(i int, withPayload bool) {
+		ids := []string{fmt.Sprint("k", i, "-a"), fmt.Sprint("k", i, "-b"), fmt.Sprint("k", i, "-c")}
+		if withPayload {
+			appendIDs(t, s, e.mem, int64(i), ids...)
+			return
+		}
+		b := array.NewRecordBuilder(e.mem, noPayload)
+		defer b.Release()
+		for _, id := range ids {
+			b.Field(0).(*array.StringBuilder).Append(id)
+			b.Field(1).(*array.Int64Builder).Append(int64(i))
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		_, err := s.Append(ctx, rec)
+		require.NoError(t, err)
+	}
+	// Phase 1: one shape (entries spliced from the appends' encodings); phase 2: two shapes in
+	// the same groups (entries re-encoded from the concatenated records).
+	for phase, mixed := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for i := phase * 100; i < phase*100+12; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				appendShape(i, !mixed || i%2 == 0)
+			}()
+		}
+		wg.Wait()
+	}
+	store.prefix = ""
+
+	// Some entry holds several appends, each still its own record batch when spliced.
+	most := 0
+	for o := range objectsUnder(t, e.objects, entryPrefix(s.Shard())) {
+		data, err := e.objects.Get(ctx, o)
+		require.NoError(t, err)
+		r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(e.mem))
+		require.NoError(t, err)
+		n := 0
+		for r.Next() {
+			n++
+		}
+		require.NoError(t, r.Err())
+		r.Release()
+		most = max(most, n)
+	}
+	require.Greater(t, most, 1, "appends were grouped and spliced into one entry")
+
+	check := func(reader *Store) {
+		for phase, mixed := range []bool{false, true} {
+			for i := phase * 100; i < phase*100+12; i++ {
+				for _, suffix := range []string{"-a", "-b", "-c"} {
+					id := fmt.Sprint("k", i, suffix)
+					got, err := reader.Get(ctx, id, nil)
+					require.NoError(t, err)
+					require.NotNil(t, got, id)
+					require.EqualValues(t, i, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0), id)
+					payload := got.Column(got.Schema().FieldIndices("payload")[0])
+					if !mixed || i%2 == 0 {
+						require.Equal(t, "payload-"+id, payload.(*array.String).Value(0), id)
+					} else {
+						require.True(t, payload.IsNull(0), id)
+					}
+					got.Release()
+				}
+			}
+		}
+	}
+	check(s) // from the memtable
+	require.NoError(t, s.Flush(ctx))
+	check(e.open("reader")) // through the generation's key file: (entry, row) across appends
+}
+
+func TestSpliceEntriesNeedsOneShape(t *testing.T) {
+	mem := checkedAlloc(t)
+	enc := func(ids ...string) []byte {
+		rec := rows(mem, ids, 7)
+		defer rec.Release()
+		data, err := encodeEntry(rec, mem)
+		require.NoError(t, err)
+		return data
+	}
+	a, b := enc("a"), enc("b", "c")
+	joined, ok := spliceEntries([][]byte{a, b})
+	require.True(t, ok)
+	rec, err := decodeEntry(joined, userSchema, mem)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c"}, []string{rec.Column(0).(*array.String).Value(0),
+		rec.Column(0).(*array.String).Value(1), rec.Column(0).(*array.String).Value(2)})
+	rec.Release()
+
+	other := arrow.NewSchema(userSchema.Fields()[:2], nil)
+	bld := array.NewRecordBuilder(mem, other)
+	bld.Field(0).(*array.StringBuilder).Append("d")
+	bld.Field(1).(*array.Int64Builder).Append(1)
+	d := bld.NewRecordBatch()
+	bld.Release()
+	dEnc, err := encodeEntry(d, mem)
+	d.Release()
+	require.NoError(t, err)
+	_, ok = spliceEntries([][]byte{a, dEnc})
+	require.False(t, ok, "different schema messages")
+	_, ok = spliceEntries([][]byte{a, b[:len(b)-3]})
+	require.False(t, ok, "a truncated entry")
+	_, ok = spliceEntries([][]byte{joined, a})
+	require.False(t, ok, "an entry of two batches")
+}
+
+func FuzzIPCMessage(f *testing.F) {
+	mem := memory.NewGoAllocator()
+	rec := rows(mem, []string{"a", "b"}, 1)
+	data, err := encodeEntry(rec, mem)
+	rec.Release()
+	require.NoError(f, err)
+	f.Add(data)
+	f.Add(data[:12])
+	f.Add([]byte{0xFF, 0xFF, 0xFF, 0xFF, 8, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		kind, n, ok := ipcMessage(data)
+		if ok {
+			require.LessOrEqual(t, n, len(data))
+			require.GreaterOrEqual(t, n, 8)
+			_ = kind
+		}
+		_, _ = spliceEntries([][]byte{data, data})
+	})
 }

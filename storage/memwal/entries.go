@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -46,6 +48,92 @@ func encodeEntry(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// Arrow IPC stream framing (the columnar format's "encapsulated message"): a continuation marker
+// 0xFFFFFFFF, the metadata length (int32, a multiple of 8), a flatbuffer Message, then
+// Message.bodyLength body bytes; the stream ends with the marker and a zero length.
+var ipcEOS = []byte{0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}
+
+// Message header types and field slots of the IPC Message flatbuffer (format/Message.fbs).
+const (
+	ipcHeaderSchema      = 1
+	ipcHeaderRecordBatch = 3
+	ipcSlotHeaderType    = 1
+	ipcSlotBodyLength    = 3
+)
+
+// ipcMessage returns the type and total length (framing, metadata and body) of the message at
+// the start of data; ok is false when data does not start with a whole message.
+func ipcMessage(data []byte) (kind byte, length int, ok bool) {
+	if len(data) < 8 || binary.LittleEndian.Uint32(data) != 0xFFFFFFFF {
+		return 0, 0, false
+	}
+	metaLen := int(int32(binary.LittleEndian.Uint32(data[4:])))
+	if metaLen < 8 || 8+metaLen > len(data) {
+		return 0, 0, false
+	}
+	meta := data[8 : 8+metaLen]
+	t := flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+	if int(t.Pos)+4 > len(meta) {
+		return 0, 0, false
+	}
+	vtable := int(t.Pos) - int(flatbuffers.GetSOffsetT(meta[t.Pos:]))
+	if vtable < 0 || vtable+4 > len(meta) {
+		return 0, 0, false
+	}
+	// field is the position in meta of the field in slot, or -1 when absent or out of bounds.
+	field := func(slot, size int) int {
+		vo := 4 + 2*slot
+		if vo+2 > int(flatbuffers.GetVOffsetT(meta[vtable:])) || vtable+vo+2 > len(meta) {
+			return -1 // past the vtable's end: absent
+		}
+		o := int(flatbuffers.GetVOffsetT(meta[vtable+vo:]))
+		if o == 0 || int(t.Pos)+o+size > len(meta) {
+			return -1
+		}
+		return int(t.Pos) + o
+	}
+	var body int64
+	if at := field(ipcSlotHeaderType, 1); at >= 0 {
+		kind = meta[at]
+	}
+	if at := field(ipcSlotBodyLength, 8); at >= 0 {
+		body = int64(binary.LittleEndian.Uint64(meta[at:]))
+	}
+	if body < 0 || body > int64(len(data)-8-metaLen) {
+		return 0, 0, false
+	}
+	return kind, 8 + metaLen + int(body), true
+}
+
+// spliceEntries joins WAL entries that each hold one schema message, one record batch and the
+// end-of-stream marker, all with byte-identical schema messages, into one entry holding every
+// batch in order: the rows are not decoded or copied twice. ok is false when any entry has
+// another shape (the caller then concatenates and encodes the records).
+func spliceEntries(entries [][]byte) ([]byte, bool) {
+	kind, schemaLen, ok := ipcMessage(entries[0])
+	if !ok || kind != ipcHeaderSchema {
+		return nil, false
+	}
+	schema := entries[0][:schemaLen]
+	size := schemaLen + len(ipcEOS)
+	for _, e := range entries {
+		if len(e) < schemaLen || !bytes.Equal(e[:schemaLen], schema) {
+			return nil, false
+		}
+		kind, batchLen, ok := ipcMessage(e[schemaLen:])
+		if !ok || kind != ipcHeaderRecordBatch || !bytes.Equal(e[schemaLen+batchLen:], ipcEOS) {
+			return nil, false
+		}
+		size += batchLen
+	}
+	out := make([]byte, 0, size)
+	out = append(out, schema...)
+	for _, e := range entries {
+		out = append(out, e[schemaLen:len(e)-len(ipcEOS)]...)
+	}
+	return append(out, ipcEOS...), true
 }
 
 // decodeEntry returns a WAL entry's rows laid out as schema (the table schema; columns the entry

@@ -1,6 +1,7 @@
 // The memtable: rows appended to a shard since its last seal, newest row per key indexed. Each
-// batch is one WAL entry's rows, so a seal can describe the memtable by reference to its entries
-// (position and row) instead of writing the rows again.
+// batch is rows of one WAL entry — the whole entry, or one append of the group commit that wrote
+// it, starting at a known row of the entry — so a seal can describe the memtable by reference to
+// its entries (position and row) instead of writing the rows again.
 // The active memtable is guarded by its Writer's mutex; once frozen (swapped out for sealing) a
 // memtable never changes again, so sealing and reads of frozen memtables need no lock.
 package memwal
@@ -24,7 +25,8 @@ type rowRef struct {
 
 type memtable struct {
 	batches   []arrow.RecordBatch
-	positions []uint64 // positions[i] is the WAL position whose rows batches[i] holds
+	positions []uint64 // positions[i] is the WAL position of the entry holding batches[i]
+	rowBase   []int    // rowBase[i] is the entry row at which batches[i] starts
 	index     map[string]rowRef
 	firstPos  uint64 // the lowest WAL position inserted (rows or not); 0 when none
 	lastPos   uint64 // the highest WAL position inserted (rows or not)
@@ -38,38 +40,46 @@ func newMemtable() *memtable { return &memtable{index: map[string]rowRef{}} }
 
 func (m *memtable) empty() bool { return m.rows == 0 && m.lastPos == 0 }
 
-// insert adds rec, the rows of the WAL entry at pos (entryBytes long, encoded); rec is retained.
-// Positions arrive in increasing order. Rows carry the table schema.
-func (m *memtable) insert(rec arrow.RecordBatch, pos uint64, entryBytes int64, keyColumn string) {
-	if m.firstAt.IsZero() && rec.NumRows() > 0 {
-		m.firstAt = time.Now()
-	}
+// insert adds recs, the rows of the WAL entry at pos (entryBytes long, encoded) in entry order;
+// recs are retained. Positions arrive in increasing order. Rows carry the table schema.
+func (m *memtable) insert(recs []arrow.RecordBatch, pos uint64, entryBytes int64, keyColumn string) {
 	if m.firstPos == 0 {
 		m.firstPos = pos
 	}
 	m.lastPos = max(m.lastPos, pos)
-	if rec.NumRows() == 0 {
-		return
-	}
-	rec.Retain()
-	b := len(m.batches)
-	m.batches = append(m.batches, rec)
-	m.positions = append(m.positions, pos)
-	m.walBytes += entryBytes
-	s := rec.Schema()
-	keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
-	seqs := rec.Column(s.FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
-	tombs := rec.Column(s.FieldIndices(table.TombstoneColumn)[0]).(*array.Boolean)
-	for i := 0; i < keys.Len(); i++ {
-		k := keys.Value(i)
-		if cur, ok := m.index[k]; ok && cur.seq > seqs.Value(i) {
+	base, counted := 0, false
+	for _, rec := range recs {
+		if rec.NumRows() == 0 {
 			continue
 		}
-		m.index[k] = rowRef{batch: b, row: i, seq: seqs.Value(i), tomb: tombs.Value(i)}
-	}
-	m.rows += rec.NumRows()
-	for _, c := range rec.Columns() {
-		m.bytes += int64(c.Data().SizeInBytes())
+		if m.firstAt.IsZero() {
+			m.firstAt = time.Now()
+		}
+		if !counted {
+			m.walBytes += entryBytes
+			counted = true
+		}
+		rec.Retain()
+		b := len(m.batches)
+		m.batches = append(m.batches, rec)
+		m.positions = append(m.positions, pos)
+		m.rowBase = append(m.rowBase, base)
+		base += int(rec.NumRows())
+		s := rec.Schema()
+		keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
+		seqs := rec.Column(s.FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
+		tombs := rec.Column(s.FieldIndices(table.TombstoneColumn)[0]).(*array.Boolean)
+		for i := 0; i < keys.Len(); i++ {
+			k := keys.Value(i)
+			if cur, ok := m.index[k]; ok && cur.seq > seqs.Value(i) {
+				continue
+			}
+			m.index[k] = rowRef{batch: b, row: i, seq: seqs.Value(i), tomb: tombs.Value(i)}
+		}
+		m.rows += rec.NumRows()
+		for _, c := range rec.Columns() {
+			m.bytes += int64(c.Data().SizeInBytes())
+		}
 	}
 }
 
@@ -86,7 +96,7 @@ func (m *memtable) release() {
 	for _, b := range m.batches {
 		b.Release()
 	}
-	m.batches, m.index = nil, nil
+	m.batches, m.positions, m.rowBase, m.index = nil, nil, nil, nil
 }
 
 // sortedRefs returns the memtable's newest row per key, sorted by key.
@@ -108,10 +118,17 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 func (m *memtable) keyFile() *genKeys {
 	keys, refs := m.sortedRefs()
 	gk := &genKeys{keys: keys, seqs: make([]uint64, len(refs)), tombs: make([]bool, len(refs)),
-		entries: slices.Clone(m.positions), entry: make([]uint32, len(refs)), row: make([]uint32, len(refs))}
+		entry: make([]uint32, len(refs)), row: make([]uint32, len(refs))}
+	entryOf := make([]uint32, len(m.batches)) // batch -> index into gk.entries
+	for b, pos := range m.positions {
+		if n := len(gk.entries); n == 0 || gk.entries[n-1] != pos {
+			gk.entries = append(gk.entries, pos)
+		}
+		entryOf[b] = uint32(len(gk.entries) - 1)
+	}
 	for i, r := range refs {
 		gk.seqs[i], gk.tombs[i] = r.seq, r.tomb
-		gk.entry[i], gk.row[i] = uint32(r.batch), uint32(r.row)
+		gk.entry[i], gk.row[i] = entryOf[r.batch], uint32(m.rowBase[r.batch]+r.row)
 	}
 	return gk
 }

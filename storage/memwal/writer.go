@@ -67,9 +67,10 @@ func (o WriterOptions) withDefaults() WriterOptions {
 }
 
 type pendingAppend struct {
-	rec   arrow.RecordBatch
-	bytes int64
-	done  chan error
+	rec     arrow.RecordBatch
+	encoded []byte // rec as a WAL entry of its own (encodeEntry), made by the appender
+	bytes   int64
+	done    chan error
 }
 
 // Writer owns one shard of a store in this process.
@@ -163,7 +164,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 				s.clock.Observe(seqs.Value(i))
 			}
 		}
-		w.active.insert(rec, p, size, s.keyColumn)
+		w.active.insert([]arrow.RecordBatch{rec}, p, size, s.keyColumn)
 		rec.Release()
 	}
 	w.nextPos = fence + 1
@@ -173,13 +174,19 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	return w, nil
 }
 
-// enqueue hands a stamped record to the committer and waits until it is durable.
+// enqueue hands a stamped record to the committer and waits until it is durable. The record is
+// encoded here, by the appender, while earlier groups are being written: the committer then only
+// splices the appends' encodings into the group's entry (see groupEntry).
 func (w *Writer) enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	var size int64
 	for _, c := range rec.Columns() {
 		size += int64(c.Data().SizeInBytes())
 	}
-	p := &pendingAppend{rec: rec, bytes: size, done: make(chan error, 1)}
+	encoded, err := encodeEntry(rec, w.s.mem)
+	if err != nil {
+		return err
+	}
+	p := &pendingAppend{rec: rec, encoded: encoded, bytes: size, done: make(chan error, 1)}
 	w.mu.Lock()
 	switch fenced := w.fenced; {
 	case fenced != nil:
@@ -313,9 +320,8 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 			p.done <- err
 		}
 	}
-	rec, data, err := w.encodeGroup(g)
+	data, err := w.groupEntry(g)
 	if err == nil {
-		defer rec.Release()
 		err = w.writeEntry(g.pos, data)
 	}
 	<-prev
@@ -323,12 +329,18 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 		finish(err)
 		return
 	}
+	recs := make([]arrow.RecordBatch, len(g.appends))
+	var rows int64
+	for i, p := range g.appends {
+		recs[i] = p.rec
+		rows += p.rec.NumRows()
+	}
 	w.mu.Lock()
-	w.active.insert(rec, g.pos, int64(len(data)), w.s.keyColumn)
+	w.active.insert(recs, g.pos, int64(len(data)), w.s.keyColumn)
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
 	w.s.metrics.appends.Add(float64(len(g.appends)))
-	w.s.metrics.rowsAppended.Add(float64(rec.NumRows()))
+	w.s.metrics.rowsAppended.Add(float64(rows))
 	w.s.metrics.walEntries.Inc()
 	finish(nil)
 	if full && w.sealing.CompareAndSwap(false, true) {
@@ -343,10 +355,23 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 	}
 }
 
-// encodeGroup concatenates the group's records and encodes them as one IPC stream.
-func (w *Writer) encodeGroup(g *commitGroup) (arrow.RecordBatch, []byte, error) {
+// groupEntry is the WAL entry of group g: its appends' rows in order, as one IPC stream. When
+// every append was encoded with the same schema message (the common case: one client shape), the
+// entry is spliced from their encodings without decoding or copying rows again; otherwise the
+// records are concatenated and encoded.
+func (w *Writer) groupEntry(g *commitGroup) ([]byte, error) {
 	if g.fenced != nil {
-		return nil, nil, g.fenced
+		return nil, g.fenced
+	}
+	if len(g.appends) == 1 {
+		return g.appends[0].encoded, nil
+	}
+	encoded := make([][]byte, len(g.appends))
+	for i, p := range g.appends {
+		encoded[i] = p.encoded
+	}
+	if data, ok := spliceEntries(encoded); ok {
+		return data, nil
 	}
 	parts := make([]arrow.RecordBatch, len(g.appends))
 	for i, p := range g.appends {
@@ -354,14 +379,10 @@ func (w *Writer) encodeGroup(g *commitGroup) (arrow.RecordBatch, []byte, error) 
 	}
 	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	data, err := encodeEntry(rec, w.s.mem)
-	if err != nil {
-		rec.Release()
-		return nil, nil, err
-	}
-	return rec, data, nil
+	defer rec.Release()
+	return encodeEntry(rec, w.s.mem)
 }
 
 // writeEntry creates the entry at pos and confirms that the shard is still ours (see commit).
