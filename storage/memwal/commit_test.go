@@ -242,6 +242,14 @@ func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) 
 }
 
 func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
+	// 3-row appends are joined into one memtable batch per group; 40-row appends stay a batch
+	// each, located in the entry by their first row.
+	for _, perAppend := range []int{3, minRowsPerBatch + 8} {
+		t.Run(fmt.Sprint(perAppend, "-rows"), func(t *testing.T) { testGroupsReadBack(t, perAppend) })
+	}
+}
+
+func testGroupsReadBack(t *testing.T, perAppend int) {
 	ctx := context.Background()
 	store := &slowEntries{Store: objstore.NewMemory()}
 	e := newEnv(t, store)
@@ -249,15 +257,21 @@ func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
 	appendIDs(t, s, e.mem, 0, "claimed")
 	store.prefix = entryPrefix(s.Shard())
 	noPayload := arrow.NewSchema(userSchema.Fields()[:2], nil)
+	idsOf := func(i int) []string {
+		ids := make([]string, perAppend)
+		for j := range ids {
+			ids[j] = fmt.Sprint("k", i, "-", j)
+		}
+		return ids
+	}
 	appendShape := func(i int, withPayload bool) {
-		ids := []string{fmt.Sprint("k", i, "-a"), fmt.Sprint("k", i, "-b"), fmt.Sprint("k", i, "-c")}
 		if withPayload {
-			appendIDs(t, s, e.mem, int64(i), ids...)
+			appendIDs(t, s, e.mem, int64(i), idsOf(i)...)
 			return
 		}
 		b := array.NewRecordBuilder(e.mem, noPayload)
 		defer b.Release()
-		for _, id := range ids {
+		for _, id := range idsOf(i) {
 			b.Field(0).(*array.StringBuilder).Append(id)
 			b.Field(1).(*array.Int64Builder).Append(int64(i))
 		}
@@ -301,8 +315,7 @@ func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
 	check := func(reader *Store) {
 		for phase, mixed := range []bool{false, true} {
 			for i := phase * 100; i < phase*100+12; i++ {
-				for _, suffix := range []string{"-a", "-b", "-c"} {
-					id := fmt.Sprint("k", i, suffix)
+				for _, id := range idsOf(i) {
 					got, err := reader.Get(ctx, id, nil)
 					require.NoError(t, err)
 					require.NotNil(t, got, id)

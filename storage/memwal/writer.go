@@ -320,8 +320,13 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 			p.done <- err
 		}
 	}
-	data, err := w.groupEntry(g)
+	recs, data, err := w.groupEntry(g)
 	if err == nil {
+		defer func() {
+			for _, r := range recs {
+				r.Release()
+			}
+		}()
 		err = w.writeEntry(g.pos, data)
 	}
 	<-prev
@@ -329,11 +334,9 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 		finish(err)
 		return
 	}
-	recs := make([]arrow.RecordBatch, len(g.appends))
 	var rows int64
-	for i, p := range g.appends {
-		recs[i] = p.rec
-		rows += p.rec.NumRows()
+	for _, r := range recs {
+		rows += r.NumRows()
 	}
 	w.mu.Lock()
 	w.active.insert(recs, g.pos, int64(len(data)), w.s.keyColumn)
@@ -355,34 +358,50 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 	}
 }
 
-// groupEntry is the WAL entry of group g: its appends' rows in order, as one IPC stream. When
-// every append was encoded with the same schema message (the common case: one client shape), the
-// entry is spliced from their encodings without decoding or copying rows again; otherwise the
-// records are concatenated and encoded.
-func (w *Writer) groupEntry(g *commitGroup) ([]byte, error) {
+// minRowsPerBatch: a group whose appends average fewer rows is kept in the memtable as one
+// concatenated batch rather than a batch per append (each batch costs an array header per
+// column, which for single-row appends would outweigh the rows).
+const minRowsPerBatch = 32
+
+// groupEntry returns the WAL entry of group g — its appends' rows in order, as one IPC stream —
+// and the batches holding those rows in the same order for the memtable (the caller releases
+// them). When every append was encoded with the same schema message (the common case: one client
+// shape), the entry is spliced from their encodings without copying or encoding rows again, and
+// the appends' records are kept as they are; otherwise the records are concatenated and encoded.
+func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error) {
 	if g.fenced != nil {
-		return nil, g.fenced
-	}
-	if len(g.appends) == 1 {
-		return g.appends[0].encoded, nil
-	}
-	encoded := make([][]byte, len(g.appends))
-	for i, p := range g.appends {
-		encoded[i] = p.encoded
-	}
-	if data, ok := spliceEntries(encoded); ok {
-		return data, nil
+		return nil, nil, g.fenced
 	}
 	parts := make([]arrow.RecordBatch, len(g.appends))
+	encoded := make([][]byte, len(g.appends))
+	var rows int64
 	for i, p := range g.appends {
-		parts[i] = p.rec
+		parts[i], encoded[i] = p.rec, p.encoded
+		rows += p.rec.NumRows()
+	}
+	var data []byte
+	if len(encoded) == 1 {
+		data = encoded[0]
+	} else if spliced, ok := spliceEntries(encoded); ok {
+		data = spliced
+	}
+	if data != nil && (len(parts) == 1 || rows >= minRowsPerBatch*int64(len(parts))) {
+		for _, p := range parts {
+			p.Retain()
+		}
+		return parts, data, nil
 	}
 	rec, err := arrowutil.Concat(w.s.schema, parts, w.s.mem)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer rec.Release()
-	return encodeEntry(rec, w.s.mem)
+	if data == nil {
+		if data, err = encodeEntry(rec, w.s.mem); err != nil {
+			rec.Release()
+			return nil, nil, err
+		}
+	}
+	return []arrow.RecordBatch{rec}, data, nil
 }
 
 // writeEntry creates the entry at pos and confirms that the shard is still ours (see commit).
