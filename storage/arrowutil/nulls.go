@@ -21,9 +21,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// maxCachedNulls bounds the length of a cached array (a larger one is built for the caller
-// alone): the cache then holds at most a few MiB per column type.
-const maxCachedNulls = 1 << 16
+// A cached array is at most maxCachedNulls long and maxCachedNullBytes large (a larger one is
+// built for the caller alone): a fixed-width type can be wide (a 1,536-float vector is 6 KiB
+// per row even when null), and the cache must stay small whatever the schema.
+const (
+	maxCachedNulls     = 1 << 16
+	maxCachedNullBytes = 1 << 20
+)
 
 var nullCache struct {
 	mu     sync.Mutex // guards byType
@@ -38,12 +42,19 @@ func Nulls(dt arrow.DataType, n int) arrow.Array {
 	}
 	key := dt.Fingerprint()
 	nullCache.mu.Lock()
-	defer nullCache.mu.Unlock()
 	if cached, ok := nullCache.byType[key]; ok && cached.Len() == n {
 		cached.Retain()
+		nullCache.mu.Unlock()
 		return cached
 	}
+	nullCache.mu.Unlock()
 	fresh := array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
+	if fresh.Data().SizeInBytes() > maxCachedNullBytes {
+		return fresh
+	}
+	fresh.Retain() // the cache's reference
+	nullCache.mu.Lock()
+	defer nullCache.mu.Unlock()
 	if nullCache.byType == nil {
 		nullCache.byType = map[string]arrow.Array{}
 	}
@@ -51,7 +62,6 @@ func Nulls(dt arrow.DataType, n int) arrow.Array {
 		old.Release()
 	}
 	nullCache.byType[key] = fresh
-	fresh.Retain()
 	return fresh
 }
 

@@ -1,6 +1,7 @@
 package arrowutil
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,6 +38,13 @@ func TestNullsAreSharedAndSafeToRelease(t *testing.T) {
 	big := Nulls(arrow.PrimitiveTypes.Int64, maxCachedNulls+1)
 	require.Equal(t, maxCachedNulls+1, big.NullN())
 	big.Release()
+	// A wide fixed-width type is not kept: the cache stays small whatever the schema.
+	vector := arrow.FixedSizeListOf(1536, arrow.PrimitiveTypes.Float32)
+	w1, w2 := Nulls(vector, 1000), Nulls(vector, 1000)
+	require.NotSame(t, w1.Data(), w2.Data())
+	require.Equal(t, 1000, w1.NullN())
+	w1.Release()
+	w2.Release()
 }
 
 func TestConcatSharesColumnsNullInEveryPart(t *testing.T) {
@@ -75,4 +83,23 @@ func TestConcatSharesColumnsNullInEveryPart(t *testing.T) {
 	tags := all.Column(2).(*array.String)
 	require.Equal(t, 2, tags.NullN(), "a column with a value somewhere is concatenated")
 	require.Equal(t, "t", tags.Value(2))
+}
+
+func TestNullsUnderConcurrentUseWithChangingLengths(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				n := 1 + (g+i)%5 // lengths keep replacing each other in the cache
+				a := Nulls(arrow.BinaryTypes.String, n)
+				if a.Len() != n || a.NullN() != n {
+					t.Errorf("got %d/%d nulls, want %d", a.NullN(), a.Len(), n)
+				}
+				a.Release()
+			}
+		}()
+	}
+	wg.Wait()
 }
