@@ -80,24 +80,37 @@ func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indi
 // (empty when the stream has none). Reader errors are returned as they are (wrapped), so a caller
 // can recognise its own I/O errors.
 func ReadStream(r io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
-	rd, err := ipc.NewReader(r, ipc.WithAllocator(mem))
+	parts, schema, err := ReadStreamBatches(r, mem)
 	if err != nil {
-		return nil, fmt.Errorf("arrow stream: %w", err)
+		return nil, err
 	}
-	defer rd.Release()
-	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
+	return Concat(schema, parts, mem)
+}
+
+// ReadStreamBatches reads every record of an Arrow IPC stream, in order, without joining them,
+// and the stream's schema; the caller releases the records.
+func ReadStreamBatches(r io.Reader, mem memory.Allocator) ([]arrow.RecordBatch, *arrow.Schema, error) {
+	rd, err := ipc.NewReader(r, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, nil, fmt.Errorf("arrow stream: %w", err)
+	}
+	defer rd.Release()
+	var parts []arrow.RecordBatch
 	for rd.Next() {
 		rec := rd.RecordBatch()
 		rec.Retain()
 		parts = append(parts, rec)
 	}
 	if err := rd.Err(); err != nil {
-		return nil, fmt.Errorf("arrow stream: %w", err)
+		for _, p := range parts {
+			p.Release()
+		}
+		return nil, nil, fmt.Errorf("arrow stream: %w", err)
 	}
-	return Concat(rd.Schema(), parts, mem)
+	return parts, rd.Schema(), nil
 }

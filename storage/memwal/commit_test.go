@@ -334,6 +334,10 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	check(s) // from the memtable
 	require.NoError(t, s.Flush(ctx))
 	check(e.open("reader")) // through the generation's key file: (entry, row) across appends
+	res, err := s.MergeShard(ctx, s.Shard(), MergeOptions{MaxGenerations: -1, MaxBytes: -1})
+	require.NoError(t, err)
+	require.Positive(t, res.Generations)
+	check(e.open("after-merge")) // from the base table
 }
 
 func TestSpliceEntriesNeedsOneShape(t *testing.T) {
@@ -348,11 +352,17 @@ func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 	a, b := enc("a"), enc("b", "c")
 	joined, ok := spliceEntries([][]byte{a, b})
 	require.True(t, ok)
-	rec, err := decodeEntry(joined, userSchema, mem)
+	recs, err := decodeEntry(joined, userSchema, mem)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a", "b", "c"}, []string{rec.Column(0).(*array.String).Value(0),
-		rec.Column(0).(*array.String).Value(1), rec.Column(0).(*array.String).Value(2)})
-	rec.Release()
+	var ids []string
+	for _, rec := range recs {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			ids = append(ids, rec.Column(0).(*array.String).Value(i))
+		}
+	}
+	require.Equal(t, []string{"a", "b", "c"}, ids)
+	require.Len(t, recs, 2, "one batch per spliced append")
+	releaseAll(recs)
 
 	other := arrow.NewSchema(userSchema.Fields()[:2], nil)
 	bld := array.NewRecordBuilder(mem, other)

@@ -136,41 +136,50 @@ func spliceEntries(entries [][]byte) ([]byte, bool) {
 	return append(out, ipcEOS...), true
 }
 
-// decodeEntry returns a WAL entry's rows laid out as schema (the table schema; columns the entry
-// omits are null).
-func decodeEntry(data []byte, schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
-	rec, err := arrowutil.ReadStream(bytes.NewReader(data), mem)
+// decodeEntry returns a WAL entry's rows, batch by batch in entry order (rows are numbered
+// across them), each laid out as schema (the table schema; columns the entry omits are null).
+// The caller releases the batches.
+func decodeEntry(data []byte, schema *arrow.Schema, mem memory.Allocator) ([]arrow.RecordBatch, error) {
+	parts, _, err := arrowutil.ReadStreamBatches(bytes.NewReader(data), mem)
 	if err != nil {
 		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
 	}
-	defer rec.Release()
-	out, err := table.Align(rec, schema, mem)
-	if err != nil {
-		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
+	defer releaseAll(parts)
+	out := make([]arrow.RecordBatch, 0, len(parts))
+	for _, p := range parts {
+		rec, err := table.Align(p, schema, mem)
+		if err != nil {
+			releaseAll(out)
+			return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
+		}
+		out = append(out, rec)
 	}
 	return out, nil
 }
 
-func decodeFile(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+// decodeFile returns the batches of a format 1 generation file, in order.
+func decodeFile(data []byte, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
 	}
 	defer r.Close()
 	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
 	for i := 0; i < r.NumRecords(); i++ {
 		rec, err := r.RecordBatchAt(i)
 		if err != nil {
+			releaseAll(parts)
 			return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
 		}
 		parts = append(parts, rec)
 	}
-	return arrowutil.Concat(r.Schema(), parts, mem)
+	return parts, nil
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
 }
 
 // genKeys is a generation's key file, decoded: keys ascending, one per key.

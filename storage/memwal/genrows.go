@@ -32,23 +32,23 @@ func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
 }
 
 // readRows decodes an object that holds rows — a WAL entry (entry=true; laid out as the table
-// schema) or a format 1 generation file — and returns it with the object's size. The caller
-// releases the record.
-func (s *Store) readRows(ctx context.Context, key string, entry bool) (arrow.RecordBatch, int64, error) {
+// schema) or a format 1 generation file — into its batches in order (the object's rows are
+// numbered across them) and returns them with the object's size. The caller releases them.
+func (s *Store) readRows(ctx context.Context, key string, entry bool) ([]arrow.RecordBatch, int64, error) {
 	data, err := s.objects.Get(ctx, key)
 	if err != nil {
 		return nil, 0, err
 	}
-	var rec arrow.RecordBatch
+	var recs []arrow.RecordBatch
 	if entry {
-		rec, err = decodeEntry(data, s.schema, s.mem)
+		recs, err = decodeEntry(data, s.schema, s.mem)
 	} else {
-		rec, err = decodeFile(data, s.mem)
+		recs, err = decodeFile(data, s.mem)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w (%s)", err, key)
 	}
-	return rec, int64(len(data)), nil
+	return recs, int64(len(data)), nil
 }
 
 // generationRows returns every row a generation holds, for a merge: format 2, the rows of the
@@ -56,26 +56,21 @@ func (s *Store) readRows(ctx context.Context, key string, entry bool) (arrow.Rec
 // newest _seq); format 1, its file. The caller releases the records.
 func (s *Store) generationRows(ctx context.Context, shard string, g Generation) ([]arrow.RecordBatch, error) {
 	if !g.entryBacked() {
-		rec, _, err := s.readRows(ctx, g.Path, false)
-		if err != nil {
-			return nil, err
-		}
-		return []arrow.RecordBatch{rec}, nil
+		recs, _, err := s.readRows(ctx, g.Path, false)
+		return recs, err
 	}
 	k, err := s.keys(ctx, g)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]arrow.RecordBatch, 0, len(k.entries))
+	var out []arrow.RecordBatch
 	for _, pos := range k.entries {
-		rec, _, err := s.readRows(ctx, entryKey(shard, pos), true)
+		recs, _, err := s.readRows(ctx, entryKey(shard, pos), true)
 		if err != nil {
-			for _, r := range out {
-				r.Release()
-			}
+			releaseAll(out)
 			return nil, err
 		}
-		out = append(out, rec)
+		out = append(out, recs...)
 	}
 	return out, nil
 }
@@ -84,11 +79,11 @@ func (s *Store) generationRows(ctx context.Context, shard string, g Generation) 
 // entry or format 1 file) at most once. Not safe for concurrent use.
 type genRowReader struct {
 	s      *Store
-	loaded map[string]arrow.RecordBatch // by object key
+	loaded map[string][]arrow.RecordBatch // by object key, the object's batches in row order
 }
 
 func newGenRowReader(s *Store) *genRowReader {
-	return &genRowReader{s: s, loaded: map[string]arrow.RecordBatch{}}
+	return &genRowReader{s: s, loaded: map[string][]arrow.RecordBatch{}}
 }
 
 // row locates key i of generation g (of shard, key file k): the record holding it and its row
@@ -98,24 +93,26 @@ func (r *genRowReader) row(ctx context.Context, shard string, g Generation, k *g
 	if g.entryBacked() {
 		key, row = entryKey(shard, k.entries[k.entry[i]]), int(k.row[i])
 	}
-	if rec, ok := r.loaded[key]; ok {
-		return rec, row, nil
+	recs, ok := r.loaded[key]
+	if !ok {
+		var err error
+		if recs, _, err = r.s.readRows(ctx, key, g.entryBacked()); err != nil {
+			return nil, 0, err
+		}
+		r.loaded[key] = recs
 	}
-	rec, _, err := r.s.readRows(ctx, key, g.entryBacked())
-	if err != nil {
-		return nil, 0, err
+	for _, rec := range recs {
+		if int64(row) < rec.NumRows() {
+			return rec, row, nil
+		}
+		row -= int(rec.NumRows())
 	}
-	if int64(row) >= rec.NumRows() {
-		rec.Release()
-		return nil, 0, fmt.Errorf("memwal: %s has no row %d (key file %s)", key, row, g.KeysPath)
-	}
-	r.loaded[key] = rec
-	return rec, row, nil
+	return nil, 0, fmt.Errorf("memwal: %s has no row %d (key file %s)", key, int(k.row[i]), g.KeysPath)
 }
 
 func (r *genRowReader) release() {
-	for _, rec := range r.loaded {
-		rec.Release()
+	for _, recs := range r.loaded {
+		releaseAll(recs)
 	}
 	r.loaded = nil
 }

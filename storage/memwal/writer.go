@@ -154,18 +154,18 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if !ok || p <= m.ReplayAfter || p > fence {
 			continue
 		}
-		rec, size, err := s.readRows(ctx, o.Key, true)
+		recs, size, err := s.readRows(ctx, o.Key, true)
 		if err != nil {
 			return nil, err
 		}
-		if rec.NumRows() > 0 {
+		for _, rec := range recs {
 			seqs := rec.Column(rec.Schema().FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
 			for i := 0; i < seqs.Len(); i++ {
 				s.clock.Observe(seqs.Value(i))
 			}
 		}
-		w.active.insert([]arrow.RecordBatch{rec}, p, size, s.keyColumn)
-		rec.Release()
+		w.active.insert(recs, p, size, s.keyColumn)
+		releaseAll(recs)
 	}
 	w.nextPos = fence + 1
 	// Entries a crash left behind (their deletion after a seal or merge never ran).
