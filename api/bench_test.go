@@ -198,6 +198,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 		hp99, pp99 := benchfmt.Percentile(httpGets, 99), benchfmt.Percentile(pgGets, 99)
+		benchfmt.Report("P3-get-p50", benchfmt.Millis(benchfmt.Percentile(httpGets, 50)), "ms", "point get over HTTP (merged, indexed store), p50")
 		benchfmt.Report("P3-get-p99", benchfmt.Millis(hp99), "ms", "point get over HTTP (merged, indexed store), p99")
 		benchfmt.Report("P3-pg-get-p99", benchfmt.Millis(pp99), "ms", "PostgreSQL primary-key SELECT, p99")
 		benchfmt.Report("P3-get-p99-vs-pg", float64(hp99)/float64(pp99), "x", "HTTP get p99 / PostgreSQL SELECT p99")
