@@ -266,7 +266,18 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	}
 	defer fr.ParquetReader().Close()
 	fr.Props.BatchSize = 1
-	leaves, _ := leafColumns(fr, names)
+	// Columns null in the whole row group (a sparse schema's unused columns) are not read: the
+	// layout below fills in any column it did not get with nulls.
+	read := make([]string, 0, len(names))
+	for _, name := range names {
+		if !allNullInRowGroup(fr, name, rg) {
+			read = append(read, name)
+		}
+	}
+	if len(read) == 0 {
+		return t.nullRows(schema, names, len(offsets))
+	}
+	leaves, _ := leafColumns(fr, read)
 	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
@@ -292,6 +303,57 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	tbl := array.NewTableFromRecords(rr.Schema(), parts)
 	defer tbl.Release()
 	return t.layoutColumns(tbl, schema, names)
+}
+
+// allNullInRowGroup reports, from its column chunk statistics, whether top-level column name is
+// null in every row of row group rg. Only a nullable column with a single, unnested leaf
+// qualifies: there a null leaf value is a null row (in a list or struct it may be an empty list
+// or a null child).
+func allNullInRowGroup(fr *pqarrow.FileReader, name string, rg int) bool {
+	for _, sf := range fr.Manifest.Fields {
+		if sf.Field.Name != name {
+			continue
+		}
+		if !sf.Field.Nullable || len(sf.Children) != 0 || sf.ColIndex < 0 {
+			return false
+		}
+		meta := fr.ParquetReader().MetaData().RowGroup(rg)
+		cc, err := meta.ColumnChunk(sf.ColIndex)
+		if err != nil {
+			return false
+		}
+		if set, err := cc.StatsSet(); err != nil || !set {
+			return false
+		}
+		stats, err := cc.Statistics()
+		if err != nil || stats == nil || !stats.HasNullCount() {
+			return false
+		}
+		return stats.NullCount() == meta.NumRows() && cc.NumValues() == meta.NumRows()
+	}
+	return false
+}
+
+// nullRows is n rows of the named columns (as typed by schema), every value null.
+func (t *Table) nullRows(schema *arrow.Schema, names []string, n int) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(names))
+	fields := make([]arrow.Field, len(names))
+	for i, name := range names {
+		fi := schema.FieldIndices(name)
+		if len(fi) == 0 {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("table: no column %q", name)
+		}
+		fields[i] = schema.Field(fi[0])
+		cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, n)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
 }
 
 // layoutColumns returns tbl's named columns (in that order, as typed by schema) as one record;

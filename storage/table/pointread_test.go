@@ -30,9 +30,13 @@ var pointReadSchema = arrow.NewSchema([]arrow.Field{
 // typedRows builds n rows of pointReadSchema (with _seq and _tombstone) with random nulls,
 // empty and null lists, and values of varied length.
 func typedRows(mem memory.Allocator, n int, rng *rand.Rand) arrow.RecordBatch {
+	return typedRowsWith(mem, n, rng, func() bool { return rng.IntN(4) == 0 })
+}
+
+// typedRowsWith is typedRows with null deciding whether each nullable value is null.
+func typedRowsWith(mem memory.Allocator, n int, rng *rand.Rand, null func() bool) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, withInternalColumns(pointReadSchema))
 	defer b.Release()
-	null := func() bool { return rng.IntN(4) == 0 }
 	for i := range n {
 		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%05d", i))
 		if null() {
@@ -93,11 +97,46 @@ func typedRows(mem memory.Allocator, n int, rng *rand.Rand) arrow.RecordBatch {
 }
 
 func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
-	ctx, mem := context.Background(), checkedAlloc(t)
+	mem := checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	comparePointReads(t, mem, rng, typedRows(mem, 3000, rng))
+}
+
+// Row groups where every nullable column is null: the flat ones are answered from column chunk
+// statistics without being read, the nested ones are read; both as a whole-group decode.
+func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
+	mem := checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 3000, rng, func() bool { return true }))
+	m, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], false, 0)
+	require.NoError(t, err)
+	defer fr.ParquetReader().Close()
+	for name, skipped := range map[string]bool{"n": true, "f": true, "big": true, "flag": true,
+		"id": false, "ts": false, "tokens": false, "tags": false, "meta": false} {
+		require.Equal(t, skipped, allNullInRowGroup(fr, name, 0), name)
+	}
+	// Only such columns asked for: nothing is read at all.
+	names := []string{"big", "n"}
+	got, err := tbl.readRowsAt(context.Background(), m.Fragments[0], m.Schema(), names, 0, []int64{1, 7})
+	require.NoError(t, err)
+	defer got.Release()
+	whole, err := tbl.readFragment(context.Background(), m.Fragments[0], m.Schema(), names, []int{0}, false)
+	require.NoError(t, err)
+	defer whole.Release()
+	want, err := takeRows(context.Background(), mem, whole, []int64{1, 7})
+	require.NoError(t, err)
+	defer want.Release()
+	require.True(t, array.RecordEqual(want, got), "want %v\ngot  %v", want, got)
+}
+
+// comparePointReads upserts rec (and releases it), then checks point reads of every row group
+// of every fragment against whole-group decodes; it returns the table.
+func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec arrow.RecordBatch) *Table {
+	ctx := context.Background()
 	tbl, err := Create(ctx, objstore.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
 	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(3, 4))
-	rec := typedRows(mem, 3000, rng)
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
 	rec.Release()
 	require.NoError(t, err)
@@ -129,6 +168,7 @@ func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
 			whole.Release()
 		}
 	}
+	return tbl
 }
 
 func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, offsets []int64) (arrow.RecordBatch, error) {
