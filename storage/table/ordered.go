@@ -251,8 +251,24 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 	if err != nil {
 		return nil, err
 	}
+	if identity(order, all.NumRows()) { // a single row, or rows already in order: no copy
+		return all, nil
+	}
 	defer all.Release()
 	return arrowutil.Take(ctx, t.mem, all, order)
+}
+
+// identity reports whether order is 0, 1, ..., n-1.
+func identity(order []int64, n int64) bool {
+	if int64(len(order)) != n {
+		return false
+	}
+	for i, o := range order {
+		if o != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func projectFields(s *arrow.Schema, names []string) []arrow.Field {

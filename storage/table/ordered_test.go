@@ -77,6 +77,16 @@ func TestKeysAfterAndReadRowsAgreeWithAFullScan(t *testing.T) {
 				require.Equal(t, want[r.Key].value, rec.Column(1).(*array.Int64).Value(i))
 			}
 			rec.Release()
+			// Out of order with a row twice (a Take), and a single row (returned as read).
+			for _, refs := range [][]RowRef{append([]RowRef{page[len(page)-1]}, page...), page[:1]} {
+				rec, err := tbl.ReadRows(ctx, m, refs, []string{"id"})
+				require.NoError(t, err)
+				require.EqualValues(t, len(refs), rec.NumRows())
+				for i, r := range refs {
+					require.Equal(t, r.Key, rec.Column(0).(*array.String).Value(i))
+				}
+				rec.Release()
+			}
 		}
 		// Early stop.
 		n := 0
