@@ -3,7 +3,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -18,15 +17,15 @@ type Catalog struct {
 func Open(ctx context.Context, url string) (*Catalog, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: parse database URL: %w", err)
+		return nil, errorf("catalog: parse database URL: %w", err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: connect: %w", err)
+		return nil, errorf("catalog: connect: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("catalog: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, errorf("catalog: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	if err := Migrate(ctx, pool); err != nil {
 		pool.Close()

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/catalog"
@@ -328,8 +331,92 @@ func TestUnavailableDatabaseIsToldApartFromBadRequests(t *testing.T) {
 	_, _, err = c.CreateStore(ctx, catalog.StoreDefinition{Kind: "nope", Name: "x"})
 	require.False(t, catalog.IsUnavailable(err), "invalid input: %v", err)
 	require.False(t, catalog.IsUnavailable(nil))
+	// Network errors and early EOFs from elsewhere (object storage) are not the catalog's.
+	require.False(t, catalog.IsUnavailable(fmt.Errorf("read entry: %w", io.ErrUnexpectedEOF)))
+	require.False(t, catalog.IsUnavailable(&net.OpError{Op: "read", Err: errors.New("connection reset")}))
+	require.False(t, catalog.IsUnavailable(context.DeadlineExceeded))
 
 	c.Close()
 	_, err = c.GetStore(ctx, catalog.KindRollout, "missing")
 	require.True(t, catalog.IsUnavailable(err), "closed catalog: %v", err)
+	require.ErrorIs(t, err, catalog.ErrUnavailable)
+}
+
+func TestAConnectionKilledMidUseIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.Database(t)
+	c, err := catalog.Open(ctx, url)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.GetStore(ctx, catalog.KindRollout, "warm") // leaves an idle pooled connection
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	require.NoError(t, err)
+	_, err = c.GetStore(ctx, catalog.KindRollout, "warm")
+	require.Error(t, err, "the pooled connection was killed under the catalog")
+	require.True(t, catalog.IsUnavailable(err), "%v", err)
+}
+
+// cuttingProxy forwards TCP connections to target until cut closes every one of them abruptly
+// (what a network failure or a crashed server looks like to the client).
+type cuttingProxy struct {
+	l     net.Listener
+	mu    sync.Mutex // guards conns
+	conns []net.Conn
+}
+
+func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cuttingProxy{l: l}
+	t.Cleanup(func() { l.Close(); p.cut() })
+	go func() {
+		for {
+			client, err := l.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(server, client); server.Close() }()
+			go func() { _, _ = io.Copy(client, server); client.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cuttingProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func TestAConnectionBrokenByTheNetworkIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(testenv.Database(t))
+	require.NoError(t, err)
+	proxy := newCuttingProxy(t, u.Host)
+	u.Host = proxy.l.Addr().String()
+	c, err := catalog.Open(ctx, u.String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.GetStore(ctx, catalog.KindRollout, "warm")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	proxy.cut()
+	_, err = c.GetStore(ctx, catalog.KindRollout, "warm")
+	require.Error(t, err, "the pooled connection was cut")
+	require.True(t, catalog.IsUnavailable(err), "%v", err)
 }

@@ -11,4 +11,7 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid: the request is malformed (bad kind, name, prefix or JSON); nothing was changed.
 	ErrInvalid = errors.New("invalid")
+	// ErrUnavailable: PostgreSQL could not be reached or the connection broke; nothing is known to
+	// have changed and the request may be retried (see IsUnavailable).
+	ErrUnavailable = errors.New("catalog unavailable")
 )

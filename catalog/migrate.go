@@ -6,7 +6,6 @@ package catalog
 import (
 	"context"
 	"embed"
-	"fmt"
 	"io/fs"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,22 +22,22 @@ const schemaVersionTable = "public.strata_schema_version"
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("catalog: acquire connection for migrations: %w", err)
+		return errorf("catalog: acquire connection for migrations: %w", err)
 	}
 	defer conn.Release()
 	m, err := migrate.NewMigrator(ctx, conn.Conn(), schemaVersionTable)
 	if err != nil {
-		return fmt.Errorf("catalog: prepare migrations: %w", err)
+		return errorf("catalog: prepare migrations: %w", err)
 	}
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return err
 	}
 	if err := m.LoadMigrations(sub); err != nil {
-		return fmt.Errorf("catalog: load migrations: %w", err)
+		return errorf("catalog: load migrations: %w", err)
 	}
 	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("catalog: apply migrations: %w", err)
+		return errorf("catalog: apply migrations: %w", err)
 	}
 	return nil
 }

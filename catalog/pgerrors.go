@@ -3,6 +3,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -20,12 +21,22 @@ func isUniqueViolation(err error) bool {
 // work right now rather than that the request was wrong: no connection could be made, the
 // connection broke or timed out, the server is shutting down or starting, it has no connection
 // slot left, or the catalog was closed. Such a request may succeed if retried later.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// errorf is fmt.Errorf for the catalog's errors: when the error it wraps came from PostgreSQL
+// being unreachable (see connectionFailed), the result also matches ErrUnavailable. Only errors
+// of catalog operations pass through it, so a network error or early EOF here is PostgreSQL's.
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if connectionFailed(err) {
+		return unavailableError{err}
 	}
+	return err
+}
+
+func connectionFailed(err error) bool {
 	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.As(err, &connectErr) || errors.Is(err, puddle.ErrClosedPool) {
 		return true
 	}
 	var pgErr *pgconn.PgError
@@ -36,5 +47,12 @@ func IsUnavailable(err error) bool {
 			pgErr.Code == "57P03" || pgErr.Code == "53300"
 	}
 	var netErr net.Error
-	return errors.As(err, &netErr)
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err)
 }
+
+// unavailableError is a catalog error that also matches ErrUnavailable; its message is unchanged.
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string        { return e.err.Error() }
+func (e unavailableError) Unwrap() error        { return e.err }
+func (e unavailableError) Is(target error) bool { return target == ErrUnavailable }

@@ -112,7 +112,7 @@ func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, 
 		return s, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return Store{}, false, fmt.Errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
+		return Store{}, false, errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
 	}
 
 	var same bool
@@ -130,7 +130,7 @@ func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, 
 		return Store{}, false, fmt.Errorf("%w: store %s/%s was deleted while being created; retry", ErrConflict, def.Kind, def.Name)
 	}
 	if err != nil {
-		return Store{}, false, fmt.Errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
+		return Store{}, false, errorf("catalog: create store %s/%s: %w", def.Kind, def.Name, err)
 	}
 	existing.Kind = Kind(kind)
 	if eschema != nil {
@@ -152,7 +152,7 @@ func (c *Catalog) GetStore(ctx context.Context, kind Kind, name string) (Store, 
 		return Store{}, fmt.Errorf("%w: store %s/%s", ErrNotFound, kind, name)
 	}
 	if err != nil {
-		return Store{}, fmt.Errorf("catalog: get store %s/%s: %w", kind, name, err)
+		return Store{}, errorf("catalog: get store %s/%s: %w", kind, name, err)
 	}
 	return s, nil
 }
@@ -196,11 +196,11 @@ func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (
 		ORDER BY name LIMIT $5`,
 		string(kind), lower, strict, prefixUpperBound(opts.Prefix), limit+1)
 	if err != nil {
-		return StorePage{}, fmt.Errorf("catalog: list %s stores: %w", kind, err)
+		return StorePage{}, errorf("catalog: list %s stores: %w", kind, err)
 	}
 	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
 	if err != nil {
-		return StorePage{}, fmt.Errorf("catalog: list %s stores: %w", kind, err)
+		return StorePage{}, errorf("catalog: list %s stores: %w", kind, err)
 	}
 	page := StorePage{Stores: stores}
 	if len(stores) > limit {
@@ -221,7 +221,7 @@ func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (
 		return Store{}, fmt.Errorf("%w: store %s/%s", ErrNotFound, kind, name)
 	}
 	if err != nil {
-		return Store{}, fmt.Errorf("catalog: delete store %s/%s: %w", kind, name, err)
+		return Store{}, errorf("catalog: delete store %s/%s: %w", kind, name, err)
 	}
 	return s, nil
 }
@@ -237,11 +237,11 @@ func (c *Catalog) ListDeletedStores(ctx context.Context, olderThan time.Time, li
 		WHERE deleted_at IS NOT NULL AND deleted_at < $1
 		ORDER BY deleted_at, kind, name LIMIT $2`, olderThan, limit)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: list deleted stores: %w", err)
+		return nil, errorf("catalog: list deleted stores: %w", err)
 	}
 	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
 	if err != nil {
-		return nil, fmt.Errorf("catalog: list deleted stores: %w", err)
+		return nil, errorf("catalog: list deleted stores: %w", err)
 	}
 	return stores, nil
 }
@@ -262,7 +262,7 @@ func (c *Catalog) RestoreStore(ctx context.Context, kind Kind, name string) (Sto
 		return Store{}, fmt.Errorf("%w: store %s/%s was re-created; cannot restore over it", ErrConflict, kind, name)
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return Store{}, fmt.Errorf("catalog: restore store %s/%s: %w", kind, name, err)
+		return Store{}, errorf("catalog: restore store %s/%s: %w", kind, name, err)
 	}
 	if _, gerr := c.GetStore(ctx, kind, name); gerr == nil {
 		return Store{}, fmt.Errorf("%w: store %s/%s is live; nothing to restore", ErrConflict, kind, name)
@@ -275,7 +275,7 @@ func (c *Catalog) RestoreStore(ctx context.Context, kind Kind, name string) (Sto
 func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {
 	tag, err := c.pool.Exec(ctx, `DELETE FROM stores WHERE id = $1 AND deleted_at IS NOT NULL`, id)
 	if err != nil {
-		return fmt.Errorf("catalog: purge store %s: %w", id, err)
+		return errorf("catalog: purge store %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: no deleted store with id %s", ErrNotFound, id)
@@ -287,11 +287,11 @@ func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {
 func (c *Catalog) RegisteredURIs(ctx context.Context, uris []string) (map[string]bool, error) {
 	rows, err := c.pool.Query(ctx, `SELECT DISTINCT uri FROM stores WHERE uri = ANY($1)`, uris)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: look up URIs: %w", err)
+		return nil, errorf("catalog: look up URIs: %w", err)
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("catalog: look up URIs: %w", err)
+		return nil, errorf("catalog: look up URIs: %w", err)
 	}
 	out := make(map[string]bool, len(found))
 	for _, u := range found {
@@ -305,11 +305,11 @@ func (c *Catalog) RegisteredURIs(ctx context.Context, uris []string) (map[string
 func (c *Catalog) LiveStoreIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
 	rows, err := c.pool.Query(ctx, `SELECT id FROM stores WHERE id = ANY($1) AND deleted_at IS NULL`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: look up live stores: %w", err)
+		return nil, errorf("catalog: look up live stores: %w", err)
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return nil, fmt.Errorf("catalog: look up live stores: %w", err)
+		return nil, errorf("catalog: look up live stores: %w", err)
 	}
 	out := make(map[uuid.UUID]bool, len(found))
 	for _, id := range found {

@@ -111,7 +111,7 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 		kinds, names, versions, rows, fragments, deleted, bytes, covered, lastMerge, lastCompact, lastIndex,
 		merges, compactions, updated)
 	if err != nil {
-		return fmt.Errorf("catalog: upsert %d store stats: %w", n, err)
+		return errorf("catalog: upsert %d store stats: %w", n, err)
 	}
 	return nil
 }
@@ -146,13 +146,13 @@ func (c *Catalog) UpsertShardStats(ctx context.Context, batch []ShardStats) erro
 			INSERT INTO store_stats (kind, name)
 			SELECT DISTINCT k, n FROM unnest($1::text[], $2::text[]) AS t(k, n) ORDER BY k, n
 			ON CONFLICT (kind, name) DO NOTHING`, kinds, names); err != nil {
-			return fmt.Errorf("catalog: upsert shard stats: %w", err)
+			return errorf("catalog: upsert shard stats: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `
 			SELECT 1 FROM store_stats
 			WHERE (kind, name) IN (SELECT k, n FROM unnest($1::text[], $2::text[]) AS t(k, n))
 			ORDER BY kind, name FOR UPDATE`, kinds, names); err != nil {
-			return fmt.Errorf("catalog: upsert shard stats: %w", err)
+			return errorf("catalog: upsert shard stats: %w", err)
 		}
 		// 2. The shard rows themselves.
 		if _, err := tx.Exec(ctx, `
@@ -168,11 +168,11 @@ func (c *Catalog) UpsertShardStats(ctx context.Context, batch []ShardStats) erro
 				updated_at = EXCLUDED.updated_at
 			WHERE s.updated_at <= EXCLUDED.updated_at`,
 			kinds, names, shards, gens, rows, bytes, oldest, updated); err != nil {
-			return fmt.Errorf("catalog: upsert shard stats: %w", err)
+			return errorf("catalog: upsert shard stats: %w", err)
 		}
 		// 3. The roll-up, recomputed from every shard of each affected store.
 		if _, err := tx.Exec(ctx, rollupSQL, kinds, names); err != nil {
-			return fmt.Errorf("catalog: upsert shard stats: roll-up: %w", err)
+			return errorf("catalog: upsert shard stats: roll-up: %w", err)
 		}
 		return nil
 	})
@@ -205,7 +205,7 @@ func (c *Catalog) DeleteQuietShardStats(ctx context.Context, quietSince time.Tim
 			WHERE pending_generations = 0 AND updated_at < $1
 			LIMIT $2))`, quietSince, limit)
 	if err != nil {
-		return 0, fmt.Errorf("catalog: delete quiet shard stats: %w", err)
+		return 0, errorf("catalog: delete quiet shard stats: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -233,7 +233,7 @@ func (c *Catalog) GetStoreStats(ctx context.Context, kind Kind, name string) (St
 		return StoreStats{}, fmt.Errorf("%w: no stats for store %s/%s", ErrNotFound, kind, name)
 	}
 	if err != nil {
-		return StoreStats{}, fmt.Errorf("catalog: get stats of %s/%s: %w", kind, name, err)
+		return StoreStats{}, errorf("catalog: get stats of %s/%s: %w", kind, name, err)
 	}
 	return s, nil
 }
@@ -244,9 +244,9 @@ func (c *Catalog) ListShardStats(ctx context.Context, kind Kind, name string) ([
 		SELECT kind, name, shard, pending_generations, pending_rows, pending_bytes, oldest_pending_at, updated_at
 		FROM shard_stats WHERE kind = $1 AND name = $2 ORDER BY shard`, string(kind), name)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: list shard stats of %s/%s: %w", kind, name, err)
+		return nil, errorf("catalog: list shard stats of %s/%s: %w", kind, name, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ShardStats, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ShardStats, error) {
 		var s ShardStats
 		var kind string
 		var gens int32
@@ -254,6 +254,10 @@ func (c *Catalog) ListShardStats(ctx context.Context, kind Kind, name string) ([
 		s.Kind, s.PendingGenerations = Kind(kind), int(gens)
 		return s, err
 	})
+	if err != nil {
+		return nil, errorf("catalog: list shard stats of %s/%s: %w", kind, name, err)
+	}
+	return out, nil
 }
 
 // Candidates (the sweeps' work lists). Each query reads one partial index in rank order and stops
@@ -265,11 +269,11 @@ const liveStore = `EXISTS (SELECT 1 FROM stores r WHERE r.kind = s.kind AND r.na
 func (c *Catalog) queryStats(ctx context.Context, what, sql string, args ...any) ([]StoreStats, error) {
 	rows, err := c.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %s candidates: %w", what, err)
+		return nil, errorf("catalog: %s candidates: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoreStats, error) { return scanStoreStats(r) })
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %s candidates: %w", what, err)
+		return nil, errorf("catalog: %s candidates: %w", what, err)
 	}
 	return out, nil
 }
@@ -314,11 +318,11 @@ func (c *Catalog) StaleStatsCandidates(ctx context.Context, olderThan time.Time,
 		WHERE r.deleted_at IS NULL AND (s.updated_at IS NULL OR s.updated_at < $1)
 		ORDER BY s.updated_at NULLS FIRST, r.kind, r.name LIMIT $2`, olderThan, limit)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: stale stats candidates: %w", err)
+		return nil, errorf("catalog: stale stats candidates: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
 	if err != nil {
-		return nil, fmt.Errorf("catalog: stale stats candidates: %w", err)
+		return nil, errorf("catalog: stale stats candidates: %w", err)
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -38,7 +37,7 @@ func (c *Catalog) ListStoreStatus(ctx context.Context, kind Kind, opts ListOptio
 		  AND (r.kind, r.name) > ($3, $4 COLLATE "C")
 		ORDER BY r.kind, r.name LIMIT $5`, string(kind), opts.Prefix, afterKind, afterName, limit)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: list store status: %w", err)
+		return nil, errorf("catalog: list store status: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoreStatus, error) {
 		var st StoreStatus
@@ -58,7 +57,7 @@ func (c *Catalog) ListStoreStatus(ctx context.Context, kind Kind, opts ListOptio
 		return st, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("catalog: list store status: %w", err)
+		return nil, errorf("catalog: list store status: %w", err)
 	}
 	return out, nil
 }
