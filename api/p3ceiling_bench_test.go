@@ -23,8 +23,9 @@ import (
 )
 
 // ceilingServer answers every POST once its body is durable through write, which is called with
-// a group's concatenated bodies and the group's sequence number (from 1).
-func ceilingServer(write func(seq int, data []byte) error) *httptest.Server {
+// a group's concatenated bodies and the group's sequence number (from 1). stop closes the server
+// and ends its committer.
+func ceilingServer(write func(seq int, data []byte) error) (srv *httptest.Server, stop func()) {
 	type pending struct {
 		body []byte
 		done chan error
@@ -71,7 +72,7 @@ func ceilingServer(write func(seq int, data []byte) error) *httptest.Server {
 			}
 		}
 	}()
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -92,14 +93,18 @@ func ceilingServer(write func(seq int, data []byte) error) *httptest.Server {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"version":1,"count":100}`))
 	}))
+	return srv, func() {
+		srv.Close() // waits for every request, so nothing wakes the committer afterwards
+		close(wake)
+	}
 }
 
 // p3Ceilings runs P3's load (run, with post sending the body of client cl's batch bt) against
 // the ceiling server, once per way of making a group durable, and returns their rows/s.
 func p3Ceilings(b *testing.B, dir string, run func(work func(client, batch int)) float64, post func(url string, cl, bt int)) (entries, log float64) {
 	measure := func(write func(seq int, data []byte) error) float64 {
-		srv := ceilingServer(write)
-		defer srv.Close()
+		srv, stop := ceilingServer(write)
+		defer stop()
 		return run(func(cl, bt int) { post(srv.URL, cl, bt) })
 	}
 	local, err := objstore.NewLocal(filepath.Join(dir, "ceiling-entries"))
