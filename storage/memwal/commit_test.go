@@ -228,15 +228,17 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 	require.EqualValues(t, 1, value(t, s, "k1"))
 }
 
-// slowEntries delays every WAL entry write, so that appends arriving meanwhile form groups.
+// slowEntries holds every WAL entry write until gate is closed, so that appends arriving
+// meanwhile form groups.
 type slowEntries struct {
 	objstore.Store
 	prefix string
+	gate   chan struct{}
 }
 
 func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if s.prefix != "" && strings.HasPrefix(key, s.prefix) {
-		time.Sleep(30 * time.Millisecond)
+		<-s.gate
 	}
 	return s.Store.PutIfAbsent(ctx, key, data)
 }
@@ -283,6 +285,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	// Phase 1: one shape (entries spliced from the appends' encodings); phase 2: two shapes in
 	// the same groups (entries re-encoded from the concatenated records).
 	for phase, mixed := range []bool{false, true} {
+		store.gate = make(chan struct{})
 		var wg sync.WaitGroup
 		for i := phase * 100; i < phase*100+12; i++ {
 			wg.Add(1)
@@ -291,6 +294,8 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 				appendShape(i, !mixed || i%2 == 0)
 			}()
 		}
+		time.Sleep(50 * time.Millisecond) // the appends queue up behind the held writes
+		close(store.gate)
 		wg.Wait()
 	}
 	store.prefix = ""
@@ -332,6 +337,11 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 		}
 	}
 	check(s) // from the memtable
+	// A crash before any seal: the restarted process replays the spliced entries (several
+	// batches each) into its memtable, then seals them by (entry, row).
+	crash(s)
+	s = e.open("a")
+	check(s)
 	require.NoError(t, s.Flush(ctx))
 	check(e.open("reader")) // through the generation's key file: (entry, row) across appends
 	res, err := s.MergeShard(ctx, s.Shard(), MergeOptions{MaxGenerations: -1, MaxBytes: -1})

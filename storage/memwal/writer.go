@@ -158,11 +158,21 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
+		var rows int64
 		for _, rec := range recs {
+			rows += rec.NumRows()
 			seqs := rec.Column(rec.Schema().FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
 			for i := 0; i < seqs.Len(); i++ {
 				s.clock.Observe(seqs.Value(i))
 			}
+		}
+		if len(recs) > 1 && rows < minRowsPerBatch*int64(len(recs)) { // as groupEntry keeps them
+			joined, err := arrowutil.Concat(s.schema, recs, s.mem)
+			releaseAll(recs)
+			if err != nil {
+				return nil, err
+			}
+			recs = []arrow.RecordBatch{joined}
 		}
 		w.active.insert(recs, p, size, s.keyColumn)
 		releaseAll(recs)
