@@ -1,5 +1,3 @@
-package api_test
-
 // The P3 ceiling: the most a durable server could do with P3's load on this machine. A minimal
 // HTTP server reads each body, gathers the bodies that queue meanwhile into a group (the MemWAL
 // writer's 2 ms window and two groups in flight) and makes the group durable before answering —
@@ -7,6 +5,7 @@ package api_test
 // "entries" is the MemWAL's protocol (one object per group, objstore.Local.PutIfAbsent: temp
 // file, fsync, link, directory fsync); "log" appends every group to one file and fsyncs it (what
 // a segment-file WAL would do). Their ratio to PostgreSQL bounds what P3 can show here.
+package api_test
 
 import (
 	"fmt"
