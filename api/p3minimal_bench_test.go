@@ -1,10 +1,11 @@
-// The P3 ceiling: the most a durable server could do with P3's load on this machine. A minimal
-// HTTP server reads each body, gathers the bodies that queue meanwhile into a group (the MemWAL
-// writer's 2 ms window and two groups in flight) and makes the group durable before answering —
-// no Arrow decoding, no catalog, no memtable. Two ways to make a group durable are measured:
-// "entries" is the MemWAL's protocol (one object per group, objstore.Local.PutIfAbsent: temp
-// file, fsync, link, directory fsync); "log" appends every group to one file and fsyncs it (what
-// a segment-file WAL would do). Their ratio to PostgreSQL bounds what P3 can show here.
+// P3's minimal servers: what a durable server with no work but group commit does with P3's load
+// on this machine. A minimal HTTP server reads each body, gathers the bodies that queue meanwhile
+// into a group (the MemWAL writer's 2 ms window and two groups in flight) and makes the group
+// durable before answering — no Arrow decoding, no catalog, no memtable. Two ways to make a group
+// durable are measured: "entries" is the MemWAL's protocol (one object per group,
+// objstore.Local.PutIfAbsent: temp file, fsync, link, directory fsync); "log" appends every group
+// to one file and fsyncs it (what a segment-file WAL would do). Their ratios to PostgreSQL show
+// what each durability protocol allows here, whatever the server does besides.
 package api_test
 
 import (
@@ -21,10 +22,10 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 )
 
-// ceilingServer answers every POST once its body is durable through write, which is called with
+// minimalServer answers every POST once its body is durable through write, which is called with
 // a group's concatenated bodies and the group's sequence number (from 1). stop closes the server
 // and ends its committer.
-func ceilingServer(write func(seq int, data []byte) error) (srv *httptest.Server, stop func()) {
+func minimalServer(write func(seq int, data []byte) error) (srv *httptest.Server, stop func()) {
 	type pending struct {
 		body []byte
 		done chan error
@@ -98,32 +99,31 @@ func ceilingServer(write func(seq int, data []byte) error) (srv *httptest.Server
 	}
 }
 
-// p3Ceilings runs P3's load (run, with post sending the body of client cl's batch bt) against
-// the ceiling server, once per way of making a group durable, and returns their rows/s.
-func p3Ceilings(b *testing.B, dir string, run func(work func(client, batch int)) float64, post func(url string, cl, bt int)) (entries, log float64) {
-	measure := func(write func(seq int, data []byte) error) float64 {
-		srv, stop := ceilingServer(write)
-		defer stop()
-		return run(func(cl, bt int) { post(srv.URL, cl, bt) })
-	}
-	local, err := objstore.NewLocal(filepath.Join(dir, "ceiling-entries"))
+// p3Minimal is the two minimal servers, one per way of making a group durable.
+type p3Minimal struct {
+	entriesURL, logURL string
+	stop               func()
+}
+
+// startP3Minimal starts both minimal servers with their data under dir.
+func startP3Minimal(b *testing.B, dir string) *p3Minimal {
+	local, err := objstore.NewLocal(filepath.Join(dir, "minimal-entries"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	entries = measure(func(seq int, data []byte) error {
+	entries, stopEntries := minimalServer(func(seq int, data []byte) error {
 		return local.PutIfAbsent(b.Context(), fmt.Sprintf("entries/%020d.arrows", seq), data)
 	})
 
-	f, err := os.OpenFile(filepath.Join(dir, "ceiling.log"), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "minimal.log"), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
 	var (
 		mu  sync.Mutex // guards end
 		end int64
 	)
-	log = measure(func(_ int, data []byte) error {
+	log, stopLog := minimalServer(func(_ int, data []byte) error {
 		mu.Lock()
 		off := end
 		end += int64(len(data))
@@ -133,5 +133,9 @@ func p3Ceilings(b *testing.B, dir string, run func(work func(client, batch int))
 		}
 		return f.Sync()
 	})
-	return entries, log
+	return &p3Minimal{entriesURL: entries.URL, logURL: log.URL, stop: func() {
+		stopEntries()
+		stopLog()
+		f.Close()
+	}}
 }
