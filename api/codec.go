@@ -49,10 +49,10 @@ func (c codec) columnIndex() map[string]int {
 // decode builds a record from JSON rows held as maps (the multipart path; JSON bodies stream
 // through decodeRowsJSON). The caller releases it.
 func (c codec) decode(rows []map[string]json.RawMessage, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
-	b := array.NewRecordBuilder(mem, c.schema)
-	defer b.Release()
-	c.reserve(b, rows)
-	fields := c.schema.Fields() // a copy per call: hoisted out of the row loop
+	rb := c.newRowBuilder(mem)
+	defer rb.release()
+	c.reserve(rb.b, rows)
+	fields := rb.fields
 	index := c.columnIndex()
 	row := make(rowValues, len(fields))
 	for i, m := range rows {
@@ -64,42 +64,43 @@ func (c codec) decode(rows []map[string]json.RawMessage, fill rowFill, mem memor
 			}
 			row[fi] = raw
 		}
-		if err := c.appendRow(b, fields, i, row, fill); err != nil {
+		if err := c.appendRow(rb, i, row, fill); err != nil {
 			return nil, err
 		}
 	}
-	return b.NewRecordBatch(), nil
+	return rb.record(), nil
 }
 
-// appendRow completes row with fill, checks it and appends it to b.
-func (c codec) appendRow(b *array.RecordBuilder, fields []arrow.Field, i int, row rowValues, fill rowFill) error {
+// appendRow completes row with fill, checks it and appends it to rb.
+func (c codec) appendRow(rb *rowBuilder, i int, row rowValues, fill rowFill) error {
 	if fill != nil {
 		if err := fill(i, row); err != nil {
 			return err
 		}
 	}
-	for fi, f := range fields {
+	for fi, f := range rb.fields {
 		raw := row[fi]
 		if raw == nil || isNull(raw) {
 			if !f.Nullable {
 				return rowError(i, f.Name, "required")
 			}
-			b.Field(fi).AppendNull()
+			rb.null(fi)
 			continue
 		}
-		if c.json[f.Name] {
+		if rb.isJSON[fi] {
 			if !json.Valid(raw) {
 				return rowError(i, f.Name, "not valid JSON")
 			}
 			var buf bytes.Buffer
 			_ = json.Compact(&buf, raw)
-			appendString(b.Field(fi), buf.String())
+			appendString(rb.field(fi), buf.String())
 			continue
 		}
-		if err := appendJSON(b.Field(fi), f.Type, raw); err != nil {
+		if err := appendJSON(rb.field(fi), f.Type, raw); err != nil {
 			return rowError(i, f.Name, "%v", err)
 		}
 	}
+	rb.rows++
 	return nil
 }
 

@@ -91,11 +91,10 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	if err := expect('{', "an object"); err != nil {
 		return nil, err
 	}
-	fields := c.schema.Fields()
 	index := c.columnIndex()
-	b := array.NewRecordBuilder(mem, c.schema)
-	defer b.Release()
-	row := make(rowValues, len(fields))
+	rb := c.newRowBuilder(mem)
+	defer rb.release()
+	row := make(rowValues, len(rb.fields))
 	rows := 0
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
@@ -144,9 +143,9 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				return nil, err
 			}
 			if rows == 0 {
-				reserveFromFirstRow(b, row, len(body), int(dec.InputOffset()-rowStart))
+				reserveFromFirstRow(rb.b, row, len(body), int(dec.InputOffset()-rowStart))
 			}
-			if err := c.appendRow(b, fields, rows, row, fill); err != nil {
+			if err := c.appendRow(rb, rows, row, fill); err != nil {
 				return nil, err
 			}
 			rows++
@@ -164,15 +163,20 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	if rows == 0 {
 		return nil, invalid("no rows to add")
 	}
-	return b.NewRecordBatch(), nil
+	return rb.record(), nil
 }
 
 // reserveFromFirstRow sizes the builders for the whole body, estimating the row count from the
 // first row's length and each string column's data from its first value (with headroom), so
-// appending rarely regrows a buffer. An estimate only: builders still grow when it is short.
+// appending rarely regrows a buffer. Columns absent from the first row are left alone: they are
+// most likely null throughout (see rowBuilder). An estimate only: builders still grow when it is
+// short.
 func reserveFromFirstRow(b *array.RecordBuilder, first rowValues, bodyLen, rowLen int) {
 	est := min(bodyLen/max(rowLen, 1)+1, 1<<20)
 	for fi, fb := range b.Fields() {
+		if first[fi] == nil {
+			continue
+		}
 		fb.Reserve(est)
 		data := (len(first[fi]) + len(first[fi])/4) * est
 		switch sb := fb.(type) {
