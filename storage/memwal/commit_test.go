@@ -118,7 +118,14 @@ func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
 			}
 		}
 	}()
-	time.AfterFunc(150*time.Millisecond, func() { close(stop) })
+	// Stop after 150 ms and at least four seals (however slow the machine), or at 10 s.
+	go func() {
+		start := time.Now()
+		for (time.Since(start) < 150*time.Millisecond || seals.Load() < 4) && time.Since(start) < 10*time.Second {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(stop)
+	}()
 	acked, errs := appendUntilError(t, s, e, 8, stop)
 	sealer.Wait()
 	require.Empty(t, errs)

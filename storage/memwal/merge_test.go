@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,14 +93,17 @@ func TestAppendsAreNotBlockedOrLostWhileAMergeRuns(t *testing.T) {
 	e := newEnv(t, faulty)
 	owner := e.open("owner")
 	sealN(t, owner, e, 4)
-	// Reading generations is slow: the merge takes a while.
+	// Reading generations' rows (WAL entries; format 1 files) is slow: the merge takes a while.
 	faulty.AddRule(objstore.Rule{Match: func(op objstore.Op, key string) bool {
-		return op == objstore.OpGet && len(key) > 6 && key[len(key)-6:] == ".arrow"
+		return op == objstore.OpGet && (strings.HasSuffix(key, ".arrows") || strings.HasSuffix(key, ".arrow"))
 	}, Latency: 100 * time.Millisecond})
 	merger := e.open("maintenance")
 	done := make(chan error)
+	mergeStart := time.Now()
+	var mergeTook time.Duration
 	go func() {
 		_, err := merger.MergeShard(context.Background(), owner.Shard(), MergeOptions{})
+		mergeTook = time.Since(mergeStart)
 		done <- err
 	}()
 	var slowest time.Duration
@@ -112,6 +116,7 @@ func TestAppendsAreNotBlockedOrLostWhileAMergeRuns(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-done)
+	require.Greater(t, mergeTook, 300*time.Millisecond, "the merge was slow (it read four generations' entries)")
 	require.Less(t, slowest, 300*time.Millisecond, "appends do not wait for the merge")
 	faulty.Reset()
 	require.NoError(t, owner.Flush(context.Background()))
