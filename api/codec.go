@@ -64,15 +64,16 @@ func (c codec) decode(rows []map[string]json.RawMessage, fill rowFill, mem memor
 			}
 			row[fi] = raw
 		}
-		if err := c.appendRow(rb, i, row, fill); err != nil {
+		if err := c.appendRow(rb, row, fill); err != nil {
 			return nil, err
 		}
 	}
 	return rb.record(), nil
 }
 
-// appendRow completes row with fill, checks it and appends it to rb.
-func (c codec) appendRow(rb *rowBuilder, i int, row rowValues, fill rowFill) error {
+// appendRow completes row with fill, checks it and appends it to rb as row rb.rows.
+func (c codec) appendRow(rb *rowBuilder, row rowValues, fill rowFill) error {
+	i := rb.rows
 	if fill != nil {
 		if err := fill(i, row); err != nil {
 			return err

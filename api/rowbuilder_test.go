@@ -39,12 +39,12 @@ func TestRowBuilderMatchesPlainBuilders(t *testing.T) {
 	defer rb.release()
 	want := array.NewRecordBuilder(mem, schema)
 	defer want.Release()
-	for i, r := range rows {
+	for _, r := range rows {
 		row := make(rowValues, len(r))
 		for fi, v := range r {
 			row[fi] = raw(v)
 		}
-		require.NoError(t, cd.appendRow(rb, i, row, nil))
+		require.NoError(t, cd.appendRow(rb, row, nil))
 		for fi, v := range r {
 			if v == "" || v == "null" {
 				want.Field(fi).AppendNull()

@@ -95,7 +95,6 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	rb := c.newRowBuilder(mem)
 	defer rb.release()
 	row := make(rowValues, len(rb.fields))
-	rows := 0
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -118,7 +117,7 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				if _, err := dec.ReadValue(); err != nil {
 					return nil, syntax(err)
 				}
-				return nil, invalid("row %d: want a JSON object", rows)
+				return nil, invalid("row %d: want a JSON object", rb.rows)
 			}
 			_, _ = dec.ReadToken()
 			rowStart := dec.InputOffset()
@@ -130,7 +129,7 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				}
 				fi, ok := index[name.String()]
 				if !ok {
-					return nil, rowError(rows, name.String(), "not a column of this store")
+					return nil, rowError(rb.rows, name.String(), "not a column of this store")
 				}
 				v, err := dec.ReadValue()
 				if err != nil {
@@ -142,13 +141,12 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 			if err := expect('}', "the end of a row"); err != nil {
 				return nil, err
 			}
-			if rows == 0 {
+			if rb.rows == 0 {
 				reserveFromFirstRow(rb.b, row, len(body), int(dec.InputOffset()-rowStart))
 			}
-			if err := c.appendRow(rb, rows, row, fill); err != nil {
+			if err := c.appendRow(rb, row, fill); err != nil {
 				return nil, err
 			}
-			rows++
 		}
 		if err := expect(']', "the end of the array"); err != nil {
 			return nil, err
@@ -160,7 +158,7 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return nil, invalid("invalid JSON body: trailing data after the object")
 	}
-	if rows == 0 {
+	if rb.rows == 0 {
 		return nil, invalid("no rows to add")
 	}
 	return rb.record(), nil

@@ -156,7 +156,8 @@ func (s *Store) MergeShard(ctx context.Context, shard string, opts MergeOptions)
 
 // mergeMemoryFactor converts a generation's bytes (its WAL entries, or a format 1 file) into the
 // memory merging it takes at peak: the fetched bytes, the decoded Arrow batches, and their
-// concatenation that the upsert sorts and deduplicates. Caps and budget reservations are in these bytes, so the budget bounds real memory.
+// concatenation that the upsert sorts and deduplicates. Caps and budget reservations are in
+// these bytes, so the budget bounds real memory.
 const mergeMemoryFactor = 3
 
 func footprint(g Generation) int64 { return g.Bytes * mergeMemoryFactor }
@@ -209,8 +210,8 @@ func (s *Store) readGenerations(ctx context.Context, shard string, gens []Genera
 }
 
 // dropMerged removes generations at or below gen from the shard manifest, then deletes their
-// files and the WAL entries they held. Both steps are best effort: the watermark already marks the rows merged, and the next
-// merge (or cleanup) finishes what is left.
+// files and the WAL entries they held. Both steps are best effort: the watermark already marks
+// the rows merged, and the next merge (or cleanup) finishes what is left.
 func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	var dropped []Generation
 	_, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {

@@ -158,15 +158,13 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rows int64
 		for _, rec := range recs {
-			rows += rec.NumRows()
 			seqs := rec.Column(rec.Schema().FieldIndices(table.SeqColumn)[0]).(*array.Uint64)
 			for i := 0; i < seqs.Len(); i++ {
 				s.clock.Observe(seqs.Value(i))
 			}
 		}
-		if len(recs) > 1 && rows < minRowsPerBatch*int64(len(recs)) { // as groupEntry keeps them
+		if !keepAsAppended(recs) {
 			joined, err := arrowutil.Concat(s.schema, recs, s.mem)
 			releaseAll(recs)
 			if err != nil {
@@ -373,6 +371,16 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 // column, which for single-row appends would outweigh the rows).
 const minRowsPerBatch = 32
 
+// keepAsAppended reports whether recs, one WAL entry's rows in order, go into the memtable as
+// they are, a batch each; otherwise they are joined into one (see minRowsPerBatch).
+func keepAsAppended(recs []arrow.RecordBatch) bool {
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	return len(recs) <= 1 || rows >= minRowsPerBatch*int64(len(recs))
+}
+
 // groupEntry returns the WAL entry of group g — its appends' rows in order, as one IPC stream —
 // and the batches holding those rows in the same order for the memtable (the caller releases
 // them). When every append was encoded with the same schema message (the common case: one client
@@ -384,10 +392,8 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 	}
 	parts := make([]arrow.RecordBatch, len(g.appends))
 	encoded := make([][]byte, len(g.appends))
-	var rows int64
 	for i, p := range g.appends {
 		parts[i], encoded[i] = p.rec, p.encoded
-		rows += p.rec.NumRows()
 	}
 	var data []byte
 	if len(encoded) == 1 {
@@ -395,7 +401,7 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 	} else if spliced, ok := spliceEntries(encoded); ok {
 		data = spliced
 	}
-	if data != nil && (len(parts) == 1 || rows >= minRowsPerBatch*int64(len(parts))) {
+	if data != nil && keepAsAppended(parts) {
 		for _, p := range parts {
 			p.Retain()
 		}

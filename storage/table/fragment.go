@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -128,6 +129,7 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 // the rowGroups about to be read is fetched ahead in one request (a point read then costs one
 // ranged read, not one per column chunk). Footers are cached per path (files are immutable).
 func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGroups ...int) (*pqarrow.FileReader, error) {
+	md, cached := t.footers.Get(f.Path)
 	var src parquet.ReaderAtSeeker
 	if whole {
 		data, err := t.store.Get(ctx, f.Path)
@@ -137,7 +139,7 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 		src = bytes.NewReader(data)
 	} else {
 		or := &objectReader{ctx: ctx, store: t.store, key: f.Path, size: f.Bytes}
-		if md, ok := t.footers.Get(f.Path); ok && len(rowGroups) > 0 {
+		if cached && len(rowGroups) > 0 {
 			if start, end, ok := rowGroupSpan(md, rowGroups); ok {
 				data, err := t.store.GetRange(ctx, f.Path, start, end-start)
 				if err != nil {
@@ -149,14 +151,16 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 		src = or
 	}
 	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(t.mem))}
-	if md, ok := t.footers.Get(f.Path); ok {
+	if cached {
 		opts = append(opts, file.WithMetadata(md))
 	}
 	pf, err := file.NewParquetReader(src, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)
 	}
-	t.footers.Add(f.Path, pf.MetaData())
+	if !cached {
+		t.footers.Add(f.Path, pf.MetaData())
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, t.mem)
 	if err != nil {
 		pf.Close()
@@ -244,13 +248,22 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 		return nil, err
 	}
 	defer fr.ParquetReader().Close()
-	leaves, _ := leafColumns(fr, names)
-	tbl, err := fr.ReadRowGroups(ctx, leaves, rowGroupsOrAll(fr, rowGroups))
+	groups := rowGroupsOrAll(fr, rowGroups)
+	var n int64
+	for _, g := range groups {
+		n += fr.ParquetReader().MetaData().RowGroup(g).NumRows()
+	}
+	read := storedColumns(fr, names, groups)
+	if len(read) == 0 {
+		return t.layoutColumns(nil, n, schema, names)
+	}
+	leaves, _ := leafColumns(fr, read)
+	tbl, err := fr.ReadRowGroups(ctx, leaves, groups)
 	if err != nil {
 		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
 	}
 	defer tbl.Release()
-	return t.layoutColumns(tbl, schema, names)
+	return t.layoutColumns(tbl, n, schema, names)
 }
 
 // pointReadRows is the most rows of one row group read by seeking to each (one value decoded
@@ -266,16 +279,9 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	}
 	defer fr.ParquetReader().Close()
 	fr.Props.BatchSize = 1
-	// Columns null in the whole row group (a sparse schema's unused columns) are not read: the
-	// layout below fills in any column it did not get with nulls.
-	read := make([]string, 0, len(names))
-	for _, name := range names {
-		if !allNullInRowGroup(fr, name, rg) {
-			read = append(read, name)
-		}
-	}
+	read := storedColumns(fr, names, []int{rg})
 	if len(read) == 0 {
-		return t.nullRows(schema, names, len(offsets))
+		return t.layoutColumns(nil, int64(len(offsets)), schema, names)
 	}
 	leaves, _ := leafColumns(fr, read)
 	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
@@ -302,7 +308,27 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	}
 	tbl := array.NewTableFromRecords(rr.Schema(), parts)
 	defer tbl.Release()
-	return t.layoutColumns(tbl, schema, names)
+	return t.layoutColumns(tbl, int64(len(offsets)), schema, names)
+}
+
+// storedColumns is names without the columns that are null in every row of the row groups (a
+// sparse schema's unused columns): there is nothing to decode, and layoutColumns fills in any
+// column it does not get with nulls.
+func storedColumns(fr *pqarrow.FileReader, names []string, rowGroups []int) []string {
+	read := make([]string, 0, len(names))
+	for _, name := range names {
+		stored := false
+		for _, rg := range rowGroups {
+			if !allNullInRowGroup(fr, name, rg) {
+				stored = true
+				break
+			}
+		}
+		if stored || len(rowGroups) == 0 {
+			read = append(read, name)
+		}
+	}
+	return read
 }
 
 // allNullInRowGroup reports, from its column chunk statistics, whether top-level column name is
@@ -334,32 +360,10 @@ func allNullInRowGroup(fr *pqarrow.FileReader, name string, rg int) bool {
 	return false
 }
 
-// nullRows is n rows of the named columns (as typed by schema), every value null.
-func (t *Table) nullRows(schema *arrow.Schema, names []string, n int) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, len(names))
-	fields := make([]arrow.Field, len(names))
-	for i, name := range names {
-		fi := schema.FieldIndices(name)
-		if len(fi) == 0 {
-			for _, c := range cols[:i] {
-				c.Release()
-			}
-			return nil, fmt.Errorf("table: no column %q", name)
-		}
-		fields[i] = schema.Field(fi[0])
-		cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, n)
-	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec, nil
-}
-
-// layoutColumns returns tbl's named columns (in that order, as typed by schema) as one record;
-// columns tbl lacks (the fragment predates them) are nulls.
-func (t *Table) layoutColumns(tbl arrow.Table, schema *arrow.Schema, names []string) (arrow.RecordBatch, error) {
-	n := tbl.NumRows()
+// layoutColumns returns the named columns of tbl, n rows (in that order, as typed by schema), as
+// one record; columns tbl lacks (the fragment predates them, or they were not read because they
+// hold only nulls; tbl may be nil) are shared all-null arrays.
+func (t *Table) layoutColumns(tbl arrow.Table, n int64, schema *arrow.Schema, names []string) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))
 	defer func() {
@@ -375,9 +379,12 @@ func (t *Table) layoutColumns(tbl arrow.Table, schema *arrow.Schema, names []str
 			return nil, fmt.Errorf("table: no column %q", name)
 		}
 		fields[i] = schema.Field(fi[0])
-		ti := tbl.Schema().FieldIndices(name)
+		var ti []int
+		if tbl != nil {
+			ti = tbl.Schema().FieldIndices(name)
+		}
 		if len(ti) == 0 {
-			cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, int(n))
+			cols[i] = arrowutil.Nulls(fields[i].Type, int(n))
 			continue
 		}
 		col, err := concatChunks(tbl.Column(ti[0]).Data(), t.mem)

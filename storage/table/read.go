@@ -142,7 +142,7 @@ func (t *Table) emitBatch(ctx context.Context, batch arrow.RecordBatch, schema *
 			cols[i] = batch.Column(bi[0])
 			cols[i].Retain()
 		} else {
-			cols[i] = array.MakeArrayOfNull(t.mem, fields[i].Type, int(n))
+			cols[i] = arrowutil.Nulls(fields[i].Type, int(n)) // shared, immutable
 		}
 	}
 	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n)
