@@ -43,10 +43,12 @@ services-stop:
 run: build tools
 	@scripts/run.sh
 
-## test: tools, test services (separate ports and .data/test), every Go test, the DuckDB Parquet
-## interop check and the browser check (make e2e)
+## test: tools, test services (separate ports and .data/test), every Go test (the MemWAL's a
+## second time with WAL entry objects, the layout of stores that cannot write in place), the
+## DuckDB Parquet interop check and the browser check (make e2e)
 test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
+	STRATA_TEST_WAL_LAYOUT=entries $(GO) test $(RACE) -count=1 ./storage/memwal/
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
 

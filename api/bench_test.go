@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +32,13 @@ const (
 	p3Batch   = 100
 )
 
-var p3Content = strings.Repeat("c", 1000) // 1 KB rows
+// p3Text holds the rows' content: 1 KB of word-like text per (client, batch, row), generated
+// once (see p3Texts).
+var p3Text = p3Texts(p3Clients * p3Batches * p3Batch)
+
+func p3Content(client, batch, row int) string {
+	return p3Text[(client*p3Batches+batch)*p3Batch+row]
+}
 
 // BenchmarkP3AppendOverHTTP compares durable append throughput over HTTP (JSON and Arrow IPC
 // bodies, 16 clients, batches of 100 1 KB rows) with PostgreSQL on this machine doing the same
@@ -65,7 +70,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		jsonBody := func(client, batch int) []byte {
 			recs := make([]map[string]any, p3Batch)
 			for i := range recs {
-				recs[i] = map[string]any{"id": fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i), "rollout_id": fmt.Sprintf("t%d", client), "content": p3Content}
+				recs[i] = map[string]any{"id": fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i), "rollout_id": fmt.Sprintf("t%d", client), "content": p3Content(client, batch, i)}
 			}
 			data, _ := json.Marshal(map[string]any{"records": recs})
 			return data
@@ -79,7 +84,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			for i := range p3Batch {
 				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
 				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
-				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content)
+				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
 			}
 			rec := bld.NewRecordBatch()
 			defer rec.Release()
@@ -140,14 +145,14 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 				post("/api/v1/rollouts/arrow/records", "application/vnd.apache.arrow.stream", arrowBodies[cl*p3Batches+bt])
 			})
 			run(2, round, func(cl, bt int) {
-				ids, rids := make([]string, p3Batch), make([]string, p3Batch)
+				ids, rids, contents := make([]string, p3Batch), make([]string, p3Batch), make([]string, p3Batch)
 				for i := range ids {
-					ids[i], rids[i] = fmt.Sprintf("c%02d-b%03d-r%03d", cl, bt, i), fmt.Sprintf("t%d", cl)
+					ids[i], rids[i], contents[i] = fmt.Sprintf("c%02d-b%03d-r%03d", cl, bt, i), fmt.Sprintf("t%d", cl), p3Content(cl, bt, i)
 				}
-				if _, err := pool.Exec(ctx, `INSERT INTO p3_rollouts SELECT id, rid, rid, 0, 'assistant', now(), $3, 'text/plain'
-					FROM unnest($1::text[], $2::text[]) AS t(id, rid)
+				if _, err := pool.Exec(ctx, `INSERT INTO p3_rollouts SELECT id, rid, rid, 0, 'assistant', now(), content, 'text/plain'
+					FROM unnest($1::text[], $2::text[], $3::text[]) AS t(id, rid, content)
 					ON CONFLICT (id) DO UPDATE SET rollout_id = EXCLUDED.rollout_id, problem_id = EXCLUDED.problem_id,
-					  content = EXCLUDED.content, created_at = EXCLUDED.created_at`, ids, rids, p3Content); err != nil {
+					  content = EXCLUDED.content, created_at = EXCLUDED.created_at`, ids, rids, contents); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -170,10 +175,10 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		benchfmt.Report("P3-pg-rows", pgRate, "rows/s", "PostgreSQL batched INSERT ON CONFLICT DO UPDATE, same load, synchronous_commit on")
 		benchfmt.Report("P3-json-vs-pg", jsonRate/pgRate, "x", "JSON append rows/s / PostgreSQL rows/s (goal >= 1)")
 		benchfmt.Report("P3-arrow-vs-pg", arrowRate/pgRate, "x", "Arrow IPC append rows/s / PostgreSQL rows/s (goal >= 2)")
-		benchfmt.Report("P3-minimal-entries-rows", minimalEntries, "rows/s", "same load, a minimal server (no Arrow, catalog or memtable work) making each group one durable object, the MemWAL's protocol")
-		benchfmt.Report("P3-minimal-log-rows", minimalLog, "rows/s", "same load, the minimal server appending each group to one file + fsync (a segment-file WAL)")
-		benchfmt.Report("P3-arrow-vs-minimal", arrowRate/minimalEntries, "x", "Arrow IPC append rows/s / the minimal server with the same durability protocol")
-		benchfmt.Report("P3-minimal-log-vs-pg", minimalLog/pgRate, "x", "minimal append-log server rows/s / PostgreSQL rows/s: what a log-structured WAL could show here")
+		benchfmt.Report("P3-minimal-log-rows", minimalLog, "rows/s", "same load, a minimal server (no Arrow, catalog or memtable work) appending each group to one file + fdatasync: the MemWAL's segment protocol")
+		benchfmt.Report("P3-minimal-entries-rows", minimalEntries, "rows/s", "same load, the minimal server making each group one durable object: the MemWAL's layout on stores that cannot write in place")
+		benchfmt.Report("P3-arrow-vs-minimal", arrowRate/minimalLog, "x", "Arrow IPC append rows/s / the minimal server with the same durability protocol (segments)")
+		benchfmt.Report("P3-minimal-log-vs-pg", minimalLog/pgRate, "x", "minimal segment-protocol server rows/s / PostgreSQL rows/s: what that protocol allows here")
 
 		// Point gets: seal, merge and index the JSON store first (its steady state).
 		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "json")

@@ -1,11 +1,12 @@
 // P3's minimal servers: what a durable server with no work but group commit does with P3's load
 // on this machine. A minimal HTTP server reads each body, gathers the bodies that queue meanwhile
 // into a group (the MemWAL writer's 2 ms window and two groups in flight) and makes the group
-// durable before answering — no Arrow decoding, no catalog, no memtable. Two ways to make a group
-// durable are measured: "entries" is the MemWAL's protocol (one object per group,
-// objstore.Local.PutIfAbsent: temp file, fsync, link, directory fsync); "log" appends every group
-// to one file and fsyncs it (what a segment-file WAL would do). Their ratios to PostgreSQL show
-// what each durability protocol allows here, whatever the server does besides.
+// durable before answering — no Arrow decoding, no catalog, no memtable. The MemWAL's two ways to
+// make a group durable are measured: "log" appends every group to one file through the object
+// store's in-place writer and syncs it (fdatasync), as the MemWAL's segments do; "entries" makes
+// each group one object (objstore.Local.PutIfAbsent: temp file, fsync, link, directory fsync), the
+// MemWAL's layout on stores that cannot write in place. Their ratios to PostgreSQL show what each
+// durability protocol allows here, whatever the server does besides.
 package api_test
 
 import (
@@ -13,7 +14,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -115,7 +115,14 @@ func startP3Minimal(b *testing.B, dir string) *p3Minimal {
 		return local.PutIfAbsent(b.Context(), fmt.Sprintf("entries/%020d.arrows", seq), data)
 	})
 
-	f, err := os.OpenFile(filepath.Join(dir, "minimal.log"), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	logStore, err := objstore.NewLocal(filepath.Join(dir, "minimal-log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := logStore.PutIfAbsent(b.Context(), "segment.wal", nil); err != nil {
+		b.Fatal(err)
+	}
+	f, err := logStore.OpenWriter(b.Context(), "segment.wal")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,10 +135,10 @@ func startP3Minimal(b *testing.B, dir string) *p3Minimal {
 		off := end
 		end += int64(len(data))
 		mu.Unlock()
-		if _, err := f.WriteAt(data, off); err != nil {
+		if err := f.WriteAt(b.Context(), data, off); err != nil {
 			return err
 		}
-		return f.Sync()
+		return f.Sync(b.Context())
 	})
 	return &p3Minimal{entriesURL: entries.URL, logURL: log.URL, stop: func() {
 		stopEntries()

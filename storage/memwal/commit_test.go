@@ -172,9 +172,9 @@ func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 	rec.Release()
 	require.NoError(t, err)
 
-	objs := objectsUnder(t, e.objects, entryPrefix(s.Shard()))
-	data, err := e.objects.Get(ctx, entryKey(s.Shard(), uint64(len(objs))))
-	require.NoError(t, err)
+	entries := walPayloads(t, e.objects, s.Shard())
+	data := entries[uint64(len(entries))] // the claim's fence, then this append
+	require.NotNil(t, data)
 	stored, err := arrowutil.ReadStream(bytes.NewReader(data), e.mem)
 	require.NoError(t, err)
 	defer stored.Release()
@@ -239,8 +239,9 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 // meanwhile form groups.
 type slowEntries struct {
 	objstore.Store
-	prefix string
-	gate   chan struct{}
+	prefix   string // entry objects
+	segments string // segment frames
+	gate     chan struct{}
 }
 
 func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) error {
@@ -248,6 +249,27 @@ func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) 
 		<-s.gate
 	}
 	return s.Store.PutIfAbsent(ctx, key, data)
+}
+
+func (s *slowEntries) WritesInPlace() bool { return objstore.WritesInPlace(s.Store) }
+
+func (s *slowEntries) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, s.Store, key)
+	return &slowFrames{ObjectWriter: w, s: s, key: key}, err
+}
+
+// slowFrames holds frame writes like slowEntries holds entry objects.
+type slowFrames struct {
+	objstore.ObjectWriter
+	s   *slowEntries
+	key string
+}
+
+func (f *slowFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if f.s.segments != "" && strings.HasPrefix(f.key, f.s.segments) {
+		<-f.s.gate
+	}
+	return f.ObjectWriter.WriteAt(ctx, p, off)
 }
 
 func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
@@ -264,7 +286,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	e := newEnv(t, store)
 	s := e.open("a")
 	appendIDs(t, s, e.mem, 0, "claimed")
-	store.prefix = entryPrefix(s.Shard())
+	store.prefix, store.segments = entryPrefix(s.Shard()), segmentPrefix(s.Shard())
 	noPayload := arrow.NewSchema(userSchema.Fields()[:2], nil)
 	idsOf := func(i int) []string {
 		ids := make([]string, perAppend)
@@ -305,13 +327,11 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 		close(store.gate)
 		wg.Wait()
 	}
-	store.prefix = ""
+	store.prefix, store.segments = "", ""
 
 	// Some entry holds several appends, each still its own record batch when spliced.
 	most := 0
-	for o := range objectsUnder(t, e.objects, entryPrefix(s.Shard())) {
-		data, err := e.objects.Get(ctx, o)
-		require.NoError(t, err)
+	for _, data := range walPayloads(t, e.objects, s.Shard()) {
 		r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(e.mem))
 		require.NoError(t, err)
 		n := 0

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -187,16 +188,20 @@ type genKeys struct {
 	keys  []string
 	seqs  []uint64
 	tombs []bool
-	// Entry-backed generations (format 2) only: the WAL positions holding the rows, and per key
-	// the index into entries and the row within that entry. Nil for format 1 (key i is row i of
-	// the generation's Arrow file).
+	// Entry-backed generations (format 2) only: the WAL positions holding the rows, where each
+	// of those entries is, and per key the index into entries and the row within that entry. Nil
+	// for format 1 (key i is row i of the generation's Arrow file).
 	entries []uint64
+	locs    []walLoc // parallel to entries
 	entry   []uint32
 	row     []uint32
 }
 
-// keyFileMagic opens a format 2 key file.
-const keyFileMagic = "SGK2"
+// Key file magics: format 2 with entry objects only (SGK2), or with entry locations (SGK3).
+const (
+	keyFileMagic          = "SGK2"
+	keyFileLocationsMagic = "SGK3"
+)
 
 func (k *genKeys) find(key string) (int, bool) {
 	lo, hi := 0, len(k.keys)
@@ -215,14 +220,30 @@ func (k *genKeys) find(key string) (int, bool) {
 //
 //	"SGK2", entry count, entry positions, key count, then per key: key length, key bytes, _seq,
 //	flags (bit 0 tombstone), entry index, row — all integers uvarints.
+//
+// When any entry is a segment frame, the magic is "SGK3" and each entry position is followed by
+// its location: segment name length, name bytes (empty: the entry object), frame offset,
+// payload length.
 func encodeKeys(k *genKeys) []byte {
 	var buf bytes.Buffer
 	var tmp [binary.MaxVarintLen64]byte
 	put := func(v uint64) { buf.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
-	buf.WriteString(keyFileMagic)
+	withLocs := slices.ContainsFunc(k.locs, func(l walLoc) bool { return l.Segment != "" })
+	if withLocs {
+		buf.WriteString(keyFileLocationsMagic)
+	} else {
+		buf.WriteString(keyFileMagic)
+	}
 	put(uint64(len(k.entries)))
-	for _, p := range k.entries {
+	for i, p := range k.entries {
 		put(p)
+		if withLocs {
+			l := k.locs[i]
+			put(uint64(len(l.Segment)))
+			buf.WriteString(l.Segment)
+			put(uint64(l.Offset))
+			put(uint64(l.Length))
+		}
 	}
 	put(uint64(len(k.keys)))
 	for i, key := range k.keys {
@@ -274,18 +295,27 @@ func decodeKeys(data []byte, entryBacked bool) (*genKeys, error) {
 	r := &keyReader{data: data}
 	k := &genKeys{}
 	if entryBacked {
-		if string(r.bytes(uint64(len(keyFileMagic)))) != keyFileMagic {
+		magic := string(r.bytes(uint64(len(keyFileMagic))))
+		if magic != keyFileMagic && magic != keyFileLocationsMagic {
 			return nil, errCorruptKeys
 		}
 		n := r.uvarint()
 		if n > uint64(len(r.data)) {
 			return nil, errCorruptKeys
 		}
-		k.entries = make([]uint64, n)
+		k.entries, k.locs = make([]uint64, n), make([]walLoc, n)
 		for i := range k.entries {
 			k.entries[i] = r.uvarint()
 			if i > 0 && k.entries[i] <= k.entries[i-1] {
 				return nil, errCorruptKeys
+			}
+			if magic == keyFileLocationsMagic {
+				name := string(r.bytes(r.uvarint()))
+				off, length := r.uvarint(), r.uvarint()
+				if _, _, ok := parseSegmentName(name); (name != "" && !ok) || off > 1<<62 || length > 1<<62 {
+					return nil, errCorruptKeys
+				}
+				k.locs[i] = walLoc{Segment: name, Offset: int64(off), Length: int64(length)}
 			}
 		}
 	}

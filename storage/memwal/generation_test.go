@@ -43,7 +43,7 @@ func sum(m map[string]int64) int64 {
 func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, objstore.NewMemory())
-	owner := e.open("owner")
+	owner := e.open("owner", withEntryObjects)
 	shard := owner.Shard()
 	for i := range 4 { // four WAL entries; later ones overwrite some keys of earlier ones
 		appendIDs(t, owner, e.mem, int64(i), ids(fmt.Sprintf("k%d", i%2), 100)...)
@@ -69,7 +69,7 @@ func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 		"a merge's footprint per copy: at least the entries with rows (the fence has none), and their rows in memory")
 
 	// Another process reads the newest version of every key through the entries.
-	reader := e.open("reader")
+	reader := e.open("reader", withEntryObjects)
 	require.EqualValues(t, 2, value(t, reader, "k00042"))
 	require.EqualValues(t, 3, value(t, reader, "k10099"))
 	page, err := reader.Scan(ctx, ScanOptions{Limit: 1000, Columns: []string{"value"}})
@@ -93,13 +93,13 @@ func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 func TestEntriesNoGenerationHoldsAreDeletedAtTheSeal(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, objstore.NewMemory())
-	a := e.open("a")
+	a := e.open("a", withEntryObjects)
 	appendIDs(t, a, e.mem, 1, "x")
 	require.NoError(t, a.Close(ctx))
 	// Reopening claims the shard again: a second fence entry, with no rows. Closing seals a
 	// memtable holding only that fence, which makes no generation: the fence is garbage once
 	// replay_after covers it.
-	again := e.open("a")
+	again := e.open("a", withEntryObjects)
 	require.Len(t, objectsUnder(t, e.objects, entryPrefix(again.Shard())), 3,
 		"the generation's first fence and append, and the new fence")
 	require.NoError(t, again.Close(ctx))
@@ -177,6 +177,10 @@ func FuzzDecodeKeys(f *testing.F) {
 	v2 := encodeKeys(&genKeys{keys: []string{"a", "b"}, seqs: []uint64{7, 9}, tombs: []bool{false, true},
 		entries: []uint64{3, 5}, entry: []uint32{1, 0}, row: []uint32{0, 41}})
 	f.Add(v2, true)
+	v3 := encodeKeys(&genKeys{keys: []string{"a", "b"}, seqs: []uint64{7, 9}, tombs: []bool{false, true},
+		entries: []uint64{3, 5}, locs: []walLoc{{}, {Segment: segmentName(2, 5), Offset: 4096, Length: 600}},
+		entry: []uint32{1, 0}, row: []uint32{0, 41}})
+	f.Add(v3, true)
 	f.Add([]byte{2, 1, 'a', 7, 0, 1, 'b', 9, 1}, false) // format 1
 	f.Add([]byte(keyFileMagic), true)
 	f.Add([]byte{}, false)

@@ -51,6 +51,28 @@ func (s *Store) readRows(ctx context.Context, key string, entry bool) ([]arrow.R
 	return recs, int64(len(data)), nil
 }
 
+// readEntry decodes the WAL entry at pos, stored at loc (a segment frame, checked before it is
+// decoded, or the entry object), into its batches; the caller releases them.
+func (s *Store) readEntry(ctx context.Context, shard string, pos uint64, loc walLoc) ([]arrow.RecordBatch, error) {
+	if loc.Segment == "" {
+		recs, _, err := s.readRows(ctx, entryKey(shard, pos), true)
+		return recs, err
+	}
+	data, err := s.objects.GetRange(ctx, segmentKey(shard, loc.Segment), loc.Offset, frameHeaderSize+loc.Length)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := checkFrame(data, shard, pos, loc)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := decodeEntry(payload, s.schema, s.mem)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, loc.cacheKey(shard, pos))
+	}
+	return recs, nil
+}
+
 // generationRows returns every row a generation holds, for a merge: format 2, the rows of the
 // entries its key file references (superseded versions of a key included: the upsert keeps the
 // newest _seq); format 1, its file. The caller releases the records.
@@ -64,8 +86,8 @@ func (s *Store) generationRows(ctx context.Context, shard string, g Generation) 
 		return nil, err
 	}
 	var out []arrow.RecordBatch
-	for _, pos := range k.entries {
-		recs, _, err := s.readRows(ctx, entryKey(shard, pos), true)
+	for i, pos := range k.entries {
+		recs, err := s.readEntry(ctx, shard, pos, k.locs[i])
 		if err != nil {
 			releaseAll(out)
 			return nil, err
@@ -75,8 +97,8 @@ func (s *Store) generationRows(ctx context.Context, shard string, g Generation) 
 	return out, nil
 }
 
-// genRowReader resolves rows of pending generations for one read, reading each object (WAL
-// entry or format 1 file) at most once. Not safe for concurrent use.
+// genRowReader resolves rows of pending generations for one read, reading each WAL entry
+// (object or segment frame) or format 1 file at most once. Not safe for concurrent use.
 type genRowReader struct {
 	s      *Store
 	loaded map[string][]arrow.RecordBatch // by object key, the object's batches in row order
@@ -90,13 +112,21 @@ func newGenRowReader(s *Store) *genRowReader {
 // there. The record stays owned by the reader.
 func (r *genRowReader) row(ctx context.Context, shard string, g Generation, k *genKeys, i int) (arrow.RecordBatch, int, error) {
 	key, row := g.Path, i
+	var pos uint64
+	var loc walLoc
 	if g.entryBacked() {
-		key, row = entryKey(shard, k.entries[k.entry[i]]), int(k.row[i])
+		pos, loc = k.entries[k.entry[i]], k.locs[k.entry[i]]
+		key, row = loc.cacheKey(shard, pos), int(k.row[i])
 	}
 	recs, ok := r.loaded[key]
 	if !ok {
 		var err error
-		if recs, _, err = r.s.readRows(ctx, key, g.entryBacked()); err != nil {
+		if g.entryBacked() {
+			recs, err = r.s.readEntry(ctx, shard, pos, loc)
+		} else {
+			recs, _, err = r.s.readRows(ctx, key, false)
+		}
+		if err != nil {
 			return nil, 0, err
 		}
 		r.loaded[key] = recs

@@ -3,6 +3,8 @@ package memwal
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +43,56 @@ func newEnv(t testing.TB, objects objstore.Store) *env {
 	return &env{t: t, objects: objects, mem: checkedAlloc(t), clock: hlc.New(nil), budget: budget.New(0, nil)}
 }
 
+// testEntryObjects: with STRATA_TEST_WAL_LAYOUT=entries the tests run with WAL entry objects
+// on stores that can write in place too (the layout of stores that cannot); `make test` runs
+// this package both ways. Tests of one layout's own behaviour choose it themselves.
+var testEntryObjects = os.Getenv("STRATA_TEST_WAL_LAYOUT") == "entries"
+
 func (e *env) opts(instance string) Options {
 	return Options{Instance: instance, Allocator: e.mem, Clock: e.clock, Budget: e.budget,
-		Writer: WriterOptions{GroupCommitWindow: time.Millisecond}, IOTimeout: 10 * time.Second}
+		Writer: WriterOptions{GroupCommitWindow: time.Millisecond, EntryObjects: testEntryObjects}, IOTimeout: 10 * time.Second}
+}
+
+// withEntryObjects makes the store write WAL entry objects, whatever the store can do.
+func withEntryObjects(o *Options) { o.Writer.EntryObjects = true }
+
+// withSegments makes the store write WAL segments (the env's store must write in place).
+func withSegments(o *Options) { o.Writer.EntryObjects = false }
+
+// walPayloads returns every WAL entry of shard that counts, by position: the entry objects and
+// the intact frames of its segments (each up to its listed length, if listed).
+func walPayloads(t testing.TB, objects objstore.Store, shard string) map[uint64][]byte {
+	t.Helper()
+	ctx := context.Background()
+	out := map[uint64][]byte{}
+	objs, err := objstore.ListAll(ctx, objects, walDir+shard+"/")
+	require.NoError(t, err)
+	m, _, err := latestShardManifest(ctx, objects, shard)
+	require.NoError(t, err)
+	for _, o := range objs {
+		if p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows"); ok {
+			data, err := objects.Get(ctx, o.Key)
+			require.NoError(t, err)
+			out[p] = data
+			continue
+		}
+		name, ok := strings.CutPrefix(o.Key, segmentPrefix(shard))
+		if !ok {
+			continue
+		}
+		data, err := objects.Get(ctx, o.Key)
+		require.NoError(t, err)
+		for _, ref := range m.Segments {
+			if ref.Name == name {
+				data = data[:ref.Length]
+			}
+		}
+		frames, _ := scanSegment(data)
+		for _, f := range frames {
+			out[f.pos] = f.payload
+		}
+	}
+	return out
 }
 
 // open opens (creating the table if needed) the store as process instance.

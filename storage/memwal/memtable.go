@@ -26,6 +26,7 @@ type rowRef struct {
 type memtable struct {
 	batches   []arrow.RecordBatch
 	positions []uint64 // positions[i] is the WAL position of the entry holding batches[i]
+	locs      []walLoc // locs[i] is where that entry is (a segment frame or the entry object)
 	rowBase   []int    // rowBase[i] is the entry row at which batches[i] starts
 	index     map[string]rowRef
 	firstPos  uint64 // the lowest WAL position inserted (rows or not); 0 when none
@@ -40,9 +41,10 @@ func newMemtable() *memtable { return &memtable{index: map[string]rowRef{}} }
 
 func (m *memtable) empty() bool { return m.rows == 0 && m.lastPos == 0 }
 
-// insert adds recs, the rows of the WAL entry at pos (entryBytes long, encoded) in entry order;
-// recs are retained. Positions arrive in increasing order. Rows carry the table schema.
-func (m *memtable) insert(recs []arrow.RecordBatch, pos uint64, entryBytes int64, keyColumn string) {
+// insert adds recs, the rows of the WAL entry at pos (stored at loc, entryBytes long, encoded)
+// in entry order; recs are retained. Positions arrive in increasing order. Rows carry the table
+// schema.
+func (m *memtable) insert(recs []arrow.RecordBatch, pos uint64, loc walLoc, entryBytes int64, keyColumn string) {
 	if m.firstPos == 0 {
 		m.firstPos = pos
 	}
@@ -63,6 +65,7 @@ func (m *memtable) insert(recs []arrow.RecordBatch, pos uint64, entryBytes int64
 		b := len(m.batches)
 		m.batches = append(m.batches, rec)
 		m.positions = append(m.positions, pos)
+		m.locs = append(m.locs, loc)
 		m.rowBase = append(m.rowBase, base)
 		base += int(rec.NumRows())
 		s := rec.Schema()
@@ -96,7 +99,7 @@ func (m *memtable) release() {
 	for _, b := range m.batches {
 		b.Release()
 	}
-	m.batches, m.positions, m.rowBase, m.index = nil, nil, nil, nil
+	m.batches, m.positions, m.locs, m.rowBase, m.index = nil, nil, nil, nil, nil
 }
 
 // sortedRefs returns the memtable's newest row per key, sorted by key.
@@ -114,7 +117,7 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 }
 
 // keyFile describes the memtable as an entry-backed generation: its newest row per key, sorted
-// by key, located by (entry, row) in the WAL entries that hold it.
+// by key, located by (entry, row) in the WAL entries that hold it (and where each entry is).
 func (m *memtable) keyFile() *genKeys {
 	keys, refs := m.sortedRefs()
 	gk := &genKeys{keys: keys, seqs: make([]uint64, len(refs)), tombs: make([]bool, len(refs)),
@@ -123,6 +126,7 @@ func (m *memtable) keyFile() *genKeys {
 	for b, pos := range m.positions {
 		if n := len(gk.entries); n == 0 || gk.entries[n-1] != pos {
 			gk.entries = append(gk.entries, pos)
+			gk.locs = append(gk.locs, m.locs[b])
 		}
 		entryOf[b] = uint32(len(gk.entries) - 1)
 	}

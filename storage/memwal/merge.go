@@ -209,11 +209,13 @@ func (s *Store) readGenerations(ctx context.Context, shard string, gens []Genera
 	return arrowutil.Concat(s.schema, parts, s.mem)
 }
 
-// dropMerged removes generations at or below gen from the shard manifest, then deletes their
-// files and the WAL entries they held. Both steps are best effort: the watermark already marks
-// the rows merged, and the next merge (or cleanup) finishes what is left.
+// dropMerged removes generations at or below gen from the shard manifest (and the WAL segments
+// that no longer hold anything needed), then deletes their files and the WAL entries they held.
+// Both steps are best effort: the watermark already marks the rows merged, and the next merge
+// (or cleanup) finishes what is left.
 func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	var dropped []Generation
+	var segGarbage []SegmentRef
 	_, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		dropped = nil
 		keep := cur.Generations[:0:0]
@@ -228,6 +230,7 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 			return nil, errStopEdit
 		}
 		cur.Generations = keep
+		segGarbage = cur.dropGarbageSegments()
 		return cur, nil
 	})
 	if err != nil || len(dropped) == 0 {
@@ -237,8 +240,10 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 		w.pending.Add(-int64(len(dropped)))
 	}
 	go func() {
+		s.deleteSegments(shard, refNames(segGarbage))
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
 		defer cancel()
+		var ranges [][2]uint64
 		for _, g := range dropped {
 			if g.Path != "" {
 				_ = s.objects.Delete(ctx, g.Path)
@@ -246,8 +251,9 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 			_ = s.objects.Delete(ctx, g.KeysPath)
 			s.keyCache.Remove(g.KeysPath)
 			if g.entryBacked() {
-				s.deleteEntries(shard, [2]uint64{g.FirstEntry, g.LastEntry})
+				ranges = append(ranges, [2]uint64{g.FirstEntry, g.LastEntry})
 			}
 		}
+		s.deleteEntries(shard, ranges...)
 	}()
 }

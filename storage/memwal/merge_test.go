@@ -93,9 +93,11 @@ func TestAppendsAreNotBlockedOrLostWhileAMergeRuns(t *testing.T) {
 	e := newEnv(t, faulty)
 	owner := e.open("owner")
 	sealN(t, owner, e, 4)
-	// Reading generations' rows (WAL entries; format 1 files) is slow: the merge takes a while.
+	// Reading generations' rows (WAL entries or segment frames; format 1 files) is slow: the
+	// merge takes a while.
 	faulty.AddRule(objstore.Rule{Match: func(op objstore.Op, key string) bool {
-		return op == objstore.OpGet && (strings.HasSuffix(key, ".arrows") || strings.HasSuffix(key, ".arrow"))
+		return (op == objstore.OpGet || op == objstore.OpGetRange) &&
+			(strings.HasSuffix(key, ".arrows") || strings.HasSuffix(key, segmentSuffix) || strings.HasSuffix(key, ".arrow"))
 	}, Latency: 100 * time.Millisecond})
 	merger := e.open("maintenance")
 	done := make(chan error)

@@ -8,6 +8,7 @@ type Metrics struct {
 	appends             prometheus.Counter
 	rowsAppended        prometheus.Counter
 	walEntries          prometheus.Counter
+	walSegments         prometheus.Counter
 	seals               *prometheus.CounterVec
 	pendingPerRead      prometheus.Histogram
 	readsRefused        prometheus.Counter
@@ -25,6 +26,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		appends:      prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_appends_total", Help: "Appends acknowledged (durable in the WAL)."}),
 		rowsAppended: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_rows_appended_total", Help: "Rows acknowledged by appends."}),
 		walEntries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_entries_written_total", Help: "WAL entries written (one per group commit)."}),
+		walSegments:  prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_segments_created_total", Help: "WAL segment files started (group commits are appended to segments when the object store writes in place)."}),
 		seals:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_wal_seals_total", Help: "Memtable seals, by outcome."}, []string{"outcome"}),
 		pendingPerRead: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "strata_wal_pending_generations_per_read", Help: "Sealed, unmerged generations a read had to consider.",
@@ -42,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		generationsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_generations_skipped_total", Help: "Generations a read skipped because their rows were already merged."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.seals, m.pendingPerRead, m.readsRefused,
+		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.walSegments, m.seals, m.pendingPerRead, m.readsRefused,
 			m.appendsRefused, m.merges, m.generationsMerged, m.rowsMerged, m.mergeDuration, m.generationsRejected)
 	}
 	return m

@@ -57,7 +57,21 @@ type ShardManifest struct {
 	NextGeneration uint64       `json:"next_generation"`
 	ReplayAfter    uint64       `json:"replay_after"` // WAL entries at or below this position are sealed
 	Generations    []Generation `json:"generations"`  // oldest first
-	UpdatedAt      time.Time    `json:"updated_at"`
+	// Segments lists the shard's closed WAL segments (see segmentlife.go): a segment is read only
+	// up to its Length. A segment of an epoch below SegmentsClosedBelow that is not listed was
+	// created by a fenced writer after the claim that closed its epoch: nothing in it counts.
+	Segments            []SegmentRef `json:"segments,omitempty"`
+	SegmentsClosedBelow uint64       `json:"segments_closed_below,omitempty"`
+	UpdatedAt           time.Time    `json:"updated_at"`
+}
+
+// SegmentRef describes a closed WAL segment: its frames up to Length are the valid ones, and
+// they hold positions First..Last (Last 0: none).
+type SegmentRef struct {
+	Name   string `json:"name"`
+	First  uint64 `json:"first"`
+	Last   uint64 `json:"last"`
+	Length int64  `json:"length"`
 }
 
 // PendingBytes is the size of the shard's sealed, unmerged generations.
@@ -81,6 +95,7 @@ func (m *ShardManifest) PendingRows() int64 {
 func (m *ShardManifest) clone() *ShardManifest {
 	c := *m
 	c.Generations = append([]Generation(nil), m.Generations...)
+	c.Segments = append([]SegmentRef(nil), m.Segments...)
 	return &c
 }
 

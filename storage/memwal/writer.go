@@ -1,26 +1,34 @@
 // The shard writer: one per (store, process), owning the process's shard of the store.
 //
-// Locking: mu guards the active memtable, the frozen list, the append queue and the fenced
-// state; it is held only for in-memory work, never across I/O. sealMu serialises seals, so
-// generations are added to the shard manifest in order; appends never wait for it. A single
-// committer goroutine takes groups and reserves their WAL positions in order; up to
-// CommitsInFlight of them are written at once, but each enters the memtable only after the
-// previous one did (a chain of done channels), so memtables hold positions in order.
+// Locking: mu guards the active memtable, the frozen list, the append queue, the retired
+// segments and the fenced state; it is held only for in-memory work, never across I/O. sealMu
+// serialises seals, so generations are added to the shard manifest in order; appends never wait
+// for it. A single committer goroutine takes groups and reserves their WAL positions in order;
+// up to CommitsInFlight of them are written at once, but each reserves its place in the WAL
+// segment only after the previous one did, and enters the memtable only after the previous one
+// did (two chains of channels), so segments and memtables hold positions in order.
 //
-// Fencing: Claim bumps the shard's epoch in its manifest, then lists the WAL entries, writes a
-// fence entry above every one of them (retrying higher until the put-if-absent succeeds) and
-// replays every entry up to it. A writer acknowledges a group only after its entry exists AND a
-// later read of the manifest still shows the writer's epoch: the claimer's bump comes before its
-// listing, so every acknowledged entry is in that listing and is replayed by the new owner.
-// Nothing acknowledged is lost; once the writer sees the higher epoch it fails every later
-// append with ErrFenced.
+// Where a group goes: when the object store writes in place (a local filesystem), the writer
+// appends each group as a frame to its current WAL segment and syncs it (segmentwriter.go);
+// otherwise each group is a WAL entry object created with put-if-absent.
+//
+// Fencing: Claim bumps the shard's epoch in its manifest, then lists the WAL entries and
+// segments, closes the earlier epochs' segments at what it found (segmentlife.go), writes a
+// fence entry above every position found (retrying higher until the put-if-absent succeeds) and
+// replays everything up to it. A writer acknowledges a group only after its entry or frame is
+// durable AND a later read of the manifest still shows the writer's epoch: the claimer's bump
+// comes before its listing and scan, so every acknowledged group is found and replayed by the
+// new owner. Nothing acknowledged is lost; once the writer sees the higher epoch it fails every
+// later append with ErrFenced.
 package memwal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +53,12 @@ type WriterOptions struct {
 	CommitsInFlight int
 	SealRows        int64 // seal when the memtable holds this many rows (default 100,000)
 	SealBytes       int64 // ... or this many bytes (default 64 MiB)
+	// SegmentBytes: a WAL segment takes no more frames once this size is reached (default
+	// 64 MiB; a single larger group still gets a segment of its own).
+	SegmentBytes int64
+	// EntryObjects makes the writer create one WAL entry object per group commit even when the
+	// object store can write in place (the layout for stores that cannot, e.g. S3).
+	EntryObjects bool
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -63,6 +77,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.SealBytes <= 0 {
 		o.SealBytes = 64 << 20
 	}
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = 64 << 20
+	}
 	return o
 }
 
@@ -75,10 +92,12 @@ type pendingAppend struct {
 
 // Writer owns one shard of a store in this process.
 type Writer struct {
-	s     *Store
-	shard string
-	epoch uint64
-	opts  WriterOptions
+	s        *Store
+	shard    string
+	epoch    uint64
+	opts     WriterOptions
+	segments bool           // groups go to WAL segments (the store writes in place)
+	seg      *activeSegment // the segment being appended to; only the reservation token's holder touches it
 
 	mu      sync.Mutex // guards the fields below
 	active  *memtable
@@ -88,6 +107,7 @@ type Writer struct {
 	fenced  error
 	closed  bool
 	nextPos uint64
+	retired []SegmentRef // segments moved past, for the next seal to list in the manifest
 
 	wake    chan struct{} // nudges the committer; never closed
 	quit    chan struct{} // closed by close()
@@ -110,10 +130,26 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	if err := s.objects.Put(ctx, shardMarker(shard), nil); err != nil {
 		return nil, err
 	}
-	w := &Writer{s: s, shard: shard, epoch: m.Epoch, opts: s.opts.Writer.withDefaults(), active: newMemtable(),
+	opts := s.opts.Writer.withDefaults()
+	inPlace := objstore.WritesInPlace(s.objects)
+	w := &Writer{s: s, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: inPlace && !opts.EntryObjects,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	w.pending.Store(int64(len(m.Generations)))
+	ok := false
+	defer func() {
+		if !ok {
+			w.active.release()
+		}
+	}()
 
+	// What counts in the segments (only stores that write in place have any), found before the
+	// fence is placed: the fence goes above every position found.
+	scan := &walScan{}
+	if inPlace {
+		if scan, err = s.scanSegments(ctx, shard, m); err != nil {
+			return nil, err
+		}
+	}
 	empty, err := s.emptyRecord()
 	if err != nil {
 		return nil, err
@@ -129,7 +165,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
-		last := m.ReplayAfter
+		last := max(m.ReplayAfter, scan.last)
 		for _, o := range objs {
 			if p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows"); ok {
 				last = max(last, p)
@@ -144,17 +180,28 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 			return nil, err
 		}
 	}
-	// Replay every entry after the last sealed position, up to and including the fence.
+	// Replay every entry object and frame after the last sealed position, up to and including
+	// the fence, in position order.
 	objs, err := objstore.ListAll(ctx, s.objects, entryPrefix(shard))
 	if err != nil {
 		return nil, err
 	}
+	var replay []segmentReplay // entry objects have no payload here: they are read below
 	for _, o := range objs {
-		p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows")
-		if !ok || p <= m.ReplayAfter || p > fence {
-			continue
+		if p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows"); ok && p > m.ReplayAfter && p <= fence {
+			replay = append(replay, segmentReplay{pos: p})
 		}
-		recs, size, err := s.readRows(ctx, o.Key, true)
+	}
+	replay = append(replay, scan.replay...)
+	slices.SortStableFunc(replay, func(a, b segmentReplay) int { return cmp.Compare(a.pos, b.pos) })
+	for _, r := range replay {
+		var recs []arrow.RecordBatch
+		size := r.loc.Length
+		if r.loc.Segment == "" {
+			recs, size, err = s.readRows(ctx, entryKey(shard, r.pos), true)
+		} else if recs, err = decodeEntry(r.payload, s.schema, s.mem); err != nil {
+			err = fmt.Errorf("%w (%s)", err, r.loc.cacheKey(shard, r.pos))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -172,10 +219,29 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 			}
 			recs = []arrow.RecordBatch{joined}
 		}
-		w.active.insert(recs, p, size, s.keyColumn)
+		w.active.insert(recs, r.pos, r.loc, size, s.keyColumn)
 		releaseAll(recs)
 	}
+	if inPlace {
+		// Close the earlier epochs' segments at what was found, before anything is acknowledged:
+		// whatever a fenced writer appends from now on is never read.
+		var garbage []SegmentRef
+		_, err := updateShard(ctx, s.objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+			if cur.Epoch != m.Epoch {
+				return nil, fmt.Errorf("%w: shard %s was claimed again (epoch %d, ours %d)", ErrFenced, shard, cur.Epoch, m.Epoch)
+			}
+			cur.listSegments(scan.close)
+			cur.SegmentsClosedBelow = max(cur.SegmentsClosedBelow, m.Epoch)
+			garbage = cur.dropGarbageSegments()
+			return cur, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		go s.deleteSegments(shard, append(scan.strays, refNames(garbage)...))
+	}
 	w.nextPos = fence + 1
+	ok = true
 	// Entries a crash left behind (their deletion after a seal or merge never ran).
 	go s.deleteUnreferencedEntries(shard, m, objs)
 	go w.commitLoop()
@@ -230,19 +296,21 @@ func (w *Writer) commitLoop() {
 	slots := make(chan struct{}, w.opts.CommitsInFlight)
 	prev := make(chan struct{}) // closed when the previous group is in the memtable (or failed)
 	close(prev)
+	prevReserved := make(chan struct{}) // closed when the previous group has its place in the WAL
+	close(prevReserved)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	// dispatch writes g in the background once a slot is free; the next group waits for it.
 	dispatch := func(g *commitGroup) {
-		done := make(chan struct{})
+		done, reserved := make(chan struct{}), make(chan struct{})
 		inflight.Add(1)
-		go func(prev chan struct{}) {
+		go func(prev, prevReserved chan struct{}) {
 			defer inflight.Done()
 			defer func() { <-slots }()
 			defer close(done)
-			w.commit(g, prev)
-		}(prev)
-		prev = done
+			w.commit(g, prevReserved, reserved, prev)
+		}(prev, prevReserved)
+		prev, prevReserved = done, reserved
 	}
 	for {
 		select {
@@ -312,16 +380,19 @@ func (w *Writer) takeGroup() *commitGroup {
 	return g
 }
 
-// commit writes g's entry, confirms the epoch, then (once the previous group is done) puts the
-// rows in the memtable and acknowledges the appends.
+// commit writes g's entry (a frame of the WAL segment, or an entry object), confirms the epoch,
+// then (once the previous group is done) puts the rows in the memtable and acknowledges the
+// appends. A frame's place in the segment is reserved after the previous group's (prevReserved;
+// commit closes reserved once it has its own or needs none), so frames lie in position order.
 //
-// Fencing: after the put succeeds, the shard manifest must still show our epoch. A claimer bumps
-// the epoch BEFORE it lists the entries to replay, so an entry that existed when we read our
-// epoch is in its listing and is replayed; if the epoch moved, the group is not acknowledged
-// (it may or may not be replayed, like any unacknowledged write). A put that finds its position
-// taken means a claimer's fence is there (positions are reserved by this writer only, and a
-// claim starts above every existing entry): the manifest then shows the new epoch.
-func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
+// Fencing: after the write succeeds, the shard manifest must still show our epoch. A claimer
+// bumps the epoch BEFORE it lists the entries and scans the segments to replay, so a group
+// written when we read our epoch is found and replayed; if the epoch moved, the group is not
+// acknowledged (it may or may not be replayed, like any unacknowledged write). An entry object
+// whose position is taken means a claimer's fence is there (positions are reserved by this
+// writer only, and a claim starts above every existing entry): the manifest then shows the new
+// epoch.
+func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved chan<- struct{}, prev <-chan struct{}) {
 	finish := func(err error) {
 		for _, p := range g.appends {
 			p.rec.Release()
@@ -330,24 +401,50 @@ func (w *Writer) commit(g *commitGroup, prev <-chan struct{}) {
 	}
 	recs, data, err := w.groupEntry(g)
 	if err == nil {
-		defer func() {
-			for _, r := range recs {
-				r.Release()
-			}
-		}()
-		err = w.writeEntry(g.pos, data)
+		defer releaseAll(recs)
+	}
+	var seg *activeSegment
+	var off int64
+	<-prevReserved
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
+	defer cancel()
+	if err == nil && w.segments {
+		seg, off, err = w.reserveFrame(ctx, g.pos, len(data))
+	}
+	close(reserved)
+	if seg != nil {
+		defer seg.writes.Done()
+		err = w.writeFrame(ctx, seg, off, g.pos, data)
+		if err == nil {
+			err = w.confirmEpoch(ctx)
+		}
+		if err != nil {
+			seg.fail(off) // at once: the groups after this one in the segment will fail too
+		}
+	} else if err == nil {
+		err = w.writeEntry(ctx, g.pos, data)
 	}
 	<-prev
+	if err == nil && seg != nil && seg.failedAtOrBefore(off) {
+		err = errEarlierFrameFailed
+	}
 	if err != nil {
+		if seg != nil {
+			seg.fail(off) // a claim stops reading the segment here: so must every later frame
+		}
 		finish(err)
 		return
+	}
+	loc := walLoc{}
+	if seg != nil {
+		loc = walLoc{Segment: seg.name, Offset: off, Length: int64(len(data))}
 	}
 	var rows int64
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
 	w.mu.Lock()
-	w.active.insert(recs, g.pos, int64(len(data)), w.s.keyColumn)
+	w.active.insert(recs, g.pos, loc, int64(len(data)), w.s.keyColumn)
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
 	w.s.metrics.appends.Add(float64(len(g.appends)))
@@ -420,23 +517,31 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 	return []arrow.RecordBatch{rec}, data, nil
 }
 
-// writeEntry creates the entry at pos and confirms that the shard is still ours (see commit).
-func (w *Writer) writeEntry(pos uint64, data []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
-	defer cancel()
+// writeEntry creates the entry object at pos and confirms that the shard is still ours (see
+// commit).
+func (w *Writer) writeEntry(ctx context.Context, pos uint64, data []byte) error {
 	putErr := w.s.objects.PutIfAbsent(ctx, entryKey(w.shard, pos), data)
 	if putErr != nil && !errors.Is(putErr, objstore.ErrExists) {
 		return putErr
 	}
+	if err := w.confirmEpoch(ctx); err != nil {
+		return err
+	}
+	if putErr != nil {
+		return fmt.Errorf("memwal: shard %s WAL position %d is taken at our epoch %d: %w", w.shard, pos, w.epoch, putErr)
+	}
+	return nil
+}
+
+// confirmEpoch reads the shard manifest after a group's write: the group may be acknowledged
+// only if the shard is still ours.
+func (w *Writer) confirmEpoch(ctx context.Context) error {
 	m, _, err := latestShardManifest(ctx, w.s.objects, w.shard, w.s.manifests)
 	if err != nil {
 		return err
 	}
 	if m == nil || m.Epoch != w.epoch {
 		return w.fence(m)
-	}
-	if putErr != nil {
-		return fmt.Errorf("memwal: shard %s WAL position %d is taken at our epoch %d: %w", w.shard, pos, w.epoch, putErr)
 	}
 	return nil
 }
@@ -500,6 +605,10 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		w.s.keyCache.Add(gen.KeysPath, keys)
 	}
 	var before uint64 // replay_after before this seal
+	w.mu.Lock()
+	retired := slices.Clone(w.retired)
+	w.mu.Unlock()
+	var segGarbage []SegmentRef
 	next, err := updateShard(ctx, w.s.objects, w.shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		if cur.Epoch != w.epoch {
 			return nil, w.fence(cur)
@@ -513,11 +622,17 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 			cur.NextGeneration++
 		}
 		cur.ReplayAfter = max(cur.ReplayAfter, m.lastPos)
+		cur.listSegments(retired)
+		segGarbage = cur.dropGarbageSegments()
 		return cur, nil
 	})
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	w.retired = w.retired[len(retired):]
+	w.mu.Unlock()
+	go w.s.deleteSegments(w.shard, refNames(segGarbage))
 	w.pending.Store(int64(len(next.Generations)))
 	// Positions this seal moved under replay_after that its generation does not hold (a seal of
 	// nothing but a fence, an unused position before the memtable's first) are garbage: no
@@ -579,6 +694,10 @@ func (w *Writer) close(ctx context.Context) error {
 	w.mu.Unlock()
 	close(w.quit)
 	<-w.stopped
+	if w.seg != nil { // the committer has stopped: nothing reserves any more
+		w.retire(w.seg)
+		w.seg = nil
+	}
 	err := w.Seal(ctx)
 	if errors.Is(err, ErrFenced) {
 		err = nil // the new owner replays everything we had

@@ -72,3 +72,28 @@ func (c *Counting) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	c.reads.Add(1)
 	return c.Inner.Stat(ctx, key)
 }
+
+func (c *Counting) WritesInPlace() bool { return WritesInPlace(c.Inner) }
+
+func (c *Counting) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	w, err := OpenWriter(ctx, c.Inner, key)
+	if err != nil {
+		return nil, err
+	}
+	return &countingWriter{c: c, w: w}, nil
+}
+
+type countingWriter struct {
+	c *Counting
+	w ObjectWriter
+}
+
+func (cw *countingWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
+	cw.c.writes.Add(1)
+	cw.c.writeBytes.Add(int64(len(p)))
+	return cw.w.WriteAt(ctx, p, off)
+}
+
+func (cw *countingWriter) Sync(ctx context.Context) error { return cw.w.Sync(ctx) }
+
+func (cw *countingWriter) Close() error { return cw.w.Close() }

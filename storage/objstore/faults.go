@@ -28,9 +28,13 @@ const (
 	OpList        Op = "list"
 	OpDelete      Op = "delete"
 	OpStat        Op = "stat"
+	OpWriteAt     Op = "write_at" // an in-place write (ObjectWriter.WriteAt)
+	OpSync        Op = "sync"     // ObjectWriter.Sync
 )
 
-func (o Op) isWrite() bool { return o == OpPut || o == OpPutIfAbsent || o == OpDelete }
+func (o Op) isWrite() bool {
+	return o == OpPut || o == OpPutIfAbsent || o == OpDelete || o == OpWriteAt || o == OpSync
+}
 
 // Rule decides what happens to one call. Match selects calls (nil matches all); at most Times
 // matching calls are affected (0 = unlimited).
@@ -207,3 +211,41 @@ func (f *Faulty) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	}
 	return f.Inner.Stat(ctx, key)
 }
+
+func (f *Faulty) WritesInPlace() bool { return WritesInPlace(f.Inner) }
+
+// OpenWriter opens a writer whose WriteAt and Sync go through the rules and count as writes
+// for the crash point (a crash mid-segment leaves what was written before it).
+func (f *Faulty) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	w, err := OpenWriter(ctx, f.Inner, key)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{f: f, key: key, w: w}, nil
+}
+
+type faultyWriter struct {
+	f   *Faulty
+	key string
+	w   ObjectWriter
+}
+
+func (fw *faultyWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if err := fw.f.before(ctx, OpWriteAt, fw.key); err != nil {
+		return err
+	}
+	err := fw.w.WriteAt(ctx, p, off)
+	fw.f.wrote(OpWriteAt, err)
+	return err
+}
+
+func (fw *faultyWriter) Sync(ctx context.Context) error {
+	if err := fw.f.before(ctx, OpSync, fw.key); err != nil {
+		return err
+	}
+	err := fw.w.Sync(ctx)
+	fw.f.wrote(OpSync, err)
+	return err
+}
+
+func (fw *faultyWriter) Close() error { return fw.w.Close() }

@@ -143,3 +143,42 @@ func (m *Memory) SetModTime(key string, t time.Time) {
 		m.objects[key] = o
 	}
 }
+
+func (m *Memory) WritesInPlace() bool { return true }
+
+func (m *Memory) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	if _, err := m.get(ctx, key); err != nil {
+		return nil, err
+	}
+	return &memWriter{m: m, key: key}, nil
+}
+
+// memWriter writes copy-on-write: readers hold the old slice, never a slice being changed.
+type memWriter struct {
+	m   *Memory
+	key string
+}
+
+func (w *memWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if off < 0 {
+		return fmt.Errorf("objstore: negative offset %d", off)
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	o, ok := w.m.objects[w.key]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, w.key)
+	}
+	data := make([]byte, max(int64(len(o.data)), off+int64(len(p))))
+	copy(data, o.data)
+	copy(data[off:], p)
+	w.m.objects[w.key] = memObject{data: data, modTime: time.Now()}
+	return nil
+}
+
+func (w *memWriter) Sync(ctx context.Context) error { return ctx.Err() }
+
+func (w *memWriter) Close() error { return nil }

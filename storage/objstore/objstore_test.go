@@ -199,3 +199,52 @@ func TestCountingCountsBytes(t *testing.T) {
 	require.EqualValues(t, 2, st.Reads)
 	require.EqualValues(t, 100, st.WriteBytes)
 }
+
+func TestInPlaceWrites(t *testing.T) {
+	type plain struct{ objstore.Store } // hides the capability, as a wrapper that lacks it would
+	stores := implementations(t)
+	local, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	stores["faulty over local"] = objstore.NewFaulty(local)
+	for name, s := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			require.True(t, objstore.WritesInPlace(s))
+			_, err := objstore.OpenWriter(ctx, s, "seg/1")
+			require.ErrorIs(t, err, objstore.ErrNotFound, "only existing objects open")
+			require.NoError(t, s.PutIfAbsent(ctx, "seg/1", nil))
+			w, err := objstore.OpenWriter(ctx, s, "seg/1")
+			require.NoError(t, err)
+			require.NoError(t, w.WriteAt(ctx, []byte("world"), 6))
+			got, err := s.Get(ctx, "seg/1")
+			require.NoError(t, err)
+			require.Equal(t, "\x00\x00\x00\x00\x00\x00world", string(got), "a gap reads as zeros")
+			require.NoError(t, w.WriteAt(ctx, []byte("hello "), 0))
+			require.NoError(t, w.Sync(ctx))
+			got, _ = s.Get(ctx, "seg/1")
+			require.Equal(t, "hello world", string(got))
+			part, _ := s.GetRange(ctx, "seg/1", 6, 5)
+			require.Equal(t, "world", string(part))
+			require.NoError(t, w.Close())
+
+			require.False(t, objstore.WritesInPlace(plain{s}))
+			_, err = objstore.OpenWriter(ctx, plain{s}, "seg/1")
+			require.ErrorIs(t, err, objstore.ErrUnsupported)
+		})
+	}
+}
+
+func TestFaultyInPlaceWritesCrash(t *testing.T) {
+	ctx := context.Background()
+	f := objstore.NewFaulty(objstore.NewMemory())
+	require.NoError(t, f.PutIfAbsent(ctx, "seg", nil))
+	w, err := f.OpenWriter(ctx, "seg")
+	require.NoError(t, err)
+	f.CrashAfterWrites(1)
+	require.NoError(t, w.WriteAt(ctx, []byte("ab"), 0))
+	require.ErrorIs(t, w.Sync(ctx), objstore.ErrCrashed)
+	require.ErrorIs(t, w.WriteAt(ctx, []byte("cd"), 2), objstore.ErrCrashed)
+	got, err := f.Get(ctx, "seg")
+	require.NoError(t, err)
+	require.Equal(t, "ab", string(got), "what was written before the crash stays readable")
+}

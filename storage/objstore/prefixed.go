@@ -93,3 +93,13 @@ func (p *Prefixed) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	info.Key = key
 	return info, err
 }
+
+func (p *Prefixed) WritesInPlace() bool { return WritesInPlace(p.inner) }
+
+func (p *Prefixed) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	k, err := p.full(key)
+	if err != nil {
+		return nil, err
+	}
+	return OpenWriter(ctx, p.inner, k)
+}

@@ -1,0 +1,249 @@
+package memwal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+func TestSegmentScanStopsAtTheFirstFrameThatIsNotIntact(t *testing.T) {
+	var seg []byte
+	var offsets []int64
+	for pos, payload := range []string{"one", "", "three three three"} {
+		offsets = append(offsets, int64(len(seg)))
+		seg = append(seg, encodeFrame(uint64(pos+10), []byte(payload))...)
+	}
+	frames, valid := scanSegment(seg)
+	require.Len(t, frames, 3)
+	require.EqualValues(t, len(seg), valid)
+	for i, f := range frames {
+		require.EqualValues(t, i+10, f.pos)
+		require.Equal(t, offsets[i], f.offset)
+	}
+	require.Equal(t, "three three three", string(frames[2].payload))
+
+	damaged := func(name string, b []byte, want int) {
+		t.Helper()
+		frames, valid := scanSegment(b)
+		require.Len(t, frames, want, name)
+		if want < 3 {
+			require.Equal(t, offsets[want], valid, name)
+		}
+	}
+	damaged("truncated payload", seg[:len(seg)-1], 2)
+	damaged("truncated header", seg[:offsets[2]+frameHeaderSize-1], 2)
+	flipped := bytes.Clone(seg)
+	flipped[offsets[1]+frameHeaderSize-1] ^= 1 // header checksum
+	damaged("header bit flip", flipped, 1)
+	flipped = bytes.Clone(seg)
+	flipped[offsets[2]+frameHeaderSize+3] ^= 1 // payload
+	damaged("payload bit flip", flipped, 2)
+	zeroed := append(bytes.Clone(seg[:offsets[1]]), make([]byte, 64)...)
+	zeroed = append(zeroed, seg[offsets[1]:]...)
+	damaged("a gap of zeros (an unwritten frame)", zeroed, 1)
+	damaged("empty", nil, 0)
+
+	b := encodeFrame(7, []byte("x"))
+	payload, err := checkFrame(b, "s", 7, walLoc{Segment: "seg", Length: 1})
+	require.NoError(t, err)
+	require.Equal(t, "x", string(payload))
+	_, err = checkFrame(b, "s", 8, walLoc{Segment: "seg", Length: 1})
+	require.ErrorContains(t, err, "no intact frame for position 8", "a frame is checked against the position it should hold")
+}
+
+func TestSegmentNames(t *testing.T) {
+	name := segmentName(3, 1200)
+	epoch, first, ok := parseSegmentName(name)
+	require.True(t, ok)
+	require.EqualValues(t, 3, epoch)
+	require.EqualValues(t, 1200, first)
+	for _, bad := range []string{"", "x.wal", strings.Replace(name, "-", "_", 1), strings.TrimSuffix(name, ".wal"), "../" + name} {
+		_, _, ok := parseSegmentName(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+func FuzzScanSegment(f *testing.F) {
+	f.Add(append(encodeFrame(1, []byte("a")), encodeFrame(2, nil)...))
+	f.Add([]byte(frameMagic))
+	f.Add(make([]byte, 40))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		frames, valid := scanSegment(data)
+		require.LessOrEqual(t, valid, int64(len(data)))
+		var again []byte
+		for _, fr := range frames {
+			require.EqualValues(t, len(again), fr.offset)
+			again = append(again, encodeFrame(fr.pos, fr.payload)...)
+		}
+		require.True(t, bytes.Equal(data[:valid], again), "what scans as intact frames re-encodes to the same bytes")
+	})
+}
+
+// segmentSizes runs a test with the default segment size and with one segment per group commit.
+func segmentSizes(t *testing.T, test func(t *testing.T, segmentBytes int64)) {
+	for _, size := range []int64{0, 1} {
+		t.Run(fmt.Sprint("segment-bytes-", size), func(t *testing.T) { test(t, size) })
+	}
+}
+
+func segmentBytes(n int64) func(*Options) {
+	return func(o *Options) { withSegments(o); o.Writer.SegmentBytes = n }
+}
+
+func TestAFencedWritersLaterFramesAreNeverRead(t *testing.T) {
+	segmentSizes(t, func(t *testing.T, size int64) {
+		ctx := context.Background()
+		e := newEnv(t, objstore.NewMemory())
+		old := e.open("w", segmentBytes(size))
+		appendIDs(t, old, e.mem, 1, "acked-before")
+		// Another process with the same instance id claims the shard (opening does); the old
+		// writer does not know yet, writes its next group, and only then finds the new epoch.
+		claimer := e.open("w", segmentBytes(size))
+		appendIDs(t, claimer, e.mem, 3, "acked-after")
+		stray := rows(e.mem, []string{"stray"}, 2)
+		_, err := old.Append(ctx, stray)
+		stray.Release()
+		require.ErrorIs(t, err, ErrFenced)
+		strayWritten := false
+		objs, err := objstore.ListAll(ctx, e.objects, segmentPrefix(old.Shard()))
+		require.NoError(t, err)
+		for _, o := range objs {
+			data, err := e.objects.Get(ctx, o.Key)
+			require.NoError(t, err)
+			strayWritten = strayWritten || bytes.Contains(data, []byte("payload-stray"))
+		}
+		require.True(t, strayWritten, "the fenced writer's frame is in a segment (the case under test)")
+
+		// A third claim scans everything again: the stray frame lies past the length the second
+		// claim listed for that segment (or in a segment its epoch created after that claim).
+		third := e.open("w", segmentBytes(size))
+		require.EqualValues(t, 1, value(t, third, "acked-before"))
+		require.EqualValues(t, 3, value(t, third, "acked-after"))
+		require.EqualValues(t, -1, value(t, third, "stray"), "a fenced writer's unacknowledged group never shows up")
+		require.NoError(t, third.Flush(ctx))
+		require.EqualValues(t, -1, value(t, e.open("reader"), "stray"))
+	})
+}
+
+func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
+	ctx := context.Background()
+	faulty := objstore.NewFaulty(objstore.NewMemory())
+	e := newEnv(t, faulty)
+	s := e.open("w", withSegments)
+	appendIDs(t, s, e.mem, 1, "first")
+	// The next frame write is slow and then fails; a group reserved after it is written fine
+	// but must not be acknowledged: a scan stops at the failed frame and would never reach it.
+	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(segmentPrefix(s.Shard()), objstore.OpWriteAt),
+		Latency: 100 * time.Millisecond, Err: objstore.ErrInjected, Times: 1})
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, id := range []string{"failed", "after-failed"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := rows(e.mem, []string{id}, 2)
+			defer rec.Release()
+			_, errs[i] = s.Append(ctx, rec)
+		}()
+		time.Sleep(20 * time.Millisecond) // the second append is its own group, behind the first
+	}
+	wg.Wait()
+	require.ErrorIs(t, errs[0], objstore.ErrInjected)
+	require.ErrorIs(t, errs[1], errEarlierFrameFailed)
+	appendIDs(t, s, e.mem, 3, "next") // in a new segment
+	require.Len(t, objectsUnder(t, e.objects, segmentPrefix(s.Shard())), 2, "the writer moved to a new segment")
+	require.EqualValues(t, 3, value(t, s, "next"))
+	require.EqualValues(t, -1, value(t, s, "after-failed"))
+
+	// A new process (as after a crash: nothing was sealed) replays only what was acknowledged.
+	again := e.open("w", withSegments)
+	require.EqualValues(t, 1, value(t, again, "first"))
+	require.EqualValues(t, 3, value(t, again, "next"))
+	require.EqualValues(t, -1, value(t, again, "failed"))
+	require.EqualValues(t, -1, value(t, again, "after-failed"), "its frame is intact, but after the failed one")
+}
+
+func TestSegmentsAreDeletedOnceEverythingTheyHoldIsMerged(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	s := e.open("w", segmentBytes(1)) // a segment per group commit
+	for i := range 5 {
+		appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
+	}
+	require.Len(t, objectsUnder(t, e.objects, segmentPrefix(s.Shard())), 5)
+	require.Eventually(t, func() bool { // a segment is retired once its last group is finished
+		w := s.residentWriter()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.retired) == 4
+	}, 2*time.Second, time.Millisecond)
+	require.NoError(t, s.Flush(ctx))
+	m, _, err := latestShardManifest(ctx, e.objects, s.Shard())
+	require.NoError(t, err)
+	require.Len(t, m.Segments, 4, "the seal lists the segments the writer moved past, not the active one")
+	for _, ref := range m.Segments {
+		require.Positive(t, ref.Length)
+		require.Equal(t, ref.First, ref.Last, "one group each")
+	}
+
+	// Another process merges: the listed segments are garbage once their generation is merged.
+	merger := e.open("maintenance")
+	_, err = merger.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, e.objects, segmentPrefix(s.Shard()))) == 1
+	}, 2*time.Second, 10*time.Millisecond, "only the active segment is left")
+	m, _, err = latestShardManifest(ctx, e.objects, s.Shard())
+	require.NoError(t, err)
+	require.Empty(t, m.Segments)
+	for i := range 5 {
+		require.EqualValues(t, i, value(t, merger, fmt.Sprint("k", i)))
+	}
+
+	// A later claim closes the old active segment; once merged, it goes too.
+	appendIDs(t, s, e.mem, 9, "k9")
+	require.NoError(t, s.Close(ctx))
+	again := e.open("w", segmentBytes(1))
+	require.NoError(t, again.Flush(ctx))
+	_, err = merger.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, e.objects, segmentPrefix(s.Shard()))) == 0
+	}, 2*time.Second, 10*time.Millisecond, "no segment is left: the new writer has not written any")
+	require.EqualValues(t, 9, value(t, merger, "k9"))
+}
+
+func TestADamagedListedSegmentFailsTheClaimLoudly(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	s := e.open("w", segmentBytes(1))
+	appendIDs(t, s, e.mem, 1, "a")
+	appendIDs(t, s, e.mem, 2, "b")
+	require.NoError(t, s.Close(ctx)) // the closing seal lists both segments
+	m, _, err := latestShardManifest(ctx, e.objects, s.Shard())
+	require.NoError(t, err)
+	require.NotEmpty(t, m.Segments)
+	// Make the shard need replay from a listed segment, then damage it.
+	_, err = updateShard(ctx, e.objects, s.Shard(), func(cur *ShardManifest) (*ShardManifest, error) {
+		cur.ReplayAfter, cur.Generations = 0, nil
+		return cur, nil
+	})
+	require.NoError(t, err)
+	key := segmentKey(s.Shard(), m.Segments[0].Name)
+	data, err := e.objects.Get(ctx, key)
+	require.NoError(t, err)
+	data[len(data)-1] ^= 1
+	require.NoError(t, e.objects.Put(ctx, key, data))
+	_, err = Open(ctx, e.objects, e.opts("w")) // the same instance claims its shard back at once
+	require.ErrorContains(t, err, "is damaged", "acknowledged rows are not dropped quietly")
+	require.False(t, errors.Is(err, ErrFenced))
+}

@@ -1,0 +1,50 @@
+// In-place writes: the optional capability of stores whose objects can be extended and made
+// durable piece by piece (a local filesystem; not S3). The MemWAL writes its segment files
+// through it: one durable write per group commit instead of one new object.
+//
+// Contract: OpenWriter opens an object that already exists (create it empty with PutIfAbsent;
+// that makes its name durable). WriteAt writes at an offset (a write past the end extends the
+// object; a gap reads as zeros); Sync makes every completed WriteAt durable. Readers (Get,
+// GetRange, in any process) see completed writes at once, may see a write in progress torn, and
+// after a crash may see torn or zeroed bytes anywhere past the last Sync: callers frame and
+// checksum what they write. Wrappers (Prefixed, Faulty, Counting) pass the capability through
+// when the store they wrap has it.
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrUnsupported: the store cannot write objects in place.
+var ErrUnsupported = errors.New("objstore: in-place writes not supported")
+
+// ObjectWriter writes one object in place. Safe for concurrent use (writes to disjoint ranges).
+type ObjectWriter interface {
+	WriteAt(ctx context.Context, p []byte, off int64) error
+	Sync(ctx context.Context) error
+	Close() error
+}
+
+// InPlaceWriter is implemented by stores that may support in-place writes; WritesInPlace says
+// whether this one does (a wrapper answers for the store it wraps).
+type InPlaceWriter interface {
+	WritesInPlace() bool
+	OpenWriter(ctx context.Context, key string) (ObjectWriter, error)
+}
+
+// WritesInPlace reports whether s supports OpenWriter.
+func WritesInPlace(s Store) bool {
+	w, ok := s.(InPlaceWriter)
+	return ok && w.WritesInPlace()
+}
+
+// OpenWriter opens key in s for in-place writes, or fails with ErrUnsupported.
+func OpenWriter(ctx context.Context, s Store, key string) (ObjectWriter, error) {
+	w, ok := s.(InPlaceWriter)
+	if !ok || !w.WritesInPlace() {
+		return nil, fmt.Errorf("%w (%T)", ErrUnsupported, s)
+	}
+	return w.OpenWriter(ctx, key)
+}
