@@ -58,15 +58,14 @@ func withRolloutDefaults(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Rec
 		}
 	}()
 	n := int(rec.NumRows())
+	// add appends column name, n copies of one value, unless the batch has it.
 	add := func(name string, dt arrow.DataType, build func(b array.Builder)) {
 		if len(s.FieldIndices(name)) > 0 {
 			return
 		}
 		b := array.NewBuilder(mem, dt)
 		defer b.Release()
-		for i := 0; i < n; i++ {
-			build(b)
-		}
+		build(b)
 		a := b.NewArray()
 		made = append(made, a)
 		fields = append(fields, arrow.Field{Name: name, Type: dt})
@@ -77,11 +76,29 @@ func withRolloutDefaults(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Rec
 		fields = append(fields, arrow.Field{Name: "problem_id", Type: rid.DataType(), Nullable: s.Field(s.FieldIndices("rollout_id")[0]).Nullable})
 		cols = append(cols, rid)
 	}
+	repeated := func(v string) func(b array.Builder) {
+		return func(b array.Builder) {
+			sb := b.(*array.StringBuilder)
+			sb.Reserve(n)
+			sb.ReserveData(n * len(v))
+			for range n {
+				sb.Append(v)
+			}
+		}
+	}
 	now := arrow.Timestamp(time.Now().UTC().UnixMicro())
-	add("sequence_order", arrow.PrimitiveTypes.Int32, func(b array.Builder) { b.(*array.Int32Builder).Append(0) })
-	add("role", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("assistant") })
-	add("created_at", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, func(b array.Builder) { b.(*array.TimestampBuilder).Append(now) })
-	add("content_type", arrow.BinaryTypes.String, func(b array.Builder) { b.(*array.StringBuilder).Append("text/plain") })
+	add("sequence_order", arrow.PrimitiveTypes.Int32, func(b array.Builder) {
+		b.(*array.Int32Builder).AppendValues(make([]int32, n), nil)
+	})
+	add("role", arrow.BinaryTypes.String, repeated("assistant"))
+	add("created_at", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, func(b array.Builder) {
+		times := make([]arrow.Timestamp, n)
+		for i := range times {
+			times[i] = now
+		}
+		b.(*array.TimestampBuilder).AppendValues(times, nil)
+	})
+	add("content_type", arrow.BinaryTypes.String, repeated("text/plain"))
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }
 

@@ -296,16 +296,52 @@ func readManifest(ctx context.Context, store objstore.Store, v uint64) (*Manifes
 // latestVersion finds the newest committed version: start from the hint (or a listing when the
 // hint is missing or bad) and probe forward until a version is missing. Versions are created in
 // order (v+1 only after v exists), so the first gap ends the chain.
-func latestVersion(ctx context.Context, store objstore.Store) (uint64, error) {
-	var v uint64
-	if data, err := store.Get(ctx, latestHint); err == nil {
-		if h, perr := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64); perr == nil {
-			if _, serr := store.Stat(ctx, versionKey(h)); serr == nil {
-				v = h
-			}
+//
+// known, when not 0, is the version this process found last: if it still exists the probe
+// starts there and the hint is not read (a table handle's calls after its first), unless the
+// table has moved on by more than a few versions since, when the hint is read after all.
+func latestVersion(ctx context.Context, store objstore.Store, known uint64) (uint64, error) {
+	exists := func(v uint64) (bool, error) {
+		_, err := store.Stat(ctx, versionKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return false, nil
 		}
-	} else if !errors.Is(err, objstore.ErrNotFound) {
-		return 0, err
+		return err == nil, err
+	}
+	hinted := func() (uint64, error) {
+		data, err := store.Get(ctx, latestHint)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		h, perr := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+		if perr != nil {
+			return 0, nil
+		}
+		if ok, err := exists(h); !ok {
+			return 0, err
+		}
+		return h, nil
+	}
+	var v uint64
+	if known > 0 {
+		ok, err := exists(known)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			v = known
+		}
+	}
+	readHint := v == 0
+	if readHint {
+		h, err := hinted()
+		if err != nil {
+			return 0, err
+		}
+		v = h
 	}
 	if v == 0 {
 		objs, err := objstore.ListAll(ctx, store, versionsDir)
@@ -321,15 +357,23 @@ func latestVersion(ctx context.Context, store objstore.Store) (uint64, error) {
 			return 0, ErrNotFound
 		}
 	}
-	for {
-		_, err := store.Stat(ctx, versionKey(v+1))
-		if errors.Is(err, objstore.ErrNotFound) {
-			return v, nil
-		}
+	for steps := 1; ; steps++ {
+		ok, err := exists(v + 1)
 		if err != nil {
 			return 0, err
 		}
+		if !ok {
+			return v, nil
+		}
 		v++
+		if steps == 8 && !readHint {
+			readHint = true
+			h, err := hinted()
+			if err != nil {
+				return 0, err
+			}
+			v = max(v, h)
+		}
 	}
 }
 

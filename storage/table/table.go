@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -48,6 +49,7 @@ type Table struct {
 	footers       *lru.Cache[string, *metadata.FileMetaData]
 	deletionCache *lru.Cache[string, *roaring.Bitmap]
 	segments      *lru.Cache[string, *segmentFooter]
+	latestSeen    atomic.Uint64 // the latest version found last; where the next search starts
 }
 
 func newHandle(store objstore.Store, opts Options) *Table {
@@ -120,10 +122,11 @@ func Open(ctx context.Context, store objstore.Store, opts Options) (*Table, erro
 // Latest reads the newest committed manifest. Manifests are immutable and shared through a
 // cache: callers must not modify the result.
 func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
-	v, err := latestVersion(ctx, t.store)
+	v, err := latestVersion(ctx, t.store, t.latestSeen.Load())
 	if err != nil {
 		return nil, err
 	}
+	t.latestSeen.Store(v)
 	return t.Version(ctx, v)
 }
 

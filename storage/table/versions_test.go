@@ -52,6 +52,48 @@ func TestOpenFindsTheLatestVersionWithAStaleOrMissingHint(t *testing.T) {
 	require.EqualValues(t, 6, m.Version)
 }
 
+func TestLatestStartsFromTheVersionSeenLast(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstore.NewCounting(objstore.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	reader, err := Open(ctx, counting, Options{Allocator: mem})
+	require.NoError(t, err)
+	latest := func() uint64 {
+		t.Helper()
+		m, err := reader.Latest(ctx)
+		require.NoError(t, err)
+		return m.Version
+	}
+	require.EqualValues(t, 1, latest())
+	before := counting.Stats()
+	require.EqualValues(t, 1, latest())
+	io := counting.Stats().Sub(before)
+	require.EqualValues(t, 2, io.Reads, "unchanged: two stats (the version seen last, the next one)")
+	require.EqualValues(t, 0, io.ReadBytes, "no read of the hint or the manifest")
+
+	for i := range 3 { // another handle commits: the reader walks up from what it saw
+		upsertRows(t, tbl, mem, []row{{id: "a", value: int64(i), seq: uint64(i + 1)}})
+	}
+	require.EqualValues(t, 4, latest())
+	for i := range 20 { // far ahead: after a few steps the hint is read after all
+		upsertRows(t, tbl, mem, []row{{id: "b", value: int64(i), seq: uint64(i + 10)}})
+	}
+	before = counting.Stats()
+	require.EqualValues(t, 24, latest())
+	require.LessOrEqual(t, counting.Stats().Sub(before).Reads, int64(13),
+		"eight probes, then the hint (read and checked), one probe and the manifest: not 21 probes")
+
+	// The table is purged and created again: the version seen last is gone.
+	objs, err := objstore.ListAll(ctx, counting, "")
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, counting.Delete(ctx, o.Key))
+	}
+	again := newTestTable(t, counting, mem)
+	upsertRows(t, again, mem, []row{{id: "c", value: 1, seq: 1}})
+	require.EqualValues(t, 2, latest())
+}
+
 func TestCreateIsIdempotentAndRejectsBadSchemas(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	store := objstore.NewMemory()
