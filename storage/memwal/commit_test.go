@@ -64,9 +64,9 @@ func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) 
 			e := newEnv(t, faulty)
 			inFlight := func(o *Options) { o.Writer.CommitsInFlight = 4 }
 			old := e.open("same-id", inFlight)
-			// Entry writes take a while, so several groups are in flight when the claim lands.
-			faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(old.Shard()), objstore.OpPutIfAbsent),
-				Latency: time.Duration(1+round) * time.Millisecond})
+			// Entry and frame writes take a while, so several groups are in flight when the claim
+			// lands.
+			faulty.AddRule(objstore.Rule{Match: groupWrite(old.Shard()), Latency: time.Duration(1+round) * time.Millisecond})
 			claimed := make(chan error, 1)
 			var newer *Store
 			go func() {
@@ -99,8 +99,7 @@ func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
 	faulty := objstore.NewFaulty(objstore.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("a", func(o *Options) { o.Writer.CommitsInFlight = 4 })
-	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(s.Shard()), objstore.OpPutIfAbsent),
-		Latency: time.Millisecond})
+	faulty.AddRule(objstore.Rule{Match: groupWrite(s.Shard()), Latency: time.Millisecond})
 	stop := make(chan struct{})
 	var seals atomic.Int64
 	var sealer sync.WaitGroup
@@ -146,8 +145,8 @@ func TestAFailedGroupWriteFailsOnlyItsAppends(t *testing.T) {
 	faulty := objstore.NewFaulty(objstore.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("a")
-	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(entryPrefix(s.Shard()), objstore.OpPutIfAbsent),
-		Err: objstore.ErrInjected, Times: 1})
+	appendIDs(t, s, e.mem, 0, "claimed") // the shard is claimed (its fence entry written) first
+	faulty.AddRule(objstore.Rule{Match: groupWrite(s.Shard()), Err: objstore.ErrInjected, Times: 1})
 	rec := rows(e.mem, []string{"lost"}, 1)
 	_, err := s.Append(context.Background(), rec)
 	rec.Release()
@@ -193,7 +192,8 @@ func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 // the same time, or a second has passed, and records the most entry writes in flight at once.
 type overlapStore struct {
 	objstore.Store
-	prefix   string
+	prefix   string // entry objects
+	segments string // segment frames
 	armed    atomic.Bool
 	inFlight atomic.Int32
 	most     atomic.Int32
@@ -201,15 +201,43 @@ type overlapStore struct {
 
 func (o *overlapStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if o.armed.Load() && strings.HasPrefix(key, o.prefix) {
-		n := o.inFlight.Add(1)
-		defer o.inFlight.Add(-1)
-		for cur := o.most.Load(); n > cur && !o.most.CompareAndSwap(cur, n); cur = o.most.Load() {
-		}
-		for deadline := time.Now().Add(time.Second); o.most.Load() < 2 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		defer o.hold()()
 	}
 	return o.Store.PutIfAbsent(ctx, key, data)
+}
+
+// hold counts a group write in flight and waits for a second one (or a second); the caller
+// calls the result when its write is done.
+func (o *overlapStore) hold() func() {
+	n := o.inFlight.Add(1)
+	for cur := o.most.Load(); n > cur && !o.most.CompareAndSwap(cur, n); cur = o.most.Load() {
+	}
+	for deadline := time.Now().Add(time.Second); o.most.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return func() { o.inFlight.Add(-1) }
+}
+
+func (o *overlapStore) WritesInPlace() bool { return objstore.WritesInPlace(o.Store) }
+
+func (o *overlapStore) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, o.Store, key)
+	return &overlapFrames{ObjectWriter: w, o: o, key: key}, err
+}
+
+// overlapFrames holds segment frame writes (the payload, the larger of a frame's two writes)
+// like overlapStore holds entry objects.
+type overlapFrames struct {
+	objstore.ObjectWriter
+	o   *overlapStore
+	key string
+}
+
+func (f *overlapFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if f.o.armed.Load() && strings.HasPrefix(f.key, f.o.segments) && len(p) > frameHeaderSize {
+		defer f.o.hold()()
+	}
+	return f.ObjectWriter.WriteAt(ctx, p, off)
 }
 
 func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
@@ -217,7 +245,7 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 	e := newEnv(t, store)
 	s := e.open("a")                     // default CommitsInFlight
 	appendIDs(t, s, e.mem, 0, "claimed") // the first write claims the shard (its fence entry)
-	store.prefix = entryPrefix(s.Shard())
+	store.prefix, store.segments = entryPrefix(s.Shard()), segmentPrefix(s.Shard())
 	store.armed.Store(true)
 	var wg sync.WaitGroup
 	for i := range 2 {

@@ -59,6 +59,15 @@ func withEntryObjects(o *Options) { o.Writer.EntryObjects = true }
 // withSegments makes the store write WAL segments (the env's store must write in place).
 func withSegments(o *Options) { o.Writer.EntryObjects = false }
 
+// groupWrite matches the writes that make a group commit durable, in either layout: an entry
+// object's put-if-absent (a claim's fence too) or a write into a segment (each frame is two).
+func groupWrite(shard string) func(op objstore.Op, key string) bool {
+	return func(op objstore.Op, key string) bool {
+		return (op == objstore.OpPutIfAbsent && strings.HasPrefix(key, entryPrefix(shard))) ||
+			(op == objstore.OpWriteAt && strings.HasPrefix(key, segmentPrefix(shard)))
+	}
+}
+
 // walPayloads returns every WAL entry of shard that counts, by position: the entry objects and
 // the intact frames of its segments (each up to its listed length, if listed).
 func walPayloads(t testing.TB, objects objstore.Store, shard string) map[uint64][]byte {

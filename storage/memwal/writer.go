@@ -427,6 +427,11 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	<-prev
 	if err == nil && seg != nil && seg.failedAtOrBefore(off) {
 		err = errEarlierFrameFailed
+		w.mu.Lock()
+		if w.fenced != nil { // the earlier group found the shard claimed: say so
+			err = w.fenced
+		}
+		w.mu.Unlock()
 	}
 	if err != nil {
 		if seg != nil {
