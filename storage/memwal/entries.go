@@ -39,7 +39,7 @@ func encodeEntry(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
 	}
 	kept := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	defer kept.Release()
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(entryBuffer(int(size)))
 	w := ipc.NewWriter(buf, ipc.WithSchema(kept.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(kept); err != nil {
 		_ = w.Close()
@@ -129,7 +129,7 @@ func spliceEntries(entries [][]byte) ([]byte, bool) {
 		}
 		size += batchLen
 	}
-	out := make([]byte, 0, size)
+	out := entryBuffer(size)
 	out = append(out, schema...)
 	for _, e := range entries {
 		out = append(out, e[schemaLen:len(e)-len(ipcEOS)]...)

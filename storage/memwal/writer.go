@@ -424,6 +424,8 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	} else if err == nil {
 		err = w.writeEntry(ctx, g.pos, data)
 	}
+	size := int64(len(data))
+	w.releaseEncodings(g, data)
 	<-prev
 	if err == nil && seg != nil && seg.failedAtOrBefore(off) {
 		err = errEarlierFrameFailed
@@ -442,14 +444,14 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	}
 	loc := walLoc{}
 	if seg != nil {
-		loc = walLoc{Segment: seg.name, Offset: off, Length: int64(len(data))}
+		loc = walLoc{Segment: seg.name, Offset: off, Length: size}
 	}
 	var rows int64
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
 	w.mu.Lock()
-	w.active.insert(recs, g.pos, loc, int64(len(data)), w.s.keyColumn)
+	w.active.insert(recs, g.pos, loc, size, w.s.keyColumn)
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
 	w.s.metrics.appends.Add(float64(len(g.appends)))
@@ -520,6 +522,22 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 		}
 	}
 	return []arrow.RecordBatch{rec}, data, nil
+}
+
+// releaseEncodings hands the group's buffers back once its entry is written (or failed): each
+// append's encoding and the group's entry when it is a separate buffer (spliced or re-encoded).
+func (w *Writer) releaseEncodings(g *commitGroup, data []byte) {
+	separate := len(data) > 0
+	for _, p := range g.appends {
+		if separate && len(p.encoded) > 0 && &p.encoded[0] == &data[0] {
+			separate = false // a group of one append: its encoding is the entry
+		}
+		releaseEntryBuffer(p.encoded)
+		p.encoded = nil
+	}
+	if separate {
+		releaseEntryBuffer(data)
+	}
 }
 
 // writeEntry creates the entry object at pos and confirms that the shard is still ours (see

@@ -41,7 +41,8 @@ type ListPage struct {
 	Next    string
 }
 
-// Store is an object store. Implementations are safe for concurrent use.
+// Store is an object store. Implementations are safe for concurrent use, and never keep a slice
+// they are given (data, or ObjectWriter.WriteAt's p) after the call returns: callers reuse it.
 type Store interface {
 	// Get returns the whole object.
 	Get(ctx context.Context, key string) ([]byte, error)
