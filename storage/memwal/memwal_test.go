@@ -68,6 +68,9 @@ func crash(s *Store) {
 	s.mu.Unlock()
 	close(w.quit)
 	<-w.stopped
+	if w.seg != nil {
+		_ = w.seg.file.Close() // a dead process's descriptor; nothing is synced or listed
+	}
 	w.mu.Lock()
 	for _, m := range append(w.frozen, w.active) {
 		m.release()
