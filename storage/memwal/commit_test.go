@@ -188,65 +188,58 @@ func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 	require.EqualValues(t, 2, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0))
 }
 
-// overlapStore holds each WAL entry write (once armed) until a second one has been in flight at
-// the same time, or a second has passed, and records the most entry writes in flight at once.
-type overlapStore struct {
+// hookedWrites calls before() ahead of every group write of shard — an entry object's
+// put-if-absent, or a segment frame's payload write — and what it returns after the write.
+// shard is set (and cleared) while no write is in flight.
+type hookedWrites struct {
 	objstore.Store
-	prefix   string // entry objects
-	segments string // segment frames
-	armed    atomic.Bool
-	inFlight atomic.Int32
-	most     atomic.Int32
+	shard  string
+	before func() (after func())
 }
 
-func (o *overlapStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if o.armed.Load() && strings.HasPrefix(key, o.prefix) {
-		defer o.hold()()
+func (h *hookedWrites) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if h.shard != "" && strings.HasPrefix(key, entryPrefix(h.shard)) {
+		defer h.before()()
 	}
-	return o.Store.PutIfAbsent(ctx, key, data)
+	return h.Store.PutIfAbsent(ctx, key, data)
 }
 
-// hold counts a group write in flight and waits for a second one (or a second); the caller
-// calls the result when its write is done.
-func (o *overlapStore) hold() func() {
-	n := o.inFlight.Add(1)
-	for cur := o.most.Load(); n > cur && !o.most.CompareAndSwap(cur, n); cur = o.most.Load() {
-	}
-	for deadline := time.Now().Add(time.Second); o.most.Load() < 2 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	return func() { o.inFlight.Add(-1) }
+func (h *hookedWrites) WritesInPlace() bool { return objstore.WritesInPlace(h.Store) }
+
+func (h *hookedWrites) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, h.Store, key)
+	return &hookedFrames{ObjectWriter: w, h: h, key: key}, err
 }
 
-func (o *overlapStore) WritesInPlace() bool { return objstore.WritesInPlace(o.Store) }
-
-func (o *overlapStore) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, o.Store, key)
-	return &overlapFrames{ObjectWriter: w, o: o, key: key}, err
-}
-
-// overlapFrames holds segment frame writes (the payload, the larger of a frame's two writes)
-// like overlapStore holds entry objects.
-type overlapFrames struct {
+type hookedFrames struct {
 	objstore.ObjectWriter
-	o   *overlapStore
+	h   *hookedWrites
 	key string
 }
 
-func (f *overlapFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
-	if f.o.armed.Load() && strings.HasPrefix(f.key, f.o.segments) && len(p) > frameHeaderSize {
-		defer f.o.hold()()
+func (f *hookedFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if f.h.shard != "" && strings.HasPrefix(f.key, segmentPrefix(f.h.shard)) && len(p) > frameHeaderSize {
+		defer f.h.before()()
 	}
 	return f.ObjectWriter.WriteAt(ctx, p, off)
 }
 
 func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
-	store := &overlapStore{Store: objstore.NewMemory()}
+	// Each group write waits (up to a second) until a second one is in flight.
+	var inFlight, most atomic.Int32
+	store := &hookedWrites{Store: objstore.NewMemory(), before: func() func() {
+		n := inFlight.Add(1)
+		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
+		}
+		for deadline := time.Now().Add(time.Second); most.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return func() { inFlight.Add(-1) }
+	}}
 	e := newEnv(t, store)
 	s := e.open("a")                     // default CommitsInFlight
 	appendIDs(t, s, e.mem, 0, "claimed") // the first write claims the shard (its fence entry)
-	store.prefix, store.segments = entryPrefix(s.Shard()), segmentPrefix(s.Shard())
-	store.armed.Store(true)
+	store.shard = s.Shard()
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)
@@ -259,45 +252,8 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	require.EqualValues(t, 2, store.most.Load(), "two group commits were in flight at once")
+	require.EqualValues(t, 2, most.Load(), "two group commits were in flight at once")
 	require.EqualValues(t, 1, value(t, s, "k1"))
-}
-
-// slowEntries holds every WAL entry write until gate is closed, so that appends arriving
-// meanwhile form groups.
-type slowEntries struct {
-	objstore.Store
-	prefix   string // entry objects
-	segments string // segment frames
-	gate     chan struct{}
-}
-
-func (s *slowEntries) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if s.prefix != "" && strings.HasPrefix(key, s.prefix) {
-		<-s.gate
-	}
-	return s.Store.PutIfAbsent(ctx, key, data)
-}
-
-func (s *slowEntries) WritesInPlace() bool { return objstore.WritesInPlace(s.Store) }
-
-func (s *slowEntries) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, s.Store, key)
-	return &slowFrames{ObjectWriter: w, s: s, key: key}, err
-}
-
-// slowFrames holds frame writes like slowEntries holds entry objects.
-type slowFrames struct {
-	objstore.ObjectWriter
-	s   *slowEntries
-	key string
-}
-
-func (f *slowFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
-	if f.s.segments != "" && strings.HasPrefix(f.key, f.s.segments) {
-		<-f.s.gate
-	}
-	return f.ObjectWriter.WriteAt(ctx, p, off)
 }
 
 func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
@@ -310,11 +266,13 @@ func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
 
 func testGroupsReadBack(t *testing.T, perAppend int) {
 	ctx := context.Background()
-	store := &slowEntries{Store: objstore.NewMemory()}
+	// Group writes wait for the phase's gate, so that appends arriving meanwhile form groups.
+	var gate chan struct{}
+	store := &hookedWrites{Store: objstore.NewMemory(), before: func() func() { <-gate; return func() {} }}
 	e := newEnv(t, store)
 	s := e.open("a")
 	appendIDs(t, s, e.mem, 0, "claimed")
-	store.prefix, store.segments = entryPrefix(s.Shard()), segmentPrefix(s.Shard())
+	store.shard = s.Shard()
 	noPayload := arrow.NewSchema(userSchema.Fields()[:2], nil)
 	idsOf := func(i int) []string {
 		ids := make([]string, perAppend)
@@ -342,7 +300,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	// Phase 1: one shape (entries spliced from the appends' encodings); phase 2: two shapes in
 	// the same groups (entries re-encoded from the concatenated records).
 	for phase, mixed := range []bool{false, true} {
-		store.gate = make(chan struct{})
+		gate = make(chan struct{})
 		var wg sync.WaitGroup
 		for i := phase * 100; i < phase*100+12; i++ {
 			wg.Add(1)
@@ -352,10 +310,10 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 			}()
 		}
 		time.Sleep(50 * time.Millisecond) // the appends queue up behind the held writes
-		close(store.gate)
+		close(gate)
 		wg.Wait()
 	}
-	store.prefix, store.segments = "", ""
+	store.shard = ""
 
 	// Some entry holds several appends, each still its own record batch when spliced.
 	most := 0
