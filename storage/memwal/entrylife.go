@@ -1,8 +1,9 @@
-// WAL entry lifetime. Since format 2 an entry holds its rows until the generation that
-// references it is merged, so deletion follows one rule: an entry at or below the shard's
-// replay_after that no pending generation's entry range holds is garbage. Seals and merges
-// delete their own garbage by position (no listing of a directory that holds every pending
-// generation's entries); a claim, which lists the entries anyway, sweeps what a crash left.
+// WAL entry object lifetime (segments: segmentlife.go). Since format 2 an entry holds its rows
+// until the generation that references it is merged, so deletion follows one rule: an entry at
+// or below the shard's replay_after that no pending generation's entry range holds is garbage.
+// Seals and merges delete their own garbage by position, or after listing the entries when the
+// range is wide (a shard writing segments has almost none); a claim, which lists the entries
+// anyway, sweeps what a crash left.
 package memwal
 
 import (

@@ -22,8 +22,9 @@ import (
 // errEarlierFrameFailed fails a group whose frame lies after a failed one in its segment.
 var errEarlierFrameFailed = errors.New("memwal: an earlier group commit in this WAL segment failed")
 
-// activeSegment is a segment this writer appends to. name, first and file never change; size
-// and frames are touched only by the reservation token's holder; mu guards broken.
+// activeSegment is a segment this writer appends to. name, first and file never change; size is
+// touched only by the reservation token's holder (ref reads it once the segment is retired, after
+// writes.Wait); mu guards broken, frames and offs.
 type activeSegment struct {
 	name   string
 	first  uint64
