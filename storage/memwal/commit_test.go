@@ -70,7 +70,15 @@ func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) 
 			claimed := make(chan error, 1)
 			var newer *Store
 			go func() {
-				time.Sleep(20 * time.Millisecond)
+				// Claim once the old writer has acknowledged something (its first appender's
+				// first row is readable there), while later groups are in flight.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+					if rec, err := old.Get(context.Background(), "g00-00000", nil); err == nil && rec != nil {
+						rec.Release()
+						break
+					}
+				}
+				time.Sleep(time.Duration(round) * time.Millisecond)
 				o := e.opts("same-id")
 				inFlight(&o)
 				var err error

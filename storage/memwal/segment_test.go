@@ -134,19 +134,49 @@ func TestAFencedWritersLaterFramesAreNeverRead(t *testing.T) {
 	})
 }
 
+// failingFrames fails, after a pause, every segment write whose bytes contain marker.
+type failingFrames struct {
+	objstore.Store
+	marker []byte
+}
+
+func (f *failingFrames) WritesInPlace() bool { return objstore.WritesInPlace(f.Store) }
+
+func (f *failingFrames) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, f.Store, key)
+	return &failingFrameWriter{ObjectWriter: w, marker: f.marker}, err
+}
+
+type failingFrameWriter struct {
+	objstore.ObjectWriter
+	marker []byte
+}
+
+func (w *failingFrameWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if bytes.Contains(p, w.marker) {
+		time.Sleep(100 * time.Millisecond)
+		return objstore.ErrInjected
+	}
+	return w.ObjectWriter.WriteAt(ctx, p, off)
+}
+
 func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 	ctx := context.Background()
-	faulty := objstore.NewFaulty(objstore.NewMemory())
-	e := newEnv(t, faulty)
+	e := newEnv(t, &failingFrames{Store: objstore.NewMemory(), marker: []byte("payload-failed")})
 	s := e.open("w", withSegments)
 	appendIDs(t, s, e.mem, 1, "first")
-	// The next frame write is slow and then fails; a group reserved after it is written fine
-	// but must not be acknowledged: a scan stops at the failed frame and would never reach it.
-	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(segmentPrefix(s.Shard()), objstore.OpWriteAt),
-		Latency: 100 * time.Millisecond, Err: objstore.ErrInjected, Times: 1})
+	// The next group's frame write is slow and then fails; a group reserved after it is written
+	// fine but must not be acknowledged: a scan stops at the failed frame and never reaches it.
+	w := s.residentWriter()
+	position := func() uint64 {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.nextPos
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, id := range []string{"failed", "after-failed"} {
+		taken := position()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -154,7 +184,9 @@ func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 			defer rec.Release()
 			_, errs[i] = s.Append(ctx, rec)
 		}()
-		time.Sleep(20 * time.Millisecond) // the second append is its own group, behind the first
+		for position() == taken { // the append's group has its position: the next one comes after
+			time.Sleep(time.Millisecond)
+		}
 	}
 	wg.Wait()
 	require.ErrorIs(t, errs[0], objstore.ErrInjected)
