@@ -330,3 +330,45 @@ func TestACrashAtAnyWriteKeepsEveryAcknowledgedAppend(t *testing.T) {
 		})
 	}
 }
+
+// Upgrading in place: a shard whose unsealed rows are entry objects (written by a release before
+// segments, or on a store that could not write in place) is replayed by a writer that writes
+// segments, and both kinds of entries end up in one generation, read and merged.
+func TestEntryObjectsAreReplayedAndTheShardContinuesInSegments(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	before := e.open("w", withEntryObjects)
+	appendIDs(t, before, e.mem, 1, "sealed-entry")
+	require.NoError(t, before.Flush(ctx)) // a generation of entry objects
+	appendIDs(t, before, e.mem, 2, "unsealed-entry")
+	crash(before)
+
+	after := e.open("w", withSegments)
+	require.EqualValues(t, 2, value(t, after, "unsealed-entry"), "replayed from its entry object")
+	appendIDs(t, after, e.mem, 3, "frame")
+	require.NotEmpty(t, objectsUnder(t, e.objects, segmentPrefix(after.Shard())))
+	require.NoError(t, after.Flush(ctx)) // one generation holding an entry object and a frame
+	m, _, err := latestShardManifest(ctx, e.objects, after.Shard())
+	require.NoError(t, err)
+	require.Len(t, m.Generations, 2)
+	reader := e.open("reader")
+	k, err := reader.keys(ctx, m.Generations[1]) // decoded from the key file (another process)
+	require.NoError(t, err)
+	kinds := map[bool]bool{}
+	for _, l := range k.locs {
+		kinds[l.Segment != ""] = true
+	}
+	require.Equal(t, map[bool]bool{false: true, true: true}, kinds, "the key file locates both kinds")
+
+	for id, v := range map[string]int64{"sealed-entry": 1, "unsealed-entry": 2, "frame": 3} {
+		require.EqualValues(t, v, value(t, reader, id), id)
+	}
+	for pendingGens(t, reader) > 0 {
+		_, err := reader.MergeShard(ctx, after.Shard(), MergeOptions{})
+		require.NoError(t, err)
+	}
+	for id, v := range map[string]int64{"sealed-entry": 1, "unsealed-entry": 2, "frame": 3} {
+		require.EqualValues(t, v, value(t, reader, id), "merged: %s", id)
+	}
+	checkTable(t, reader)
+}
