@@ -372,3 +372,40 @@ func TestEntryObjectsAreReplayedAndTheShardContinuesInSegments(t *testing.T) {
 	}
 	checkTable(t, reader)
 }
+
+// The same protocol on a real filesystem (pwrite, fdatasync, files that grow and are reopened).
+func TestSegmentsOnALocalDisk(t *testing.T) {
+	ctx := context.Background()
+	local, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	e := newEnv(t, local)
+	s := e.open("w", segmentBytes(64<<10))
+	acked, errs := appendUntilError(t, s, e, 4, closedAfter(200*time.Millisecond))
+	require.Empty(t, errs)
+	require.NoError(t, s.Flush(ctx))
+	more, errs := appendUntilError(t, s, e, 2, closedAfter(50*time.Millisecond))
+	require.Empty(t, errs)
+	crash(s) // the last appends are only in segments
+	require.Greater(t, len(objectsUnder(t, local, segmentPrefix(s.Shard()))), 1, "segments rolled")
+
+	again := e.open("w", segmentBytes(64<<10))
+	require.NoError(t, again.Flush(ctx))
+	reader := e.open("reader")
+	for pendingGens(t, reader) > 0 {
+		_, err := reader.MergeShard(ctx, s.Shard(), MergeOptions{})
+		require.NoError(t, err)
+	}
+	for _, id := range append(acked, more...) {
+		require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged: %s", id)
+	}
+	checkTable(t, reader)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, local, segmentPrefix(s.Shard()))) == 0
+	}, 2*time.Second, 10*time.Millisecond, "merged segments are deleted (the new writer has written none)")
+}
+
+func closedAfter(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(d, func() { close(c) })
+	return c
+}
