@@ -235,3 +235,18 @@ func TestAClaimDeletesEntriesACrashLeftBehind(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond, "below replay_after and held by no generation")
 	require.EqualValues(t, 1, value(t, again, "x"))
 }
+
+func TestAMergeOfManyEntryObjectsDeletesThemByListing(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstore.NewMemory())
+	s := e.open("w", withEntryObjects)
+	for i := range maxEntryDeletesWithoutListing + 6 { // one entry object per append
+		appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
+	}
+	require.NoError(t, s.Flush(ctx))
+	require.Greater(t, len(objectsUnder(t, e.objects, entryPrefix(s.Shard()))), maxEntryDeletesWithoutListing)
+	_, err := e.open("merger").MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(objectsUnder(t, e.objects, entryPrefix(s.Shard()))) == 0 },
+		2*time.Second, 10*time.Millisecond, "a range wider than the per-position limit is deleted after a listing")
+}

@@ -80,14 +80,6 @@ func frameHeader(pos uint64, payload []byte) []byte {
 	return b
 }
 
-// encodeFrame returns the whole frame holding payload for position pos.
-func encodeFrame(pos uint64, payload []byte) []byte {
-	b := make([]byte, frameSize(len(payload)))
-	copy(b, frameHeader(pos, payload))
-	copy(b[frameHeaderSize:], payload)
-	return b
-}
-
 // decodeFrame checks the frame at the start of b (b may run past it) and returns its position,
 // its payload (a sub-slice of b) and the frame's size; ok is false for anything that is not a
 // whole, intact frame: zeros, a torn write, a checksum mismatch, a truncated payload.

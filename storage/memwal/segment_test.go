@@ -15,6 +15,12 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 )
 
+// encodeFrame returns the whole frame holding payload for position pos (the writer writes the
+// header and the payload separately).
+func encodeFrame(pos uint64, payload []byte) []byte {
+	return append(frameHeader(pos, payload), payload...)
+}
+
 func TestSegmentScanStopsAtTheFirstFrameThatIsNotIntact(t *testing.T) {
 	var seg []byte
 	var offsets []int64

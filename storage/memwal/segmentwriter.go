@@ -24,18 +24,22 @@ var errEarlierFrameFailed = errors.New("memwal: an earlier group commit in this 
 
 // activeSegment is a segment this writer appends to. name, first and file never change; size is
 // touched only by the reservation token's holder (ref reads it once the segment is retired, after
-// writes.Wait); mu guards broken, frames and offs.
+// writes.Wait); mu guards broken and frames.
 type activeSegment struct {
 	name   string
 	first  uint64
 	file   objstore.ObjectWriter
-	size   int64          // the next frame's offset
-	frames []uint64       // positions reserved, in offset order
-	offs   []int64        // offsets of frames, parallel to frames
-	writes sync.WaitGroup // reserved frames whose group is not finished
+	size   int64           // the next frame's offset
+	frames []reservedFrame // in offset order
+	writes sync.WaitGroup  // reserved frames whose group is not finished
 
 	mu     sync.Mutex
 	broken int64 // offset of the first frame that failed; -1 while none has
+}
+
+type reservedFrame struct {
+	pos uint64
+	off int64
 }
 
 // fail marks the frame at off failed: it and every frame after it do not count.
@@ -62,9 +66,9 @@ func (a *activeSegment) ref() SegmentRef {
 	if a.broken >= 0 {
 		ref.Length = a.broken
 	}
-	for i, off := range a.offs {
-		if off < ref.Length {
-			ref.Last = max(ref.Last, a.frames[i])
+	for _, f := range a.frames {
+		if f.off < ref.Length {
+			ref.Last = max(ref.Last, f.pos)
 		}
 	}
 	return ref
@@ -90,7 +94,7 @@ func (w *Writer) reserveFrame(ctx context.Context, pos uint64, n int) (*activeSe
 	off := seg.size
 	seg.size += size
 	seg.mu.Lock()
-	seg.frames, seg.offs = append(seg.frames, pos), append(seg.offs, off)
+	seg.frames = append(seg.frames, reservedFrame{pos: pos, off: off})
 	seg.mu.Unlock()
 	seg.writes.Add(1)
 	return seg, off, nil
