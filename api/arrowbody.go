@@ -5,7 +5,7 @@ package api
 
 import (
 	"bytes"
-	"io"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -26,14 +26,38 @@ func isArrowStream(contentType string) bool {
 	return strings.HasPrefix(strings.TrimSpace(contentType), MIMEArrowStream)
 }
 
-// readArrowBody reads an IPC stream body into one record. The caller releases it.
-func readArrowBody(body io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
-	rec, err := arrowutil.ReadStream(body, mem)
+// readArrowBody decodes an IPC stream body (read whole, bounded by the body limit) into one
+// record. Columns are slices of body, not copies; lengths the stream declares are checked against
+// the bytes present, and decompression may not produce more than decodedLimit bytes (413). The
+// caller releases the record.
+func readArrowBody(body []byte, mem memory.Allocator, decodedLimit int64) (arrow.RecordBatch, error) {
+	parts, schema, err := arrowutil.ReadBytesBatches(body, mem, decodedLimit)
 	if err != nil {
-		if limit := bodyLimitError(err); limit != nil {
-			return nil, limit
+		if errors.Is(err, arrowutil.ErrTooLarge) {
+			return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge,
+				Message: "the Arrow IPC stream declares more data than the body holds or the body limit allows"}
 		}
-		return nil, invalid("invalid Arrow IPC stream: %v", err)
+		// The library's message may quote internals (panics it recovered): say what was wrong.
+		return nil, invalid("invalid Arrow IPC stream: the body is not a well-formed Arrow IPC stream (schema message, record batches, optional end-of-stream marker)")
+	}
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, f := range schema.Fields() {
+		if len(schema.FieldIndices(f.Name)) > 1 {
+			return nil, invalid("column %q appears more than once in the Arrow stream", f.Name)
+		}
+	}
+	for _, p := range parts { // before anything (joining included) trusts their buffers
+		if err := arrowutil.ValidateRecord(p); err != nil {
+			return nil, invalid("%v", err)
+		}
+	}
+	rec, err := arrowutil.Concat(schema, parts, mem)
+	if err != nil {
+		return nil, invalid("invalid Arrow IPC stream: its record batches cannot be joined")
 	}
 	if rec.NumRows() == 0 {
 		rec.Release()

@@ -35,15 +35,20 @@ func decodeBody(c echo.Context, v any) error {
 	return nil
 }
 
-// bodyLimitError maps a body read error to 413 (past the body limit) or 408 (the body stalled);
-// nil for anything else.
+// bodyLimitError maps a body read error to what the request deserves: 413 past the body limit
+// (declared or chunked), 408 when the body stalled, 503 when the request-memory budget refused
+// it; nil for anything else (the caller's 400).
 func bodyLimitError(err error) error {
 	var tooLarge *http.MaxBytesError
+	var apiErr *APIError
+	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &tooLarge):
 		return errBodyTooLarge
-	case errors.Is(err, errBodyIdle):
-		return errBodyIdle
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
+		return errBodyTooLarge
 	}
 	return nil
 }

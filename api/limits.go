@@ -1,6 +1,7 @@
 // Request limits: the body idle timeout (a client that stops sending mid-body gets 408 instead of
-// holding a worker forever) and the in-flight blob byte budget (blob uploads and downloads beyond
-// it get 503 + Retry-After instead of exhausting memory).
+// holding a worker forever), the in-flight request-memory budget (bodies being read and decoded
+// at once) and the in-flight blob byte budget (blob uploads and downloads); past a budget a
+// request gets 503 + Retry-After instead of exhausting memory.
 package api
 
 import (
@@ -25,6 +26,7 @@ type idleBody struct {
 	timeout  time.Duration
 	timeouts prometheus.Counter
 	timedOut bool
+	sawEOF   bool
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -38,10 +40,16 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		b.timedOut = true
 		return n, errBodyIdle
 	}
+	if errors.Is(err, io.EOF) {
+		b.sawEOF = true
+	}
 	return n, err
 }
 
-// bodyIdleTimeout installs idleBody on every request with a body.
+// bodyIdleTimeout installs idleBody on every request with a body. A body the handler did not read
+// to its end (refused before reading: 401, 400, 413...) is not drained either: the connection is
+// closed after the answer, with an expired read deadline, so a client that never finishes its
+// body cannot hold the connection (the server would otherwise wait to drain it).
 func bodyIdleTimeout(timeout time.Duration, timeouts prometheus.Counter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -50,10 +58,12 @@ func bodyIdleTimeout(timeout time.Duration, timeouts prometheus.Counter) echo.Mi
 				body := &idleBody{ReadCloser: c.Request().Body, rc: rc, timeout: timeout, timeouts: timeouts}
 				c.Request().Body = body
 				defer func() {
-					if body.timedOut {
-						// The rest of the body will never come: answer and drop the connection
-						// (the expired deadline stops the server from waiting for it).
+					if !body.sawEOF {
+						// The rest of the body is not wanted (or will never come): answer and
+						// drop the connection; the expired deadline stops the server from
+						// waiting to drain it.
 						c.Response().Header().Set(echo.HeaderConnection, "close")
+						_ = rc.SetReadDeadline(time.Now())
 						return
 					}
 					_ = rc.SetReadDeadline(time.Time{})
@@ -64,37 +74,118 @@ func bodyIdleTimeout(timeout time.Duration, timeouts prometheus.Counter) echo.Mi
 	}
 }
 
-// blobBudget bounds the blob bytes in flight in this process (0 = unlimited). A request that
-// does not fit is refused at once (never queued), unless nothing else is in flight: a lone
+// byteBudget bounds the bytes of one kind in flight in this process (0 = unlimited). A request
+// that does not fit is refused at once (never queued), unless nothing else is in flight: a lone
 // oversized request is admitted.
-type blobBudget struct {
+type byteBudget struct {
 	mu       sync.Mutex
+	what     string // named in the 503 message: "blob bytes", "request bytes"
 	capacity int64
 	inFlight int64
 	rejected prometheus.Counter
 }
 
-func (b *blobBudget) reserve(n int64) (release func(), err error) {
+func (b *byteBudget) reserve(n int64) (release func(), err error) {
+	got, ok := b.tryReserve(n)
+	if !ok {
+		return nil, b.refusal()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.free(got) }) }, nil
+}
+
+// tryReserve reserves n bytes (clamped, see clamp) and returns what it reserved, for free.
+func (b *byteBudget) tryReserve(n int64) (int64, bool) {
 	if b.capacity <= 0 {
-		return func() {}, nil
+		return 0, true
 	}
-	if n < 0 || n > b.capacity {
-		n = b.capacity
-	}
+	n = b.clamp(n)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.inFlight > 0 && b.inFlight+n > b.capacity {
 		b.rejected.Inc()
-		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, RetryAfter: 2 * time.Second,
-			Message: "too many blob bytes in flight on this worker; retry shortly"}
+		return 0, false
 	}
 	b.inFlight += n
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			b.inFlight -= n
-			b.mu.Unlock()
-		})
-	}, nil
+	return n, true
+}
+
+// free returns what tryReserve reserved.
+func (b *byteBudget) free(reserved int64) {
+	if reserved == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.inFlight -= reserved
+	b.mu.Unlock()
+}
+
+// clamp: a reservation counts at most the whole capacity (unknown sizes, n < 0, count that).
+func (b *byteBudget) clamp(n int64) int64 {
+	if n < 0 || n > b.capacity {
+		return b.capacity
+	}
+	return n
+}
+
+func (b *byteBudget) refusal() error {
+	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, RetryAfter: 2 * time.Second,
+		Message: "too many " + b.what + " in flight on this worker; retry shortly"}
+}
+
+// requestMemoryFactor: a body being decoded is held about twice — the bytes read and the
+// columns decoded from them (or the WAL frame encoded from those) — so a request reserves twice
+// its body.
+const requestMemoryFactor = 2
+
+// budgetedBody reserves request memory as a body of unknown length (chunked) arrives, a step at
+// a time; a refusal ends the read with the budget's 503.
+type budgetedBody struct {
+	io.ReadCloser
+	budget   *byteBudget
+	covered  int64 // body bytes the reservations cover
+	reserved int64 // what the budget counts for them (returned when the request ends)
+	read     int64
+}
+
+const budgetStep = 1 << 20
+
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	for b.read > b.covered {
+		got, ok := b.budget.tryReserve(budgetStep * requestMemoryFactor)
+		if !ok {
+			return n, b.budget.refusal()
+		}
+		b.covered += budgetStep
+		b.reserved += got
+	}
+	return n, err
+}
+
+// requestMemory reserves memory for a request body before the handler reads it: twice its
+// declared length at once, or step by step as a chunked body arrives; released when the handler
+// returns.
+func requestMemory(budget *byteBudget) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if budget.capacity <= 0 || r.Body == nil || r.Body == http.NoBody {
+				return next(c)
+			}
+			if r.ContentLength >= 0 {
+				release, err := budget.reserve(r.ContentLength * requestMemoryFactor)
+				if err != nil {
+					return err
+				}
+				defer release()
+				return next(c)
+			}
+			body := &budgetedBody{ReadCloser: r.Body, budget: budget}
+			r.Body = body
+			defer func() { budget.free(body.reserved) }()
+			return next(c)
+		}
+	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func TestBlobBudgetAdmitsUntilFullThenReleases(t *testing.T) {
-	b := &blobBudget{capacity: 10, rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total"})}
+	b := &byteBudget{capacity: 10, rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total"})}
 	r1, err := b.reserve(6)
 	require.NoError(t, err)
 	_, err = b.reserve(6)
@@ -38,7 +38,7 @@ func TestBlobBudgetAdmitsUntilFullThenReleases(t *testing.T) {
 	r3, err := b.reserve(-1)
 	require.NoError(t, err, "unknown length reserves the whole budget")
 	r3()
-	unlimited := &blobBudget{}
+	unlimited := &byteBudget{}
 	r4, err := unlimited.reserve(1 << 40)
 	require.NoError(t, err)
 	r4()

@@ -383,7 +383,11 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 	if err := catalog.ValidateName(name); err != nil {
 		return err
 	}
-	rec, err := readArrowBody(c.Request().Body, h.mem)
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	rec, err := readArrowBody(body, h.mem, h.bodyLimit)
 	if err != nil {
 		return err
 	}

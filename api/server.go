@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/labstack/gommon/bytes"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -41,6 +42,9 @@ type Deps struct {
 	BodyIdleTimeout time.Duration
 	// MaxInflightBlobBytes bounds blob bytes being uploaded or downloaded at once (0 = unlimited).
 	MaxInflightBlobBytes int64
+	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
+	// (twice each body; 0 = unlimited).
+	MaxInflightRequestBytes int64
 }
 
 // New builds the Echo instance with every route registered.
@@ -58,25 +62,46 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
 	metrics := newHTTPMetrics(d.Registry)
-	e.Use(middleware.Recover())
-	e.Use(metrics.middleware)
-
 	bodyTimeouts := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strata_http_request_body_timeouts_total", Help: "Requests answered 408 because their body stalled."})
 	blobRejections := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strata_blob_budget_rejections_total", Help: "Blob uploads and downloads refused with 503 by the in-flight blob budget."})
-	d.Registry.MustRegister(bodyTimeouts, blobRejections)
-	h := &handlers{deps: d, mem: d.Allocator, blobs: &blobBudget{capacity: d.MaxInflightBlobBytes, rejected: blobRejections}}
-	e.GET("/api/v1/health", h.health)
-	e.GET("/api/v1/openapi.json", h.openAPI)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
+	requestRejections := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_request_memory_rejections_total", Help: "Requests refused with 503 by the in-flight request-memory budget."})
+	d.Registry.MustRegister(bodyTimeouts, blobRejections, requestRejections)
+	// Order: recover and count everything; every request's body gets the idle timeout before
+	// anything else may read (or leave unread) a byte of it, so no route — unauthenticated,
+	// admin, health — can be held open by a body that never completes.
+	e.Use(middleware.Recover())
+	e.Use(metrics.middleware)
+	e.Use(bodyIdleTimeout(d.BodyIdleTimeout, bodyTimeouts))
+
+	limit, err := bytes.Parse(d.BodyLimit)
+	if err != nil || limit <= 0 {
+		limit = 1 << 30
+	}
+	h := &handlers{deps: d, mem: d.Allocator, bodyLimit: limit,
+		blobs: &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections}}
+	requests := &byteBudget{what: "request bytes", capacity: d.MaxInflightRequestBytes, rejected: requestRejections}
+	e.GET("/api/v1/health", h.health, middleware.BodyLimit("1M"))
+	e.GET("/api/v1/openapi.json", h.openAPI, middleware.BodyLimit("1M"))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})), middleware.BodyLimit("1M"))
 	if d.Stores != nil {
-		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), bodyIdleTimeout(d.BodyIdleTimeout, bodyTimeouts))
+		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
-		h.registerAdmin(e.Group("/api/v1/admin", bearerAuth(d.AdminToken), middleware.BodyLimit("1M")))
+		h.registerAdmin(e.Group("/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M")))
 	}
 	return e
+}
+
+// adminToken is the token the admin routes require: the admin token, or the API token when only
+// that is set (a deployment that protects its data never leaves maintenance open by omission).
+func adminToken(d Deps) string {
+	if d.AdminToken != "" {
+		return d.AdminToken
+	}
+	return d.APIToken
 }
 
 // bearerAuth requires "Authorization: Bearer <token>" when token is set.
@@ -96,9 +121,10 @@ func bearerAuth(token string) echo.MiddlewareFunc {
 }
 
 type handlers struct {
-	deps  Deps
-	mem   memory.Allocator
-	blobs *blobBudget
+	deps      Deps
+	mem       memory.Allocator
+	bodyLimit int64 // bytes: the largest body, and the most an Arrow body may decode to
+	blobs     *byteBudget
 }
 
 // HealthResponse is the body of GET /api/v1/health.

@@ -95,10 +95,19 @@ func ReadStream(r io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
 // ReadStreamBatches reads every record of an Arrow IPC stream, in order, without joining them,
 // and the stream's schema; the caller releases the records.
 func ReadStreamBatches(r io.Reader, mem memory.Allocator) ([]arrow.RecordBatch, *arrow.Schema, error) {
-	rd, err := ipc.NewReader(r, ipc.WithAllocator(mem))
+	return readStreamBatches(r, mem)
+}
+
+func readStreamBatches(r io.Reader, mem memory.Allocator, opts ...ipc.Option) ([]arrow.RecordBatch, *arrow.Schema, error) {
+	rd, err := ipc.NewReader(r, append([]ipc.Option{ipc.WithAllocator(mem)}, opts...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("arrow stream: %w", err)
 	}
+	return drain(rd)
+}
+
+// drain reads every record of rd, retained, then releases rd.
+func drain(rd *ipc.Reader) ([]arrow.RecordBatch, *arrow.Schema, error) {
 	defer rd.Release()
 	var parts []arrow.RecordBatch
 	for rd.Next() {

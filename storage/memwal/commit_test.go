@@ -374,7 +374,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 	mem := checkedAlloc(t)
 	enc := func(ids ...string) []byte {
-		rec := rows(mem, ids, 7)
+		rec := stampedRows(mem, ids, 7)
 		defer rec.Release()
 		data, err := encodeEntry(rec, mem)
 		require.NoError(t, err)
@@ -383,7 +383,7 @@ func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 	a, b := enc("a"), enc("b", "c")
 	joined, ok := spliceEntries([][]byte{a, b})
 	require.True(t, ok)
-	recs, err := decodeEntry(joined, userSchema, mem)
+	recs, err := decodeEntry(joined, tableSchema, "id", mem)
 	require.NoError(t, err)
 	var ids []string
 	for _, rec := range recs {

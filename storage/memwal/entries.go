@@ -140,29 +140,53 @@ func spliceEntries(entries [][]byte) ([]byte, bool) {
 // decodeEntry returns a WAL entry's rows, batch by batch in entry order (rows are numbered
 // across them), each laid out as schema (the table schema; columns the entry omits are null).
 // The caller releases the batches.
-func decodeEntry(data []byte, schema *arrow.Schema, mem memory.Allocator) ([]arrow.RecordBatch, error) {
-	parts, _, err := arrowutil.ReadStreamBatches(bytes.NewReader(data), mem)
+func decodeEntry(data []byte, schema *arrow.Schema, keyColumn string, mem memory.Allocator) ([]arrow.RecordBatch, error) {
+	parts, _, err := arrowutil.ReadBytesBatchesCopy(data, mem, walDecodeLimit(data))
 	if err != nil {
-		return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	defer releaseAll(parts)
 	out := make([]arrow.RecordBatch, 0, len(parts))
 	for _, p := range parts {
-		rec, err := table.Align(p, schema, mem)
+		rec, err := alignDecoded(p, schema, keyColumn, mem)
 		if err != nil {
 			releaseAll(out)
-			return nil, fmt.Errorf("memwal: corrupt WAL entry: %w", err)
+			return nil, err
 		}
 		out = append(out, rec)
 	}
 	return out, nil
 }
 
-// decodeFile returns the batches of a format 1 generation file, in order.
-func decodeFile(data []byte, mem memory.Allocator) ([]arrow.RecordBatch, error) {
-	r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+// walDecodeLimit bounds what decoding a WAL entry may allocate: its bodies (never more than the
+// entry) with room for buffer rounding. WAL entries are not compressed.
+func walDecodeLimit(data []byte) int64 { return 2*int64(len(data)) + 64<<10 }
+
+// alignDecoded lays one decoded WAL batch out as schema after validating it in full (see
+// validateColumns, validateIndexed): nothing downstream may ever see a batch that could make it
+// panic.
+func alignDecoded(p arrow.RecordBatch, schema *arrow.Schema, keyColumn string, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if err := validateColumns(p); err != nil {
+		return nil, err
+	}
+	rec, err := table.Align(p, schema, mem)
 	if err != nil {
-		return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if err := validateIndexed(rec, keyColumn); err != nil {
+		rec.Release()
+		return nil, err
+	}
+	return rec, nil
+}
+
+// decodeFile returns the batches of a format 1 generation file (laid out as the table schema),
+// in order, each validated like a WAL entry's.
+func decodeFile(data []byte, keyColumn string, mem memory.Allocator) ([]arrow.RecordBatch, error) {
+	n := int64(len(data))
+	r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(n), ipc.WithBodySizeLimit(n))
+	if err != nil {
+		return nil, fmt.Errorf("%w: generation: %w", ErrCorrupt, err)
 	}
 	defer r.Close()
 	var parts []arrow.RecordBatch
@@ -170,9 +194,17 @@ func decodeFile(data []byte, mem memory.Allocator) ([]arrow.RecordBatch, error) 
 		rec, err := r.RecordBatchAt(i)
 		if err != nil {
 			releaseAll(parts)
-			return nil, fmt.Errorf("memwal: corrupt generation: %w", err)
+			return nil, fmt.Errorf("%w: generation: %w", ErrCorrupt, err)
 		}
 		parts = append(parts, rec)
+		if err := validateColumns(rec); err != nil {
+			releaseAll(parts)
+			return nil, err
+		}
+		if err := validateIndexed(rec, keyColumn); err != nil {
+			releaseAll(parts)
+			return nil, err
+		}
 	}
 	return parts, nil
 }

@@ -13,4 +13,7 @@ var (
 	ErrOverloaded = errors.New("memwal: too many pending generations")
 	// ErrClosed: the writer or store was closed.
 	ErrClosed = errors.New("memwal: closed")
+	// ErrCorrupt: WAL bytes that passed their checksums (or had none) do not decode into a batch
+	// this store could have written. The error names the shard and entry; nothing panics.
+	ErrCorrupt = errors.New("memwal: corrupt WAL entry")
 )

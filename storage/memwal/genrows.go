@@ -41,9 +41,9 @@ func (s *Store) readRows(ctx context.Context, key string, entry bool) ([]arrow.R
 	}
 	var recs []arrow.RecordBatch
 	if entry {
-		recs, err = decodeEntry(data, s.schema, s.mem)
+		recs, err = decodeEntry(data, s.schema, s.keyColumn, s.mem)
 	} else {
-		recs, err = decodeFile(data, s.mem)
+		recs, err = decodeFile(data, s.keyColumn, s.mem)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w (%s)", err, key)
@@ -66,7 +66,7 @@ func (s *Store) readEntry(ctx context.Context, shard string, pos uint64, loc wal
 	if err != nil {
 		return nil, err
 	}
-	recs, err := decodeEntry(payload, s.schema, s.mem)
+	recs, err := decodeEntry(payload, s.schema, s.keyColumn, s.mem)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, loc.cacheKey(shard, pos))
 	}

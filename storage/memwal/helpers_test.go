@@ -16,6 +16,7 @@ import (
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
 )
 
 var userSchema = arrow.NewSchema([]arrow.Field{
@@ -154,4 +155,23 @@ func value(t testing.TB, s *Store, key string) int64 {
 	}
 	defer rec.Release()
 	return rec.Column(0).(*array.Int64).Value(0)
+}
+
+// tableSchema is userSchema as stored: with _seq and _tombstone, as WAL entries hold rows.
+var tableSchema = arrow.NewSchema(append(append([]arrow.Field{}, userSchema.Fields()...),
+	arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+	arrow.Field{Name: table.TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean}), nil)
+
+// stampedRows is rows laid out as tableSchema, with _seq = 1.. and no tombstones.
+func stampedRows(mem memory.Allocator, ids []string, value int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, tableSchema)
+	defer b.Release()
+	for i, id := range ids {
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.Int64Builder).Append(value)
+		b.Field(2).(*array.StringBuilder).Append("payload-" + id)
+		b.Field(3).(*array.Uint64Builder).Append(uint64(i + 1))
+		b.Field(4).(*array.BooleanBuilder).Append(false)
+	}
+	return b.NewRecordBatch()
 }

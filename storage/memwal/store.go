@@ -9,9 +9,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -189,16 +189,19 @@ type AppendResult struct {
 // returns once they are in the WAL; they are visible to reads in this process at once and to
 // other processes once sealed.
 func (s *Store) Append(ctx context.Context, rec arrow.RecordBatch) (AppendResult, error) {
-	for _, f := range rec.Schema().Fields() {
-		if strings.HasPrefix(f.Name, "_") || len(s.schema.FieldIndices(f.Name)) == 0 {
-			return AppendResult{}, fmt.Errorf("%w: column %q is not in the store's schema", table.ErrSchema, f.Name)
-		}
+	if err := validateAppend(rec, s.schema, s.keyColumn); err != nil {
+		return AppendResult{}, err
 	}
 	return s.write(ctx, rec, false)
 }
 
-// Delete durably writes tombstones for ids.
+// Delete durably writes tombstones for ids (each a non-empty UTF-8 string).
 func (s *Store) Delete(ctx context.Context, ids []string) (AppendResult, error) {
+	for _, id := range ids {
+		if id == "" || !utf8.ValidString(id) {
+			return AppendResult{}, fmt.Errorf("%w: a key must be a non-empty UTF-8 string", table.ErrSchema)
+		}
+	}
 	b := array.NewStringBuilder(s.mem)
 	b.AppendValues(ids, nil)
 	col := b.NewArray()

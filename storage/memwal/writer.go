@@ -199,7 +199,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		size := r.loc.Length
 		if r.loc.Segment == "" {
 			recs, size, err = s.readRows(ctx, entryKey(shard, r.pos), true)
-		} else if recs, err = decodeEntry(r.payload, s.schema, s.mem); err != nil {
+		} else if recs, err = decodeEntry(r.payload, s.schema, s.keyColumn, s.mem); err != nil {
 			err = fmt.Errorf("%w (%s)", err, r.loc.cacheKey(shard, r.pos))
 		}
 		if err != nil {
