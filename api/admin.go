@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +22,9 @@ type MaintenanceResponse struct {
 	RunID      string `json:"run_id"`
 	Op         string `json:"op"`
 }
+
+// maintenanceQueueTimeout bounds queueing a maintenance request (a signal-with-start).
+const maintenanceQueueTimeout = 10 * time.Second
 
 func (h *handlers) registerAdmin(g *echo.Group) {
 	g.POST("/:kind/:name/maintenance", h.requestMaintenance)
@@ -46,12 +50,16 @@ func (h *handlers) requestMaintenance(c echo.Context) error {
 		return err
 	}
 	if h.deps.Maintenance == nil {
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "maintenance is not configured on this worker (no Temporal client)"}
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "maintenance is not configured on this worker (no Temporal client)"}
 	}
 	ref := workflows.StoreRef{Kind: string(kind), Name: name}
-	runID, err := h.deps.Maintenance(c.Request().Context(), ref, req)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), maintenanceQueueTimeout)
+	defer cancel()
+	runID, err := h.deps.Maintenance(ctx, ref, req)
 	if err != nil {
-		return err
+		// The request was checked above: what fails now is reaching Temporal.
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5 * time.Second, Err: err,
+			Message: "maintenance could not be queued: Temporal did not accept the request; retry"}
 	}
 	return c.JSON(http.StatusAccepted, MaintenanceResponse{WorkflowID: ref.WorkflowID(), RunID: runID, Op: string(req.Op)})
 }

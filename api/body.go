@@ -2,12 +2,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,7 +20,20 @@ import (
 // rejecting unknown fields and trailing data. Append bodies do not come here: they stream into
 // Arrow builders (rowstream.go).
 func decodeBody(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxDocumentBytes+1))
+	if err != nil {
+		if limit := bodyLimitError(err); limit != nil {
+			return limit
+		}
+		return invalid("reading the request body: %v", err)
+	}
+	if len(data) > maxDocumentBytes {
+		return errBodyTooLarge
+	}
+	if !utf8.Valid(data) {
+		return invalid("invalid JSON body: it is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if limit := bodyLimitError(err); limit != nil {
@@ -34,6 +49,9 @@ func decodeBody(c echo.Context, v any) error {
 	}
 	return nil
 }
+
+// maxDocumentBytes bounds a request document (store definitions, operations).
+const maxDocumentBytes = 16 << 20
 
 // bodyLimitError maps a body read error to what the request deserves: 413 past the body limit
 // (declared or chunked), 408 when the body stalled, 503 when the request-memory budget refused

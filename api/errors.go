@@ -4,11 +4,14 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,7 +32,13 @@ const (
 	CodeUnauthorized    = "UNAUTHORIZED"
 	CodeMethodNotAllow  = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
-	CodeUnavailable     = "UNAVAILABLE" // a dependency (the PostgreSQL catalog) is down: retry
+	CodeUnavailable     = "UNAVAILABLE" // a dependency (the PostgreSQL catalog, Temporal) is down: retry
+	// CodeStorageUnavailable: the store's storage failed (disk full, I/O error, permission,
+	// timeout); retry after Retry-After, an operator may have to act.
+	CodeStorageUnavailable = "STORAGE_UNAVAILABLE"
+	// CodeFenced: another process with this worker's instance id owns the store's write shard;
+	// retrying on this worker cannot succeed (no Retry-After), another worker can serve it.
+	CodeFenced = "FENCED"
 )
 
 // ErrorBody is the wire shape of every error response.
@@ -92,8 +101,12 @@ func errorFor(err error) *APIError {
 	switch {
 	case errors.Is(err, memwal.ErrOverloaded):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: 5 * time.Second, Err: err}
-	case errors.Is(err, memwal.ErrFenced), errors.Is(err, memwal.ErrClosed):
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is moving between owners; retry", RetryAfter: time.Second, Err: err}
+	case errors.Is(err, memwal.ErrFenced):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeFenced, Err: err,
+			Message: "another process with this worker's instance id has claimed the store's write shard, so this worker can no longer append to it; " +
+				"an operator must give each process its own --instance-id and restart this worker (other workers can serve the store meanwhile)"}
+	case errors.Is(err, memwal.ErrClosed):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is being closed on this worker; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, table.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
 	case errors.Is(err, table.ErrSchema):
@@ -108,8 +121,29 @@ func errorFor(err error) *APIError {
 		// Resident stores keep serving without the catalog; anything that needs it waits.
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: "the catalog (PostgreSQL) is unavailable; retry", RetryAfter: 2 * time.Second, Err: err}
+	case storageFault(err) != "":
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeStorageUnavailable, RetryAfter: 5 * time.Second, Err: err,
+			Message: "the store's storage is unavailable (" + storageFault(err) + "); retry later"}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// storageFault names the storage failure err stands for ("" when it is none of them): faults an
+// operator fixes and a client retries, never the client's fault, never a bare 500.
+func storageFault(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "disk full"
+	case errors.Is(err, syscall.EIO):
+		return "I/O error"
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return "permission denied or read-only"
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "too many open files"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	}
+	return ""
 }
 
 func invalid(format string, args ...any) error {
@@ -127,8 +161,12 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		e := errorFor(err)
-		if e.Status >= 500 {
-			log.Error("request failed", "method", c.Request().Method, "route", c.Path(),
+		if name := c.Param("name"); name != "" && (e.Code == CodeStorageUnavailable || e.Code == CodeFenced) {
+			e = &APIError{Status: e.Status, Code: e.Code, RetryAfter: e.RetryAfter, Err: e.Err,
+				Message: fmt.Sprintf("store %q: %s", name, e.Message)}
+		}
+		if e.Status >= 500 && e.Code != CodeFenced { // fenced stores are logged once, by the store cache
+			log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "store", c.Param("name"),
 				"status", e.Status, "err", err)
 		}
 		if e.RetryAfter > 0 {

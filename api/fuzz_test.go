@@ -65,15 +65,18 @@ func FuzzDecodeMultipart(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte("--strataboundary\r\nContent-Disposition: form-data; name=\"9\"\r\n\r\nx\r\n--strataboundary--\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		records, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"))
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		rec, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"), rolloutFill([]byte(`"2026-01-01T00:00:00Z"`)), mem)
 		if err != nil {
 			return
 		}
-		for i, r := range records {
-			if raw, ok := r["payload_size"]; ok && !isNull(raw) {
-				if _, has := r["binary_payload"]; !has {
-					t.Fatalf("record %d declares a payload it did not get", i)
-				}
+		defer rec.Release()
+		sizes := rec.Column(rec.Schema().FieldIndices("payload_size")[0]).(*array.Int64)
+		payloads := rec.Column(rec.Schema().FieldIndices("binary_payload")[0]).(*array.LargeBinary)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if !sizes.IsNull(i) && (payloads.IsNull(i) || int64(len(payloads.Value(i))) != sizes.Value(i)) {
+				t.Fatalf("record %d declares a payload it did not get", i)
 			}
 		}
 	})

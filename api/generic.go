@@ -152,6 +152,10 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 }
 
 func (h *handlers) getGenericRow(c echo.Context) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
 	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
 		var columns []string
 		if v := c.QueryParam("columns"); v != "" {
@@ -162,12 +166,12 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 		} else {
 			columns = columnsExcept(s, binaryColumns(s))
 		}
-		rec, err := s.Get(c.Request().Context(), c.Param("id"), columns)
+		rec, err := s.Get(c.Request().Context(), id, columns)
 		if err != nil {
 			return err
 		}
 		if rec == nil {
-			return notFound("row %q not found", c.Param("id"))
+			return notFound("row %q not found", id)
 		}
 		defer rec.Release()
 		return c.JSONBlob(http.StatusOK, genericCodec(s).encode(rec, nil)[0])

@@ -5,13 +5,23 @@ package api_test
 // visible, and that the worker still serves afterwards.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -21,6 +31,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/workflows"
 )
 
 var idRolloutSchema = arrow.NewSchema([]arrow.Field{
@@ -185,4 +197,273 @@ func patchBodyLength(t *testing.T, stream []byte, n int64) []byte {
 	require.GreaterOrEqual(t, i, 0, "body length %d not found in the metadata", bodyLen)
 	binary.LittleEndian.PutUint64(meta[i:], uint64(n))
 	return out
+}
+
+func TestEveryAcceptedIDCanBeAddressed(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	ids := []string{"dir/x", "50%", "%", "a b", "a%2Fb", "ü/é?#", "..", "a\x00b", " "}
+	for _, id := range ids {
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/a/records",
+			map[string]any{"records": []map[string]any{{"id": id, "rollout_id": "t", "content": "c-" + id}}}, nil), id)
+	}
+	for _, id := range ids {
+		path := "/api/v1/rollouts/a/records/" + url.PathEscape(id)
+		var got api.RecordResponse
+		require.Equal(t, http.StatusOK, w.do(t, "GET", path, nil, &got), id)
+		var row struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(got.Record, &row), "%s: %s", id, got.Record)
+		require.Equal(t, id, row.ID)
+		var del api.DeleteResponse
+		require.Equal(t, http.StatusOK, w.do(t, "DELETE", path, nil, &del), id)
+		require.Equal(t, id, del.ID)
+		require.Equal(t, http.StatusOK, w.do(t, "GET", path, nil, &got), id)
+		require.Equal(t, "null", string(got.Record), "%q was deleted", id)
+	}
+	// Ids that could never be addressed are refused whole.
+	for _, body := range []string{
+		`{"records": [{"id": "", "rollout_id": "t"}]}`,
+		`{"records": [{"id": "ok", "rollout_id": "t"}, {"id": "", "rollout_id": "t"}]}`,
+		"{\"records\": [{\"id\": \"\xff\", \"rollout_id\": \"t\"}]}",
+	} {
+		status, code := errCode(t, w, "POST", "/api/v1/rollouts/a/records", body)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Equal(t, api.CodeInvalidRequest, code)
+	}
+	requireServesAndHolds(t, w, "a")
+}
+
+// rawRequest sends head (request line and headers) and body on a new connection, then waits at
+// most wait for the response; it returns the status (0: none came) and whether the server then
+// closed the connection.
+func rawRequest(t *testing.T, addr, head, body string, wait time.Duration) (int, bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "%s\r\n\r\n%s", head, body)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(wait)))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return 0, false
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, err = br.ReadByte()
+	return resp.StatusCode, errors.Is(err, io.EOF)
+}
+
+func TestNoRouteWaitsForABodyThatNeverCompletes(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken = "secret"; d.BodyIdleTimeout = 200 * time.Millisecond })
+	srv := httptest.NewServer(w.e)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, head := range []string{
+		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000", // unauthenticated
+		"POST /api/v1/admin/rollout/a/maintenance HTTP/1.1\r\nHost: x\r\nContent-Length: 1000",                          // admin, unauthenticated
+		"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000",                                                  // open route
+		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nContent-Length: 1000",
+		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked",
+	} {
+		status, closed := rawRequest(t, addr, head, "{\"records\":", 5*time.Second)
+		require.NotZero(t, status, "no answer to %q", head)
+		require.True(t, closed, "the connection of %q stays open", head)
+	}
+}
+
+func TestAdminRoutesNeedATokenWhenOnlyTheAPITokenIsSet(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken = "secret" })
+	post := func(token string) int {
+		req := httptest.NewRequest("POST", "/api/v1/admin/rollout/a/maintenance", strings.NewReader(`{"op":"cleanup_versions"}`))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		if token != "" {
+			req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	require.Equal(t, http.StatusUnauthorized, post(""))
+	require.Equal(t, http.StatusUnauthorized, post("wrong"))
+	require.NotEqual(t, http.StatusUnauthorized, post("secret"))
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/health", nil))
+	require.Equal(t, http.StatusOK, rec.Code, "health stays open")
+}
+
+func TestBadInputIsNever500(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) {
+		d.BodyLimit = "1K"
+		d.Maintenance = func(context.Context, workflows.StoreRef, workflows.Request) (string, error) {
+			return "", context.DeadlineExceeded // Temporal does not answer
+		}
+	})
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	cases := []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/api/v1/rollouts", `{"name": "n1", "storage_options": {"k": "a\u0000b"}}`, 400},
+		{"POST", "/api/v1/rollouts", "{\"name\": \"n2\", \"storage_options\": {\"k\": \"\xff\"}}", 400},
+		{"POST", "/api/v1/generic", `{"name": "g1", "schema": {"columns": [["id", "string"], ["a\u0000b", "int64"]]}}`, 400},
+		{"GET", "/api/v1/rollouts?cursor=a%00b", "", 400},
+		{"GET", "/api/v1/rollouts?cursor=%ff", "", 400},
+		{"POST", "/api/v1/rollouts/a/records", `{"records": [null]}`, 400},
+		{"POST", "/api/v1/rollouts/a/records", `{"records": [{"id": "x", "id": "y", "rollout_id": "t"}]}`, 400},
+		{"POST", "/api/v1/admin/rollout/a/maintenance", `{"op": "merge_wal"}`, 503},
+	}
+	for _, tc := range cases {
+		status, code := errCode(t, w, tc.method, tc.path, tc.body)
+		require.Equal(t, tc.want, status, "%s %s %s", tc.method, tc.path, tc.body)
+		require.NotEqual(t, api.CodeInternal, code)
+	}
+	// A chunked body over the limit is 413, as a declared one is.
+	req := httptest.NewRequest("POST", "/api/v1/rollouts/a/records", io.MultiReader(strings.NewReader(`{"records": [{"id": "x", "rollout_id": "`),
+		strings.NewReader(strings.Repeat("y", 4096)), strings.NewReader(`"}]}`)))
+	req.ContentLength = -1
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+	// A multipart metadata part that is not strict JSON is 400.
+	for _, meta := range []string{`{"records": [null]}`, `{"records": []} trailing`, "{\"records\": [{\"id\": \"\xff\", \"rollout_id\": \"t\"}]}",
+		`{"records": [{"id": "x", "rollout_id": "t", "rollout_id": "u"}]}`} {
+		ct, body := multipartBody(t, [2]string{"metadata", meta})
+		rec := postMultipart(w, "/api/v1/rollouts/a/records", ct, body)
+		require.Equal(t, http.StatusBadRequest, rec.Code, "%s: %s", meta, rec.Body.String())
+	}
+	requireServesAndHolds(t, w, "a")
+}
+
+func TestRequestMemoryIsBoundedPerProcess(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.MaxInflightRequestBytes = 1 << 20 })
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	srv := httptest.NewServer(w.e)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	// One request holds 600 KB of budget (twice a 300 KB body it never finishes sending)...
+	hold, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer hold.Close()
+	_, err = fmt.Fprintf(hold, "POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{")
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond)
+	// ...so another of 300 KB does not fit: 503 + Retry-After, at once.
+	big := `{"records": [{"id": "b", "rollout_id": "` + strings.Repeat("y", 300000) + `"}]}`
+	resp, err := http.Post(srv.URL+"/api/v1/rollouts/a/records", echo.MIMEApplicationJSON, strings.NewReader(big))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	hold.Close()
+	// Once it is gone, the same request is served.
+	require.Eventually(t, func() bool {
+		resp, err := http.Post(srv.URL+"/api/v1/rollouts/a/records", echo.MIMEApplicationJSON, strings.NewReader(big))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusCreated
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestStorageFaultsAnswer503AndShowInHealth(t *testing.T) {
+	c := newCluster(t)
+	var faults *objstore.Faulty
+	c.wrap = func(s objstore.Store) objstore.Store { faults = objstore.NewFaulty(s); return faults }
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	for _, errno := range []error{syscall.ENOSPC, syscall.EIO, syscall.EACCES} {
+		faults.Reset()
+		faults.AddRule(objstore.Rule{Err: &os.PathError{Op: "write", Path: "/secret/server/path", Err: errno}})
+		var env api.ErrorBody
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/api/v1/rollouts/a/records", strings.NewReader(`{"records": [{"id": "x", "rollout_id": "t"}]}`))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		w.e.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code, "%v: %s", errno, rec.Body.String())
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &env))
+		require.Equal(t, api.CodeStorageUnavailable, env.Error.Code)
+		require.Contains(t, env.Error.Message, `"a"`, "the message names the store")
+		require.NotContains(t, env.Error.Message, "/secret", "never the server's path")
+		require.NotEmpty(t, rec.Header().Get("Retry-After"))
+
+		var health api.HealthResponse
+		require.Equal(t, http.StatusServiceUnavailable, w.do(t, "GET", "/api/v1/health", nil, &health))
+		require.Equal(t, "ok", health.Catalog)
+		require.NotEqual(t, "ok", health.Storage)
+	}
+	faults.Reset()
+	var health api.HealthResponse
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/health", nil, &health))
+	require.Equal(t, "ok", health.Storage)
+	requireServesAndHolds(t, w, "a")
+}
+
+func TestAHungStorageCallAnswers503WithinTheRequestDeadline(t *testing.T) {
+	c := newCluster(t)
+	var faults *objstore.Faulty
+	c.wrap = func(s objstore.Store) objstore.Store { faults = objstore.NewFaulty(s); return faults }
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	stuck := make(chan struct{})
+	faults.AddRule(objstore.Rule{Stuck: stuck}) // every call blocks, deaf to its context
+	defer close(stuck)
+	srv := httptest.NewServer(api.WithDeadline(w.e, 300*time.Millisecond))
+	defer srv.Close()
+	start := time.Now()
+	resp, err := http.Post(srv.URL+"/api/v1/rollouts/a/records", echo.MIMEApplicationJSON, strings.NewReader(`{"records": [{"id": "x", "rollout_id": "t"}]}`))
+	require.NoError(t, err)
+	var env api.ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.NotEqual(t, api.CodeInternal, env.Error.Code)
+	faults.Reset()
+	// Health answers within its own bound while a probe is stuck too.
+	rec := httptest.NewRecorder()
+	faults.AddRule(objstore.Rule{Stuck: stuck})
+	start = time.Now()
+	w.e.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/health", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestAFencedWorkerSaysSoOnceAndReportsItselfUnhealthy(t *testing.T) {
+	c := newCluster(t)
+	old := c.worker("same")
+	require.Equal(t, http.StatusCreated, old.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
+	add := func(w *worker, id string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/api/v1/rollouts/a/records", strings.NewReader(`{"records": [{"id": "`+id+`", "rollout_id": "t"}]}`))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec
+	}
+	require.Equal(t, http.StatusCreated, add(old, "r1").Code)
+	newer := c.worker("same") // the same instance id: it claims the shard
+	require.Equal(t, http.StatusCreated, add(newer, "r2").Code)
+	for range 3 {
+		rec := add(old, "r3")
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+		var env api.ErrorBody
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &env))
+		require.Equal(t, api.CodeFenced, env.Error.Code)
+		require.Contains(t, env.Error.Message, "instance-id")
+		require.Empty(t, rec.Header().Get("Retry-After"), "retrying here cannot help")
+	}
+	var health api.HealthResponse
+	require.Equal(t, http.StatusServiceUnavailable, old.do(t, "GET", "/api/v1/health", nil, &health))
+	require.Equal(t, 1, health.FencedStores)
+	require.Equal(t, http.StatusOK, newer.do(t, "GET", "/api/v1/health", nil, &health))
 }

@@ -1,88 +1,130 @@
 // Multipart rollout appends (lance-context compatible): the first part, named "metadata", is the
 // JSON body {records: [...]}; every further part carries one record's binary_payload and is named
-// by the record's index ("0", "1", ...). Anything ambiguous is rejected with 400 before anything
-// is written: metadata not first, a part name that is not an index, an index out of range or
-// repeated, a payload whose length differs from the record's payload_size, or a payload_size
-// declared with no payload part.
+// by the record's index ("0", "1", ...). The metadata is decoded exactly as strictly as a JSON
+// body (the same decoder: duplicate keys, trailing data, invalid UTF-8 and non-object records are
+// 400s), and each payload goes once into the record batch's binary_payload column (no base64 or
+// JSON round trip). Anything ambiguous is rejected with 400 before anything is written: metadata
+// not first, a part name that is not an index, an index out of range or repeated, a payload whose
+// length differs from the record's payload_size, or a payload_size declared with no payload part.
 package api
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime/multipart"
-	"net/http"
 	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// decodeMultipartRollouts reads a multipart append into records with binary_payload filled in.
-func decodeMultipartRollouts(r *multipart.Reader) ([]map[string]json.RawMessage, error) {
+// decodeMultipartRollouts reads a multipart append into one record batch of rollout rows with
+// their payloads. The caller releases it.
+func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
 	first, err := r.NextPart()
 	if err != nil {
+		if limit := bodyLimitError(err); limit != nil {
+			return nil, limit
+		}
 		return nil, invalid("multipart body has no parts")
 	}
 	if first.FormName() != "metadata" {
 		return nil, invalid("the first multipart part must be \"metadata\", got %q", first.FormName())
 	}
-	var meta struct {
-		Records []map[string]json.RawMessage `json:"records"`
+	meta, err := io.ReadAll(first)
+	if err != nil {
+		return nil, readPartError(err, "metadata")
 	}
-	dec := json.NewDecoder(first)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&meta); err != nil {
-		return nil, invalid("invalid metadata part: %v", err)
+	if err := checkJSONSyntax(meta); err != nil {
+		return nil, invalid("invalid metadata part: %s", errorFor(err).Message)
 	}
-	seen := map[int]bool{}
+	rec, err := rolloutCodec.decodeRowsJSON(meta, "records", fill, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	rows := int(rec.NumRows())
+	payloads := map[int][]byte{}
 	for {
 		part, err := r.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return nil, errBodyTooLarge
+			if limit := bodyLimitError(err); limit != nil {
+				return nil, limit
 			}
 			return nil, invalid("malformed multipart body: %v", err)
 		}
 		idx, err := strconv.Atoi(part.FormName())
-		if err != nil || idx < 0 {
+		if err != nil || idx < 0 || strconv.Itoa(idx) != part.FormName() {
 			return nil, invalid("multipart part %q: payload parts are named by record index", part.FormName())
 		}
-		if idx >= len(meta.Records) {
-			return nil, invalid("multipart part %d: there are only %d records", idx, len(meta.Records))
+		if idx >= rows {
+			return nil, invalid("multipart part %d: there are only %d records", idx, rows)
 		}
-		if seen[idx] {
+		if _, dup := payloads[idx]; dup {
 			return nil, invalid("multipart part %d appears twice", idx)
 		}
-		seen[idx] = true
-		var buf bytes.Buffer
-		if _, err := io.Copy(&buf, part); err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return nil, errBodyTooLarge
-			}
-			if errors.Is(err, errBodyIdle) {
-				return nil, errBodyIdle
-			}
-			return nil, invalid("reading multipart part %d: %v", idx, err)
+		data, err := io.ReadAll(part)
+		if err != nil {
+			return nil, readPartError(err, strconv.Itoa(idx))
 		}
-		rec := meta.Records[idx]
-		if raw, ok := rec["payload_size"]; ok && !isNull(raw) {
-			declared, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-			if err != nil || declared != int64(buf.Len()) {
-				return nil, invalid("record %d: payload_size %s but the part has %d bytes", idx, string(raw), buf.Len())
-			}
-		}
-		encoded, _ := json.Marshal(base64.StdEncoding.EncodeToString(buf.Bytes()))
-		rec["binary_payload"] = encoded
+		payloads[idx] = data
 	}
-	for i, rec := range meta.Records {
-		if raw, ok := rec["payload_size"]; ok && !isNull(raw) && !seen[i] {
-			return nil, invalid("record %d declares payload_size %s but no payload part was sent", i, string(raw))
+	sizes := rec.Column(rec.Schema().FieldIndices("payload_size")[0]).(*array.Int64)
+	for i := 0; i < rows; i++ {
+		data, sent := payloads[i]
+		switch {
+		case sizes.IsNull(i):
+		case !sent:
+			return nil, invalid("record %d declares payload_size %d but no payload part was sent", i, sizes.Value(i))
+		case sizes.Value(i) != int64(len(data)):
+			return nil, invalid("record %d: payload_size %d but the part has %d bytes", i, sizes.Value(i), len(data))
 		}
 	}
-	return meta.Records, nil
+	if len(payloads) == 0 {
+		rec.Retain()
+		return rec, nil
+	}
+	return withPayloads(rec, payloads, mem), nil
+}
+
+// readPartError maps an error reading a part's body: 413/408/503 as for any body, else 400.
+func readPartError(err error, part string) error {
+	if limit := bodyLimitError(err); limit != nil {
+		return limit
+	}
+	return invalid("reading multipart part %s: %v", part, err)
+}
+
+// withPayloads returns rec with binary_payload replaced by payloads (by row) where sent, keeping
+// the metadata's own value elsewhere.
+func withPayloads(rec arrow.RecordBatch, payloads map[int][]byte, mem memory.Allocator) arrow.RecordBatch {
+	col := rec.Schema().FieldIndices("binary_payload")[0]
+	old := rec.Column(col).(*array.LargeBinary)
+	total := 0
+	for _, p := range payloads {
+		total += len(p)
+	}
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.LargeBinary)
+	defer b.Release()
+	b.Reserve(old.Len())
+	b.ReserveData(total + len(old.ValueBytes()))
+	for i := 0; i < old.Len(); i++ {
+		switch p, sent := payloads[i]; {
+		case sent:
+			b.Append(p)
+			delete(payloads, i) // let the part's memory go as soon as it is copied
+		case old.IsNull(i):
+			b.AppendNull()
+		default:
+			b.Append(old.Value(i))
+		}
+	}
+	arr := b.NewArray()
+	defer arr.Release()
+	out, _ := rec.SetColumn(col, arr)
+	return out
 }

@@ -4,8 +4,11 @@ package api
 
 import (
 	"context"
+	"errors"
+	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,7 +35,30 @@ func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*me
 		return err
 	}
 	defer release()
-	return fn(s, entry)
+	err = fn(s, entry)
+	if errors.Is(err, memwal.ErrFenced) {
+		h.deps.Stores.ReportFenced(kind, name)
+	}
+	return err
+}
+
+// idParam is the record id of the route: the path segment percent-decoded (an id may hold any
+// character, "/" included, sent as %2F), a non-empty UTF-8 string — the rule appends enforce, so
+// every id that was accepted can be addressed.
+func idParam(c echo.Context) (string, error) {
+	id := c.Param("id")
+	if c.Request().URL.RawPath != "" {
+		// Echo routes on the raw path when the request's escaping differs from the default one
+		// (a %2F, say): its parameters are then still escaped. Otherwise they are decoded.
+		var err error
+		if id, err = url.PathUnescape(id); err != nil {
+			return "", invalid("id: invalid percent-encoding")
+		}
+	}
+	if id == "" || !utf8.ValidString(id) {
+		return "", invalid("id must be a non-empty UTF-8 string")
+	}
+	return id, nil
 }
 
 // flushRequested reads ?flush= (true, 1, yes or empty value; case-insensitive).

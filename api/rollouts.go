@@ -225,14 +225,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
 		}
-		records, err := decodeMultipartRollouts(r)
-		if err != nil {
-			return err
-		}
-		if len(records) == 0 {
-			return invalid("no rows to add")
-		}
-		if rec, err = rolloutCodec.decode(records, fill, h.mem); err != nil {
+		if rec, err = decodeMultipartRollouts(r, fill, h.mem); err != nil {
 			return err
 		}
 	default:
@@ -310,12 +303,16 @@ func (h *handlers) listRollouts(c echo.Context) error {
 }
 
 func (h *handlers) getRollout(c echo.Context) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
 		version, err := versionParam(c)
 		if err != nil {
 			return err
 		}
-		rec, err := s.GetAt(c.Request().Context(), version, c.Param("id"), columnsExcept(s, map[string]bool{"binary_payload": true}))
+		rec, err := s.GetAt(c.Request().Context(), version, id, columnsExcept(s, map[string]bool{"binary_payload": true}))
 		if err != nil {
 			return err
 		}
@@ -328,22 +325,26 @@ func (h *handlers) getRollout(c echo.Context) error {
 }
 
 func (h *handlers) getRolloutBlob(c echo.Context) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
 	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
 		version, err := versionParam(c)
 		if err != nil {
 			return err
 		}
-		rec, err := s.GetAt(c.Request().Context(), version, c.Param("id"), []string{"binary_payload"})
+		rec, err := s.GetAt(c.Request().Context(), version, id, []string{"binary_payload"})
 		if err != nil {
 			return err
 		}
 		if rec == nil {
-			return notFound("record %q not found", c.Param("id"))
+			return notFound("record %q not found", id)
 		}
 		defer rec.Release()
 		col := rec.Column(0)
 		if col.IsNull(0) {
-			return notFound("record %q has no binary payload", c.Param("id"))
+			return notFound("record %q has no binary payload", id)
 		}
 		data := valueBytes(col)
 		release, err := h.blobs.reserve(int64(len(data)))
@@ -363,8 +364,12 @@ type DeleteResponse struct {
 
 func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		id, err := idParam(c)
+		if err != nil {
+			return err
+		}
 		return h.withStore(c, kind, func(s *memwal.Store) error {
-			if _, err := s.Delete(c.Request().Context(), []string{c.Param("id")}); err != nil {
+			if _, err := s.Delete(c.Request().Context(), []string{id}); err != nil {
 				return err
 			}
 			if flushRequested(c) {
@@ -372,7 +377,7 @@ func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
 					return err
 				}
 			}
-			return c.JSON(http.StatusOK, DeleteResponse{Deleted: true, ID: c.Param("id")})
+			return c.JSON(http.StatusOK, DeleteResponse{Deleted: true, ID: id})
 		})
 	}
 }

@@ -4,6 +4,7 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,6 +38,9 @@ type Deps struct {
 	AdminToken string
 	// Maintenance queues maintenance requests (nil: admin maintenance answers 503).
 	Maintenance MaintenanceRequester
+	// Temporal, when set, is pinged by health (reported, but a data worker stays healthy without
+	// Temporal: only maintenance needs it).
+	Temporal Pinger
 	BodyLimit   string // largest request body, e.g. "1G" (default)
 	// BodyIdleTimeout answers 408 when a request body stalls this long (default 120s).
 	BodyIdleTimeout time.Duration
@@ -127,21 +131,81 @@ type handlers struct {
 	blobs     *byteBudget
 }
 
-// HealthResponse is the body of GET /api/v1/health.
+// HealthResponse is the body of GET /api/v1/health: "ok", or the failure, per dependency.
 type HealthResponse struct {
-	Status  string `json:"status"`
+	Status  string `json:"status"` // "ok" or "degraded"
 	Version string `json:"version"`
 	Catalog string `json:"catalog"`
+	// Storage: the data directory answered a write, read and delete (omitted by workers that
+	// serve no data).
+	Storage string `json:"storage,omitempty"`
+	// Temporal: the maintenance orchestrator answered (omitted when not configured). Reported
+	// only: appends and reads do not need it, so it never makes the worker unhealthy.
+	Temporal string `json:"temporal,omitempty"`
+	// FencedStores: stores this worker can no longer append to because another process with its
+	// instance id claimed their write shards. Any makes the worker unhealthy.
+	FencedStores int `json:"fenced_stores"`
 }
 
-// health answers 200 when the catalog answers within two seconds, 503 otherwise.
+// health answers 200 when the catalog and the storage answer within two seconds and no store is
+// fenced, 503 otherwise; each dependency is probed concurrently.
 func (h *handlers) health(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	resp := HealthResponse{Status: "ok", Version: h.deps.Version, Catalog: "ok"}
+	resp := HealthResponse{Status: "ok", Version: h.deps.Version}
+	probe := func(p func(context.Context) error) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			if err := p(ctx); err != nil {
+				out <- err.Error()
+				return
+			}
+			out <- "ok"
+		}()
+		return out
+	}
+	catalogDone := probe(h.deps.Catalog.Ping)
+	var storageDone, temporalDone <-chan string
+	if h.deps.Stores != nil {
+		storageDone = probe(h.deps.Stores.ProbeStorage)
+		resp.FencedStores = h.deps.Stores.FencedStores()
+	}
+	if h.deps.Temporal != nil {
+		temporalDone = probe(h.deps.Temporal.Ping)
+	}
+	resp.Catalog = <-catalogDone
+	if storageDone != nil {
+		resp.Storage = <-storageDone
+	}
+	if temporalDone != nil {
+		resp.Temporal = <-temporalDone
+	}
 	status := http.StatusOK
-	if err := h.deps.Catalog.Ping(ctx); err != nil {
-		resp.Status, resp.Catalog, status = "degraded", err.Error(), http.StatusServiceUnavailable
+	if resp.Catalog != "ok" || (storageDone != nil && resp.Storage != "ok") || resp.FencedStores > 0 {
+		resp.Status, status = "degraded", http.StatusServiceUnavailable
 	}
 	return c.JSON(status, resp)
+}
+
+// PingFunc adapts a function to Pinger.
+type PingFunc func(ctx context.Context) error
+
+// Ping calls f.
+func (f PingFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// Starting is what a worker serves while it cannot yet open the catalog (PostgreSQL down at
+// start): health answers 503 "degraded" with the reason, every other route 503 UNAVAILABLE with
+// Retry-After. The worker replaces it with New's handler as soon as the catalog opens.
+func Starting(version string, reason func() string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		if r.URL.Path == "/api/v1/health" {
+			_ = json.NewEncoder(w).Encode(HealthResponse{Status: "degraded", Version: version, Catalog: "starting: " + reason()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: CodeUnavailable,
+			Message: "the worker is starting: the catalog (PostgreSQL) is not reachable yet; retry"}})
+	})
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/workflows"
@@ -43,6 +44,8 @@ type cluster struct {
 	mem     memory.Allocator
 
 	appendMaxGenerations int // 0 = the default backpressure limit
+	// wrap, when set, wraps each worker's object store (fault injection).
+	wrap func(objstore.Store) objstore.Store
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -63,7 +66,7 @@ type worker struct {
 func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(c.cat, stores.Config{DataDir: c.dataDir, Capacity: 4, Store: memwal.Options{
+	mgr, err := stores.New(c.cat, stores.Config{DataDir: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: memwal.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
 		Metrics: memwal.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
 		AppendMaxGenerations: c.appendMaxGenerations,

@@ -31,6 +31,12 @@ func errorf(format string, args ...any) error {
 	if connectionFailed(err) {
 		return unavailableError{err}
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		// Class 22, data exception: a value PostgreSQL cannot take (NUL, invalid UTF-8, out of
+		// range). The request was wrong, and nothing was changed.
+		return fmt.Errorf("%w: a value cannot be stored in the catalog (SQLSTATE %s)", ErrInvalid, pgErr.Code)
+	}
 	return err
 }
 

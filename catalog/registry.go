@@ -13,7 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -68,7 +71,28 @@ func normalizeJSON(what string, raw json.RawMessage, dflt string) ([]byte, error
 	if !json.Valid(raw) {
 		return nil, fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
 	}
+	var v any
+	if !utf8.Valid(raw) || json.Unmarshal(raw, &v) != nil || holdsNUL(v) {
+		return nil, fmt.Errorf("%w: %s holds invalid UTF-8 or a NUL character, which the catalog cannot store", ErrInvalid, what)
+	}
 	return raw, nil
+}
+
+// holdsNUL reports whether a decoded JSON value has a NUL character in any key or string.
+func holdsNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.ContainsRune(x, 0)
+	case []any:
+		return slices.ContainsFunc(x, holdsNUL)
+	case map[string]any:
+		for k, e := range x {
+			if strings.ContainsRune(k, 0) || holdsNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CreateStore registers a store. It returns the registered store and whether this call created
@@ -178,6 +202,9 @@ func prefixUpperBound(prefix string) string { return prefix + "\x7f" }
 func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (StorePage, error) {
 	if err := validatePrefix(opts.Prefix); err != nil {
 		return StorePage{}, err
+	}
+	if !utf8.ValidString(opts.After) || strings.ContainsRune(opts.After, 0) {
+		return StorePage{}, fmt.Errorf("%w: the cursor holds invalid UTF-8 or a NUL character", ErrInvalid)
 	}
 	limit := opts.Limit
 	if limit <= 0 {

@@ -57,6 +57,9 @@ type Manager struct {
 
 	hits, misses prometheus.Counter
 	resident     prometheus.GaugeFunc
+
+	probing chan struct{} // one token: at most one storage probe in flight (health.go)
+	fenced  sync.Map      // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
 }
 
 type handle struct {
@@ -85,7 +88,7 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if cfg.WrapObjects != nil {
 		objects = cfg.WrapObjects(root)
 	}
-	m := &Manager{cat: cat, root: objects, dirs: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log}
+	m := &Manager{cat: cat, root: objects, dirs: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
 	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})

@@ -8,6 +8,7 @@ package stores
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/memwal"
 )
 
 // SweeperMetrics count flush outcomes.
@@ -81,6 +83,9 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 			switch {
 			case sctx.Err() == context.DeadlineExceeded:
 				outcome = "timeout"
+			case errors.Is(err, memwal.ErrFenced):
+				outcome = "fenced"
+				m.ReportFenced(h.kind, h.name)
 			case err != nil:
 				outcome = "error"
 				m.log.Warn("flush failed", "kind", h.kind, "name", h.name, "err", err)

@@ -89,14 +89,20 @@ func TestServeAnswersHealthAndStopsOnCancel(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d/api/v1/health", port)
 	var resp *http.Response
 	require.Eventually(t, func() bool {
-		resp, err = http.Get(url)
-		return err == nil
+		if resp, err = http.Get(url); err != nil {
+			return false
+		}
+		if resp.StatusCode != http.StatusOK { // starting: the catalog is being opened
+			resp.Body.Close()
+			return false
+		}
+		return true
 	}, 20*time.Second, 50*time.Millisecond)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var body map[string]string
+	var body map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	require.Equal(t, "ok", body["catalog"])
+	require.Equal(t, "ok", body["storage"])
 
 	cancel()
 	select {

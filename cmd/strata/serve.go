@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -45,6 +46,8 @@ type serveConfig struct {
 	BodyLimit          string
 	BodyIdleTimeout    time.Duration
 	MaxInflightBlobs   int64
+	MaxInflightRequest int64
+	RequestTimeout     time.Duration
 	LogLevel           string
 	LogFormat          string
 	ShutdownTimeout    time.Duration
@@ -68,6 +71,8 @@ func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
+	fs.Int64Var(&c.MaxInflightRequest, "max-inflight-request-bytes", 2<<30, "memory for request bodies being read and decoded at once (twice each body) before 503 (0 = unlimited)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 120*time.Second, "deadline of every request, body upload included: past it the client gets 503 (0 = none)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
@@ -124,7 +129,39 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	slog.SetDefault(log)
 
-	rt, err := openRuntime(ctx, cfg, log)
+	if _, err := dataDirOf(cfg.DataURL); err != nil {
+		return err
+	}
+	// Listen first: a busy port fails at once, and while the catalog cannot be opened (PostgreSQL
+	// down at start) health answers "degraded" and every route 503, instead of the worker exiting
+	// and being unable to come back until PostgreSQL does.
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	var handler atomic.Pointer[http.Handler]
+	var lastErr atomic.Value
+	lastErr.Store("connecting")
+	starting := api.Starting(version, func() string { return lastErr.Load().(string) })
+	handler.Store(&starting)
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout: a body may take as long as the request deadline allows, and a stalled
+		// one is cut by --body-idle-timeout (a deadline renewed before every read of it).
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+	}
+	if cfg.RequestTimeout > 0 {
+		// Responses are written within the request deadline (WithDeadline answers 503 then) plus
+		// time to send them: a client that stops reading cannot pin the connection.
+		srv.WriteTimeout = cfg.RequestTimeout + 30*time.Second
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close()
+
+	rt, err := openRuntimeRetrying(ctx, cfg, log, func(err error) { lastErr.Store(err.Error()) })
 	if err != nil {
 		return err
 	}
@@ -153,7 +190,11 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	defer tc.Close()
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
 		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
-		MaxInflightBlobBytes: cfg.MaxInflightBlobs,
+		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest,
+		Temporal: api.PingFunc(func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}),
 		Maintenance: func(ctx context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
 			run, err := worker.RequestMaintenance(ctx, tc, s, r)
 			if err != nil {
@@ -161,14 +202,8 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			}
 			return run.GetRunID(), nil
 		}})
-
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
-	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	full := api.WithDeadline(e, cfg.RequestTimeout)
+	handler.Store(&full)
 	log.Info("strata serving", "addr", ln.Addr().String(), "version", version)
 
 	select {
@@ -185,6 +220,26 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	stopSweeper()
 	<-sweeperDone
 	return nil
+}
+
+// openRuntimeRetrying is openRuntime, retried with capped exponential backoff while the catalog
+// is unreachable (each failure goes to onRetry); any other error, or ctx ending, returns.
+func openRuntimeRetrying(ctx context.Context, cfg serveConfig, log *slog.Logger, onRetry func(error)) (*runtime, error) {
+	wait := 500 * time.Millisecond
+	for {
+		rt, err := openRuntime(ctx, cfg, log)
+		if err == nil || !catalog.IsUnavailable(err) {
+			return rt, err
+		}
+		onRetry(err)
+		log.Warn("the catalog is unreachable; retrying", "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // runtime is what both `serve` and `worker` open: the catalog, the metrics registry and the

@@ -43,6 +43,9 @@ type Rule struct {
 	Err     error         // fail with this error
 	Latency time.Duration // sleep first (cut short by the context)
 	Hang    bool          // block until the context is cancelled
+	// Stuck, when set, blocks the call until it is closed, whatever the context says: a syscall
+	// on a hung disk.
+	Stuck <-chan struct{}
 	Times   int
 	used    int
 }
@@ -130,6 +133,9 @@ func (f *Faulty) before(ctx context.Context, op Op, key string) error {
 	}
 	f.mu.Unlock()
 
+	if rule.Stuck != nil {
+		<-rule.Stuck
+	}
 	if rule.Hang {
 		<-ctx.Done()
 		return ctx.Err()

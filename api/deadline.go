@@ -1,0 +1,138 @@
+// The request deadline: every request's context ends after a fixed time, and when a handler is
+// still running then — a storage call blocked in a syscall that ignores its context, say — the
+// client gets 503 at once instead of waiting for the syscall.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// WithDeadline serves next with each request's context ending after timeout (0 = no deadline).
+// The handler runs in its own goroutine; if it has not started its answer when the deadline
+// passes, the client gets 503 `UNAVAILABLE` with Retry-After and the connection is closed, and
+// whatever the handler writes later is dropped (the goroutine ends when its blocked call does).
+// A handler that has started answering (a streaming response) is waited for: its status is
+// already sent, and its writes are bounded by the server's write timeouts.
+func WithDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	if timeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		dw := &deadlineWriter{w: w, header: w.Header().Clone()}
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			next.ServeHTTP(dw, r.WithContext(ctx))
+		}()
+		select {
+		case p := <-done:
+			if p != nil {
+				panic(p)
+			}
+			return
+		case <-ctx.Done():
+		}
+		dw.mu.Lock()
+		if dw.wroteHeader {
+			dw.mu.Unlock()
+			if p := <-done; p != nil { // answering already: wait for it
+				panic(p)
+			}
+			return
+		}
+		dw.timedOut = true
+		dw.mu.Unlock()
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Connection", "close")
+		h.Set("Retry-After", strconv.Itoa(int(max(time.Second, timeout/10)/time.Second)))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: CodeUnavailable,
+			Message: "the request did not finish within the request deadline (" + timeout.String() + "); retry"}})
+	})
+}
+
+// deadlineWriter is the handler's ResponseWriter under WithDeadline: its own header map (the
+// handler's goroutine may still be setting headers when the deadline answers) and, once the
+// deadline has answered, writes that go nowhere. mu guards every use of the real writer.
+type deadlineWriter struct {
+	w           http.ResponseWriter
+	mu          sync.Mutex
+	header      http.Header
+	wroteHeader bool
+	timedOut    bool
+}
+
+var errDeadlineAnswered = errors.New("api: the request deadline has answered this request")
+
+func (d *deadlineWriter) Header() http.Header { return d.header }
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.writeHeaderLocked(code)
+}
+
+func (d *deadlineWriter) writeHeaderLocked(code int) {
+	if d.timedOut || d.wroteHeader {
+		return
+	}
+	d.wroteHeader = true
+	dst := d.w.Header()
+	for k, v := range d.header {
+		dst[k] = v
+	}
+	d.w.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut {
+		return 0, errDeadlineAnswered
+	}
+	d.writeHeaderLocked(http.StatusOK)
+	return d.w.Write(p)
+}
+
+func (d *deadlineWriter) Flush() {
+	_ = d.FlushError()
+}
+
+func (d *deadlineWriter) FlushError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut {
+		return errDeadlineAnswered
+	}
+	d.writeHeaderLocked(http.StatusOK)
+	return http.NewResponseController(d.w).Flush()
+}
+
+// SetReadDeadline and SetWriteDeadline reach the connection (http.ResponseController finds
+// them) until the deadline has answered.
+func (d *deadlineWriter) SetReadDeadline(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut {
+		return errDeadlineAnswered
+	}
+	return http.NewResponseController(d.w).SetReadDeadline(t)
+}
+
+func (d *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut {
+		return errDeadlineAnswered
+	}
+	return http.NewResponseController(d.w).SetWriteDeadline(t)
+}
