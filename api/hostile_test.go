@@ -267,7 +267,7 @@ func TestNoRouteWaitsForABodyThatNeverCompletes(t *testing.T) {
 	for _, head := range []string{
 		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000", // unauthenticated
 		"POST /api/v1/admin/rollout/a/maintenance HTTP/1.1\r\nHost: x\r\nContent-Length: 1000",                          // admin, unauthenticated
-		"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000",                                                  // open route
+		"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000",                                                // open route
 		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nContent-Length: 1000",
 		"POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked",
 	} {

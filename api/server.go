@@ -40,8 +40,8 @@ type Deps struct {
 	Maintenance MaintenanceRequester
 	// Temporal, when set, is pinged by health (reported, but a data worker stays healthy without
 	// Temporal: only maintenance needs it).
-	Temporal Pinger
-	BodyLimit   string // largest request body, e.g. "1G" (default)
+	Temporal  Pinger
+	BodyLimit string // largest request body, e.g. "1G" (default)
 	// BodyIdleTimeout answers 408 when a request body stalls this long (default 120s).
 	BodyIdleTimeout time.Duration
 	// MaxInflightBlobBytes bounds blob bytes being uploaded or downloaded at once (0 = unlimited).

@@ -46,8 +46,8 @@ type Rule struct {
 	// Stuck, when set, blocks the call until it is closed, whatever the context says: a syscall
 	// on a hung disk.
 	Stuck <-chan struct{}
-	Times   int
-	used    int
+	Times int
+	used  int
 }
 
 // Faulty wraps a Store with fault rules.
