@@ -11,13 +11,18 @@ cd "$(dirname "$0")/.."
 
 listen=${STRATA_LISTEN_ADDR:-127.0.0.1:3000}
 started=()
+strata_started=
 cleanup() {
   trap - INT TERM EXIT
   [ -n "${strata_pid:-}" ] && kill -TERM "$strata_pid" 2>/dev/null && wait "$strata_pid" 2>/dev/null || true
   for svc in "${started[@]}"; do
     "scripts/$svc.sh" stop || true
   done
-  echo "run.sh: stopped strata${started[*]:+ and ${started[*]}}"
+  local what=()
+  [ -n "$strata_started" ] && what+=(strata)
+  what+=("${started[@]}")
+  [ ${#what[@]} -gt 0 ] && echo "run.sh: stopped ${what[*]}"
+  return 0
 }
 trap cleanup INT TERM EXIT
 
@@ -30,7 +35,10 @@ for svc in pg temporal; do
   if "scripts/$svc.sh" status >/dev/null 2>&1; then
     echo "run.sh: reusing the $svc server already running"
   else
-    "scripts/$svc.sh" start
+    if ! "scripts/$svc.sh" start; then
+      echo "run.sh: could not start $svc (see the message above); strata was not started" >&2
+      exit 1
+    fi
     started+=("$svc")
   fi
 done
@@ -41,5 +49,6 @@ export STRATA_TEMPORAL_UI_URL=${STRATA_TEMPORAL_UI_URL:-http://127.0.0.1:${STRAT
 export STRATA_LISTEN_ADDR=$listen
 "${STRATA_BIN:-bin/strata}" dev &
 strata_pid=$!
+strata_started=1
 wait "$strata_pid" || true
 strata_pid=

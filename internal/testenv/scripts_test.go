@@ -160,3 +160,85 @@ func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
 		t.Errorf("run.sh did not report what it stopped:\n%s", buf.String())
 	}
 }
+
+// pg.sh works wherever the repository is cloned: from a parent directory only its owner may
+// traverse (a clone under /root, mode 0700), as root (the cluster's user, postgres, cannot reach
+// it: the cluster moves where it can and the data directory becomes a link) and as anyone else.
+func TestPgScriptStartsUnderAPrivateParent(t *testing.T) {
+	parent, err := os.MkdirTemp("", "strata-private-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(parent)
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "clone", ".data", "pg")
+	env := []string{"STRATA_PG_DIR=" + dir, fmt.Sprintf("STRATA_PG_PORT=%d", port)}
+	out, err := runScript(t, env, "pg.sh", "start")
+	if err != nil || !strings.Contains(out, "PostgreSQL up") {
+		t.Fatalf("start under a 0700 parent: %v\n%s", err, out)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	defer os.RemoveAll(real)
+	defer runScript(t, env, "pg.sh", "stop") //nolint:errcheck
+	if out, err := runScript(t, env, "pg.sh", "status"); err != nil || !strings.HasPrefix(out, "up ") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	// A second start (a later `make run`) finds the same cluster.
+	if out, err := runScript(t, env, "pg.sh", "stop"); err != nil || !strings.Contains(out, "stopped") {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	if out, err := runScript(t, env, "pg.sh", "start"); err != nil || !strings.Contains(out, "PostgreSQL up") {
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(real, "PG_VERSION")); err != nil {
+		t.Fatalf("the cluster is not where the data directory leads: %v", err)
+	}
+}
+
+// The same as a user other than root (nobody, when the tests run as root and the repository is
+// readable by it): the cluster runs as that user, in place.
+func TestPgScriptStartsUnderAPrivateParentAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs as the invoking user in TestPgScriptStartsUnderAPrivateParent")
+	}
+	script := filepath.Join(RepoRoot(), "scripts", "pg.sh")
+	if exec.Command("runuser", "-u", "nobody", "--", "test", "-x", script).Run() != nil {
+		t.Skip("the repository is not readable by nobody")
+	}
+	parent, err := os.MkdirTemp("", "strata-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(parent)
+	if err := exec.Command("chown", "nobody", parent).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(arg string) (string, error) {
+		cmd := exec.Command("runuser", "-u", "nobody", "--", "env", "STRATA_PG_DIR="+filepath.Join(parent, "clone", ".data", "pg"),
+			fmt.Sprintf("STRATA_PG_PORT=%d", port), script, arg)
+		cmd.Dir = parent
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("start")
+	if err != nil || !strings.Contains(out, "PostgreSQL up") {
+		t.Fatalf("start as nobody: %v\n%s", err, out)
+	}
+	defer run("stop") //nolint:errcheck
+	if out, err := run("status"); err != nil || !strings.HasPrefix(out, "up ") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+}
