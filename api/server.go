@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -46,6 +47,9 @@ type Deps struct {
 	BodyIdleTimeout time.Duration
 	// MaxInflightBlobBytes bounds blob bytes being uploaded or downloaded at once (0 = unlimited).
 	MaxInflightBlobBytes int64
+	// Pprof serves the runtime profiles (net/http/pprof) under /api/v1/admin/debug/pprof/, behind
+	// the admin routes' token.
+	Pprof bool
 	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
 	// (twice each body; 0 = unlimited).
 	MaxInflightRequestBytes int64
@@ -94,7 +98,11 @@ func New(d Deps) *echo.Echo {
 		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
-		h.registerAdmin(e.Group("/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M")))
+		admin := e.Group("/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
+		h.registerAdmin(admin)
+		if d.Pprof {
+			registerPprof(admin)
+		}
 	}
 	return e
 }
@@ -185,6 +193,19 @@ func (h *handlers) health(c echo.Context) error {
 		resp.Status, status = "degraded", http.StatusServiceUnavailable
 	}
 	return c.JSON(status, resp)
+}
+
+// registerPprof serves net/http/pprof's handlers under the admin group's debug/pprof/.
+func registerPprof(admin *echo.Group) {
+	admin.GET("/debug/pprof/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	admin.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	admin.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	admin.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	admin.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	admin.GET("/debug/pprof/:profile", func(c echo.Context) error {
+		pprof.Handler(c.Param("profile")).ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
 }
 
 // PingFunc adapts a function to Pinger.

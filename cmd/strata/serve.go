@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,7 @@ type serveConfig struct {
 	StoreCacheCapacity int
 	FlushInterval      time.Duration
 	MergeMemoryBytes   int64
+	MemtableBytes      int64
 	APIToken           string
 	AdminToken         string
 	BodyLimit          string
@@ -48,6 +51,7 @@ type serveConfig struct {
 	MaxInflightBlobs   int64
 	MaxInflightRequest int64
 	RequestTimeout     time.Duration
+	Pprof              bool
 	LogLevel           string
 	LogFormat          string
 	ShutdownTimeout    time.Duration
@@ -73,6 +77,7 @@ func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
 	fs.Int64Var(&c.MaxInflightRequest, "max-inflight-request-bytes", 2<<30, "memory for request bodies being read and decoded at once (twice each body) before 503 (0 = unlimited)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 120*time.Second, "deadline of every request, body upload included: past it the client gets 503 (0 = none)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve runtime profiles under /api/v1/admin/debug/pprof/ (behind the admin token)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
@@ -86,6 +91,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
+	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 }
 
 func registerLogFlags(fs *flag.FlagSet, level, format *string) {
@@ -190,7 +196,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	defer tc.Close()
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
 		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
-		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest,
+		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
 		Temporal: api.PingFunc(func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -245,10 +251,11 @@ func openRuntimeRetrying(ctx context.Context, cfg serveConfig, log *slog.Logger,
 // runtime is what both `serve` and `worker` open: the catalog, the metrics registry and the
 // store manager with the process-wide clock and merge budget.
 type runtime struct {
-	catalog  *catalog.Catalog
-	registry *prometheus.Registry
-	stores   *stores.Manager
-	log      *slog.Logger
+	catalog     *catalog.Catalog
+	registry    *prometheus.Registry
+	stores      *stores.Manager
+	writeBuffer *memwal.WriteBuffer // closed after the stores
+	log         *slog.Logger
 }
 
 func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runtime, error) {
@@ -265,23 +272,41 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		cat.Close()
 		return nil, err
 	}
+	writeBuffer := memwal.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
 	mgr, err := stores.New(cat, stores.Config{
 		DataDir:     dataDir,
 		Capacity:    cfg.StoreCacheCapacity,
 		WrapObjects: objectsWrapper(),
 		Store: memwal.Options{
-			Instance: cfg.InstanceID,
-			Clock:    hlc.New(nil),
-			Budget:   budget.New(cfg.MergeMemoryBytes, reg),
-			Metrics:  memwal.NewMetrics(reg),
-			Table:    table.Options{Metrics: table.NewMetrics(reg)},
+			Instance:    cfg.InstanceID,
+			Clock:       hlc.New(nil),
+			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
+			WriteBuffer: writeBuffer,
+			Metrics:     memwal.NewMetrics(reg),
+			Table:       table.Options{Metrics: table.NewMetrics(reg)},
 		},
 	}, reg, log)
 	if err != nil {
+		writeBuffer.Close()
 		cat.Close()
 		return nil, err
 	}
-	return &runtime{catalog: cat, registry: reg, stores: mgr, log: log}, nil
+	return &runtime{catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
+}
+
+// memtableLimit resolves --memtable-memory-bytes: 0 picks a quarter of the Go memory limit
+// (GOMEMLIMIT) when one is set, else 1 GiB; a negative value means unlimited.
+func memtableLimit(flag int64) int64 {
+	switch {
+	case flag < 0:
+		return 0
+	case flag > 0:
+		return flag
+	}
+	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
+		return lim / 4
+	}
+	return 1 << 30
 }
 
 // close seals every resident store (nothing acknowledged waits for a replay) and disconnects.
@@ -291,6 +316,7 @@ func (r *runtime) close(ctx context.Context) {
 	if err := r.stores.Close(ctx); err != nil {
 		r.log.Error("sealing resident stores at shutdown", "err", err)
 	}
+	r.writeBuffer.Close()
 	r.catalog.Close()
 }
 

@@ -31,10 +31,12 @@ type Options struct {
 	Allocator memory.Allocator // default memory.DefaultAllocator
 	Clock     *hlc.Clock       // default: a new clock (share one per process)
 	Budget    *budget.Budget   // merge memory budget (default: unlimited)
-	Metrics   *Metrics         // default: unregistered
-	Table     table.Options
-	Writer    WriterOptions
-	IOTimeout time.Duration // bound on background object-store calls (default 60s)
+	// WriteBuffer bounds unsealed bytes across every store of the process (nil: unlimited).
+	WriteBuffer *WriteBuffer
+	Metrics     *Metrics // default: unregistered
+	Table       table.Options
+	Writer      WriterOptions
+	IOTimeout   time.Duration // bound on background object-store calls (default 60s)
 
 	// Read guard rails (lance-context seed #259): warn past ReadWarnGenerations pending
 	// generations in a shard, refuse reads past ReadMaxGenerations, refuse appends once the
@@ -219,6 +221,9 @@ func (s *Store) write(ctx context.Context, rec arrow.RecordBatch, tombstone bool
 	}
 	w, err := s.ownWriter(ctx)
 	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := s.opts.WriteBuffer.admit(ctx); err != nil {
 		return AppendResult{}, err
 	}
 	if w.pending.Load() >= int64(s.opts.AppendMaxGenerations) {

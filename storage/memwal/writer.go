@@ -138,7 +138,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			w.active.release()
+			w.releaseMemtable(w.active)
 		}
 	}()
 
@@ -219,7 +219,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 			}
 			recs = []arrow.RecordBatch{joined}
 		}
-		w.active.insert(recs, r.pos, r.loc, size, s.keyColumn)
+		w.insertLocked(recs, r.pos, r.loc, size)
 		releaseAll(recs)
 	}
 	if inPlace {
@@ -242,6 +242,7 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	}
 	w.nextPos = fence + 1
 	ok = true
+	s.opts.WriteBuffer.register(w)
 	// Entries a crash left behind (their deletion after a seal or merge never ran).
 	go s.deleteUnreferencedEntries(shard, m, objs)
 	go w.commitLoop()
@@ -451,7 +452,7 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 		rows += r.NumRows()
 	}
 	w.mu.Lock()
-	w.active.insert(recs, g.pos, loc, size, w.s.keyColumn)
+	w.insertLocked(recs, g.pos, loc, size)
 	full := w.active.rows >= w.opts.SealRows || w.active.bytes >= w.opts.SealBytes
 	w.mu.Unlock()
 	w.s.metrics.appends.Add(float64(len(g.appends)))
@@ -594,7 +595,7 @@ func (w *Writer) Seal(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.frozen = w.frozen[1:]
-		m.release()
+		w.releaseMemtable(m)
 		w.mu.Unlock()
 		w.s.metrics.seals.WithLabelValues("sealed").Inc()
 	}
@@ -727,9 +728,37 @@ func (w *Writer) close(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	for _, m := range append(w.frozen, w.active) {
-		m.release()
+		w.releaseMemtable(m)
 	}
 	w.frozen, w.active = nil, newMemtable()
 	w.mu.Unlock()
+	w.s.opts.WriteBuffer.unregister(w)
 	return err
+}
+
+// insertLocked adds one WAL entry's rows to the active memtable and counts the bytes they add in
+// the process's write buffer. w.mu is held (or, during a claim, the writer is not yet shared).
+func (w *Writer) insertLocked(recs []arrow.RecordBatch, pos uint64, loc walLoc, size int64) {
+	before := w.active.bytes
+	w.active.insert(recs, pos, loc, size, w.s.keyColumn)
+	w.s.opts.WriteBuffer.grow(w.active.bytes - before)
+}
+
+// releaseMemtable lets m's rows go and returns their bytes to the write buffer. Every memtable a
+// writer created passes here exactly once (sealed, closed, or dropped by a failed claim).
+func (w *Writer) releaseMemtable(m *memtable) {
+	m.release()
+	w.s.opts.WriteBuffer.shrink(m.bytes)
+	m.bytes = 0
+}
+
+// unsealedBytes is what the writer's memtables hold (the write buffer seals the largest first).
+func (w *Writer) unsealedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.active.bytes
+	for _, m := range w.frozen {
+		n += m.bytes
+	}
+	return n
 }

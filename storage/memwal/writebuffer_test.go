@@ -1,0 +1,95 @@
+package memwal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// Spread over many stores, no store reaches its own seal threshold: the process-wide write buffer
+// seals the largest memtables so that unsealed bytes stay within the limit, and nothing is lost.
+func TestWriteBufferBoundsUnsealedBytesAcrossStores(t *testing.T) {
+	const stores, rounds, limit = 60, 30, 1 << 20
+	reg := prometheus.NewRegistry()
+	wb := NewWriteBuffer(limit, 10*time.Second, reg)
+	defer wb.Close()
+	root := objstore.NewMemory()
+	e := newEnv(t, root)
+	var all []*Store
+	for i := range stores {
+		objects, err := objstore.WithPrefix(root, fmt.Sprintf("store-%d", i))
+		require.NoError(t, err)
+		s, err := Create(context.Background(), objects, userSchema, "id", func() Options {
+			o := e.opts("w")
+			o.WriteBuffer = wb
+			return o
+		}())
+		require.NoError(t, err)
+		all = append(all, s)
+	}
+	payload := strings.Repeat("p", 2000)
+	var peak int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for si, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				b := array.NewRecordBuilder(e.mem, userSchema)
+				for k := range 4 {
+					b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("s%d-r%d-%d", si, r, k))
+					b.Field(1).(*array.Int64Builder).Append(int64(r))
+					b.Field(2).(*array.StringBuilder).Append(payload)
+				}
+				rec := b.NewRecordBatch()
+				b.Release()
+				_, err := s.Append(context.Background(), rec)
+				rec.Release()
+				require.NoError(t, err)
+				mu.Lock()
+				peak = max(peak, wb.Used())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Every appender may add one append past the stall threshold before it is checked.
+	require.LessOrEqual(t, peak, int64(limit*writeBufferStall)+int64(stores)*5*2100)
+	require.Positive(t, testutil.ToFloat64(wb.seals), "the write buffer sealed memtables")
+	for si, s := range all {
+		for r := range rounds {
+			rec, err := s.Get(context.Background(), fmt.Sprintf("s%d-r%d-3", si, r), nil)
+			require.NoError(t, err)
+			require.NotNil(t, rec, "store %d round %d", si, r)
+			rec.Release()
+		}
+		require.NoError(t, s.Close(context.Background()))
+	}
+	require.Zero(t, wb.Used(), "closed writers hold nothing")
+}
+
+// Appends wait for room, then fail with ErrOverloaded when sealing cannot make any.
+func TestWriteBufferRefusesAppendsWhenItCannotMakeRoom(t *testing.T) {
+	wb := NewWriteBuffer(1<<10, time.Second, nil)
+	defer wb.Close()
+	wb.grow(2 << 10) // bytes no writer can seal
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, wb.admit(ctx), context.DeadlineExceeded)
+	start := time.Now()
+	require.ErrorIs(t, wb.admit(context.Background()), ErrOverloaded)
+	require.GreaterOrEqual(t, time.Since(start), writeBufferMaxWait-time.Second/2)
+	go func() { time.Sleep(50 * time.Millisecond); wb.shrink(2 << 10) }()
+	require.NoError(t, wb.admit(context.Background()), "room made wakes the append")
+}
