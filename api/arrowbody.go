@@ -4,7 +4,7 @@
 package api
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"net/http"
 	"strings"
@@ -131,18 +131,22 @@ func wantsArrow(c echo.Context) bool {
 	return strings.Contains(c.Request().Header.Get(echo.HeaderAccept), MIMEArrowStream)
 }
 
-// writeArrow answers with rec as an Arrow IPC stream.
+// writeArrow answers with rec as an Arrow IPC stream, written to the connection as it is encoded
+// (the page is never copied into one buffer first).
 func writeArrow(c echo.Context, rec arrow.RecordBatch, next string, mem memory.Allocator) error {
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	res := c.Response()
+	if next != "" {
+		res.Header().Set("X-Next-Cursor", next)
+	}
+	res.Header().Set(echo.HeaderContentType, MIMEArrowStream)
+	res.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(res, 64<<10)
+	w := ipc.NewWriter(bw, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(rec); err != nil {
 		return err
 	}
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if next != "" {
-		c.Response().Header().Set("X-Next-Cursor", next)
-	}
-	return c.Blob(http.StatusOK, MIMEArrowStream, buf.Bytes())
+	return bw.Flush()
 }

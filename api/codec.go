@@ -5,12 +5,15 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -18,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/labstack/echo/v4"
 )
 
 // codec converts rows of one schema.
@@ -331,31 +335,72 @@ func (c codec) encode(rec arrow.RecordBatch, always map[string]bool) []json.RawM
 	out := make([]json.RawMessage, rec.NumRows())
 	for i := range out {
 		var buf bytes.Buffer
-		buf.WriteByte('{')
-		first := true
-		for ci, f := range rec.Schema().Fields() {
-			col := rec.Column(ci)
-			if col.IsNull(i) && !always[f.Name] {
-				continue
-			}
-			if !first {
-				buf.WriteByte(',')
-			}
-			first = false
-			name, _ := json.Marshal(f.Name)
-			buf.Write(name)
-			buf.WriteByte(':')
-			if c.json[f.Name] && col.IsValid(i) {
-				buf.WriteString(valueAt(col, i).(string))
-				continue
-			}
-			v, _ := json.Marshal(valueAt(col, i))
-			buf.Write(v)
-		}
-		buf.WriteByte('}')
+		c.writeRow(&buf, rec, i, always)
 		out[i] = buf.Bytes()
 	}
 	return out
+}
+
+// writeRows writes every row of rec as encode does, comma-separated, straight to w.
+func (c codec) writeRows(w *bufio.Writer, rec arrow.RecordBatch, always map[string]bool) {
+	for i := 0; i < int(rec.NumRows()); i++ {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		c.writeRow(w, rec, i, always)
+	}
+}
+
+// rowWriter is what writeRow writes to (a bytes.Buffer or a bufio.Writer).
+type rowWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+// writeRow writes row i of rec as a JSON object.
+func (c codec) writeRow(buf rowWriter, rec arrow.RecordBatch, i int, always map[string]bool) {
+	buf.WriteByte('{')
+	first := true
+	for ci, f := range rec.Schema().Fields() {
+		col := rec.Column(ci)
+		if col.IsNull(i) && !always[f.Name] {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		name, _ := json.Marshal(f.Name)
+		buf.Write(name)
+		buf.WriteByte(':')
+		if c.json[f.Name] && col.IsValid(i) {
+			buf.WriteString(valueAt(col, i).(string))
+			continue
+		}
+		v, _ := json.Marshal(valueAt(col, i))
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+}
+
+// writePage streams a page, {"<member>": [rows...], "next_cursor": next} (the cursor omitted on
+// the last page), row by row instead of building the whole document first.
+func (c codec) writePage(ec echo.Context, member string, rec arrow.RecordBatch, always map[string]bool, next string) error {
+	res := ec.Response()
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	res.WriteHeader(http.StatusOK)
+	w := bufio.NewWriterSize(res, 64<<10)
+	w.WriteString(`{"` + member + `":[`)
+	c.writeRows(w, rec, always)
+	w.WriteByte(']')
+	if next != "" {
+		cursor, _ := json.Marshal(next)
+		w.WriteString(`,"next_cursor":`)
+		w.Write(cursor)
+	}
+	w.WriteString("}\n")
+	return w.Flush()
 }
 
 // valueAt is the JSON-ready value of arr[i].

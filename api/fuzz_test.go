@@ -67,7 +67,7 @@ func FuzzDecodeMultipart(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		rec, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"), rolloutFill([]byte(`"2026-01-01T00:00:00Z"`)), mem)
+		rec, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"), rolloutFill([]byte(`"2026-01-01T00:00:00Z"`)), mem, int64(len(data)%7*100))
 		if err != nil {
 			return
 		}

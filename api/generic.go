@@ -147,7 +147,7 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 			return err
 		}
 		defer rec.Release()
-		return c.JSON(http.StatusOK, RowsPage{Rows: genericCodec(s).encode(rec, nil), NextCursor: next})
+		return genericCodec(s).writePage(c, "rows", rec, nil, next) // RowsPage, streamed
 	})
 }
 

@@ -467,3 +467,35 @@ func TestAFencedWorkerSaysSoOnceAndReportsItselfUnhealthy(t *testing.T) {
 	require.Equal(t, 1, health.FencedStores)
 	require.Equal(t, http.StatusOK, newer.do(t, "GET", "/api/v1/health", nil, &health))
 }
+
+// Payload parts land in the binary_payload column whatever their order, next to records without
+// one and records with an inline (base64) payload.
+func TestMultipartPayloadsRoundTripInAnyOrder(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil))
+	meta := `{"records": [{"id": "%[1]s0", "rollout_id": "t", "payload_size": 3}, {"id": "%[1]s1", "rollout_id": "t"},
+		{"id": "%[1]s2", "rollout_id": "t", "payload_size": 0}, {"id": "%[1]s3", "rollout_id": "t", "payload_size": 5}%[2]s]}`
+	orders := map[string][][2]string{
+		"in-order":     {{"0", "abc"}, {"2", ""}, {"3", "defgh"}},
+		"out-of-order": {{"3", "defgh"}, {"0", "abc"}, {"2", ""}},
+	}
+	for name, parts := range orders {
+		for _, inline := range []string{"", `, {"id": "` + name + `4", "rollout_id": "t", "binary_payload": "aW5saW5l"}`} {
+			ct, body := multipartBody(t, append([][2]string{{"metadata", fmt.Sprintf(meta, name, inline)}}, parts...)...)
+			rec := postMultipart(w, "/api/v1/rollouts/m/records", ct, body)
+			require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+			want := map[string]string{"0": "abc", "2": "", "3": "defgh"}
+			if inline != "" {
+				want["4"] = "inline"
+			}
+			for suffix, payload := range want {
+				var blob []byte
+				require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/m/records/"+name+suffix+"/blob", nil, &blob), name+suffix)
+				require.Equal(t, payload, string(blob), name+suffix)
+			}
+			status, _ := errCode(t, w, "GET", "/api/v1/rollouts/m/records/"+name+"1/blob", nil)
+			require.Equal(t, http.StatusNotFound, status, "record 1 has no payload")
+		}
+	}
+}

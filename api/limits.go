@@ -180,6 +180,7 @@ func requestMemory(budget *byteBudget) echo.MiddlewareFunc {
 					return err
 				}
 				defer release()
+				c.Set(ctxBodyReserved, true)
 				return next(c)
 			}
 			body := &budgetedBody{ReadCloser: r.Body, budget: budget}

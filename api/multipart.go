@@ -9,6 +9,7 @@
 package api
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"mime/multipart"
@@ -20,8 +21,10 @@ import (
 )
 
 // decodeMultipartRollouts reads a multipart append into one record batch of rollout rows with
-// their payloads. The caller releases it.
-func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
+// their payloads. Payload parts are read into one buffer (of sizeHint bytes up front when the
+// body's length is known and reserved, else grown), which becomes the binary_payload column
+// without a copy when the parts come in record order. The caller releases the batch.
+func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator, sizeHint int64) (arrow.RecordBatch, error) {
 	first, err := r.NextPart()
 	if err != nil {
 		if limit := bodyLimitError(err); limit != nil {
@@ -45,7 +48,12 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 	}
 	defer rec.Release()
 	rows := int(rec.NumRows())
-	payloads := map[int][]byte{}
+	payloads := map[int][]byte{} // each a slice of buf
+	var buf []byte
+	if sizeHint > 0 {
+		buf = make([]byte, 0, sizeHint)
+	}
+	inOrder, last := true, -1
 	for {
 		part, err := r.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -67,11 +75,12 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 		if _, dup := payloads[idx]; dup {
 			return nil, invalid("multipart part %d appears twice", idx)
 		}
-		data, err := io.ReadAll(part)
-		if err != nil {
+		start := len(buf)
+		if buf, err = readAppend(buf, part); err != nil {
 			return nil, readPartError(err, strconv.Itoa(idx))
 		}
-		payloads[idx] = data
+		payloads[idx] = buf[start:len(buf):len(buf)]
+		inOrder, last = inOrder && idx > last, idx
 	}
 	sizes := rec.Column(rec.Schema().FieldIndices("payload_size")[0]).(*array.Int64)
 	for i := 0; i < rows; i++ {
@@ -88,7 +97,70 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 		rec.Retain()
 		return rec, nil
 	}
+	if inOrder {
+		if out, ok := withPayloadBuffer(rec, payloads, buf); ok {
+			return out, nil
+		}
+	}
 	return withPayloads(rec, payloads, mem), nil
+}
+
+// readAppend appends everything r yields to buf, growing it only when full.
+func readAppend(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// withPayloadBuffer returns rec with binary_payload made from buf without copying, when that is
+// possible: the payloads, in record order, lie back to back in buf and every record without one
+// has a null payload in the metadata. ok is false otherwise.
+func withPayloadBuffer(rec arrow.RecordBatch, payloads map[int][]byte, buf []byte) (arrow.RecordBatch, bool) {
+	col := rec.Schema().FieldIndices("binary_payload")[0]
+	old := rec.Column(col)
+	rows := old.Len()
+	offsets := make([]int64, rows+1)
+	valid := make([]byte, (rows+7)/8)
+	var at int64
+	for i := 0; i < rows; i++ {
+		offsets[i] = at
+		p, sent := payloads[i]
+		switch {
+		case sent:
+			if len(p) > 0 && &p[0] != &buf[at] {
+				return nil, false // parts did not land back to back (cannot happen in order)
+			}
+			at += int64(len(p))
+			valid[i/8] |= 1 << (i % 8)
+		case !old.IsNull(i):
+			return nil, false // a payload given inline in the metadata
+		}
+	}
+	offsets[rows] = at
+	ob := make([]byte, 8*len(offsets))
+	for i, o := range offsets {
+		binary.LittleEndian.PutUint64(ob[8*i:], uint64(o))
+	}
+	data := array.NewData(arrow.BinaryTypes.LargeBinary, rows,
+		[]*memory.Buffer{memory.NewBufferBytes(valid), memory.NewBufferBytes(ob), memory.NewBufferBytes(buf[:at])}, nil, array.UnknownNullCount, 0)
+	defer data.Release()
+	arr := array.MakeFromData(data)
+	defer arr.Release()
+	out, err := rec.SetColumn(col, arr)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // readPartError maps an error reading a part's body: 413/408/503 as for any body, else 400.

@@ -225,7 +225,11 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
 		}
-		if rec, err = decodeMultipartRollouts(r, fill, h.mem); err != nil {
+		var hint int64
+		if reserved, _ := c.Get(ctxBodyReserved).(bool); reserved {
+			hint = c.Request().ContentLength
+		}
+		if rec, err = decodeMultipartRollouts(r, fill, h.mem, hint); err != nil {
 			return err
 		}
 	default:
@@ -298,7 +302,7 @@ func (h *handlers) listRollouts(c echo.Context) error {
 		if wantsArrow(c) {
 			return writeArrow(c, rec, next, h.mem)
 		}
-		return c.JSON(http.StatusOK, RecordsPage{Records: rolloutCodec.encode(rec, rolloutAlways), NextCursor: next})
+		return rolloutCodec.writePage(c, "records", rec, rolloutAlways, next) // RecordsPage, streamed
 	})
 }
 

@@ -17,9 +17,15 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// preallocBodyBytes is the largest declared Content-Length allocated up front (larger bodies
-// grow as they arrive, so a client cannot make the server allocate memory it never sends).
+// preallocBodyBytes is the largest declared Content-Length allocated up front when the
+// request-memory budget did not reserve it (larger bodies grow as they arrive, so a client cannot
+// make the server allocate memory it never sends beyond what a budget accounts for). A body whose
+// declared length the budget reserved is allocated whole at once: growing it would hold two
+// copies at a time.
 const preallocBodyBytes = 8 << 20
+
+// ctxBodyReserved marks a request whose declared body length the request-memory budget reserved.
+const ctxBodyReserved = "strata.body_reserved"
 
 // readBody reads the whole request body: 413 past the body limit, 408 when it stalls, 400 when
 // it is empty.
@@ -27,7 +33,8 @@ func readBody(c echo.Context) ([]byte, error) {
 	r := c.Request()
 	var data []byte
 	var err error
-	if n := r.ContentLength; n > 0 && n <= preallocBodyBytes {
+	reserved, _ := c.Get(ctxBodyReserved).(bool)
+	if n := r.ContentLength; n > 0 && (n <= preallocBodyBytes || reserved) {
 		// Declared length: one allocation, no regrowing. A body shorter than declared is an
 		// error; anything past it (net/http stops there) is still read, never dropped.
 		data = make([]byte, n)

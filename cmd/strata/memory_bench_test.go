@@ -127,6 +127,23 @@ func (s *childServer) settle() int64 {
 	return s.rss()
 }
 
+// saveHeapProfile writes the child's heap profile to STRATA_BENCH_PROFILE_DIR/name when that is
+// set (to find what holds memory: go tool pprof -top -diff_base early.pb.gz late.pb.gz).
+func (s *childServer) saveHeapProfile(name string) {
+	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get(s.base + "/api/v1/admin/debug/pprof/heap?gc=1")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if data, err := io.ReadAll(resp.Body); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	}
+}
+
 // peakDuring samples the child's RSS every 5 ms while fn runs and returns the largest.
 func (s *childServer) peakDuring(fn func()) int64 {
 	stop := make(chan struct{})
@@ -487,7 +504,11 @@ func r6Soak(b *testing.B) {
 			case <-t.C:
 				mu.Lock()
 				samples = append(samples, s.rss())
+				n := len(samples)
 				mu.Unlock()
+				if n%60 == 0 {
+					s.saveHeapProfile(fmt.Sprintf("soak-heap-%03dm.pb.gz", n/60))
+				}
 			}
 		}
 	}()
