@@ -334,21 +334,27 @@ func r4Hostile(b *testing.B, s *childServer, n int) {
 		}
 	}
 	classes := []func(){
-		func() { s.post(b, "/api/v1/rollouts/r4-hostile/records", arrowCT, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}) },
+		func() {
+			s.post(b, "/api/v1/rollouts/r4-hostile/records", arrowCT, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
+		},
 		func() { s.post(b, "/api/v1/rollouts/r4-hostile/records", arrowCT, lz4Bomb) },
 		func() { s.post(b, "/api/v1/rollouts/r4-hostile/records", arrowCT, []byte("garbage, not arrow")) },
 		func() {
 			stalled("POST /api/v1/rollouts/r4-hostile/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000")
 		},
 		func() { stalled("GET /api/v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000") },
-		func() { s.post(b, "/api/v1/rollouts", "application/json", []byte(`{"name":"x","storage_options":{"k":"a\u0000b"}}`)) },
+		func() {
+			s.post(b, "/api/v1/rollouts", "application/json", []byte(`{"name":"x","storage_options":{"k":"a\u0000b"}}`))
+		},
 		func() {
 			resp, err := http.Get(s.base + "/api/v1/rollouts?cursor=%ff%00")
 			if err == nil {
 				resp.Body.Close()
 			}
 		},
-		func() { s.post(b, "/api/v1/rollouts/r4-hostile/records", "application/json", []byte(`{"records":[null,{"id":""}]}`)) },
+		func() {
+			s.post(b, "/api/v1/rollouts/r4-hostile/records", "application/json", []byte(`{"records":[null,{"id":""}]}`))
+		},
 		func() {
 			ct := "multipart/form-data; boundary=zz"
 			s.post(b, "/api/v1/rollouts/r4-hostile/records", ct, []byte("--zz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[null]}\r\n--zz--\r\n"))
