@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"mime/multipart"
+	"net/http/httptest"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/storage/arrowutil"
 
@@ -113,6 +116,29 @@ func FuzzArrowBody(f *testing.F) {
 		defer got.Release()
 		if err := arrowutil.ValidateRecord(got); err != nil {
 			t.Fatalf("an accepted body is invalid: %v", err)
+		}
+	})
+}
+
+// Page parameters (limit, offset, cursor) from any query string: a page request or a 400, never a
+// panic; an accepted cursor is valid UTF-8.
+func FuzzPageParams(f *testing.F) {
+	f.Add("limit=10&offset=5&cursor=r42")
+	f.Add("cursor=%ff%00")
+	f.Add("limit=-1&offset=99999999999999999999")
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", "/?x=1", nil)
+		req.URL.RawQuery = query
+		limit, offset, cursor, err := pageParams(echo.New().NewContext(req, httptest.NewRecorder()))
+		if err != nil {
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || apiErr.Status != 400 {
+				t.Fatalf("want a 400, got %v", err)
+			}
+			return
+		}
+		if limit < 1 || limit > 10_000 || offset < 0 || !utf8.ValidString(cursor) {
+			t.Fatalf("accepted limit %d offset %d cursor %q", limit, offset, cursor)
 		}
 	})
 }

@@ -107,7 +107,11 @@ func pageParams(c echo.Context) (limit, offset int, cursor string, err error) {
 			return 0, 0, "", invalid("offset must be a non-negative integer")
 		}
 	}
-	return limit, offset, c.QueryParam("cursor"), nil
+	cursor = c.QueryParam("cursor")
+	if !utf8.ValidString(cursor) {
+		return 0, 0, "", invalid("cursor must be valid UTF-8 (a next_cursor this API returned)")
+	}
+	return limit, offset, cursor, nil
 }
 
 // page reads limit rows after cursor, skipping the first offset matching rows; version > 0 reads

@@ -1,0 +1,38 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Store definitions' JSON (schema, options) reaches PostgreSQL's jsonb: whatever the bytes, the
+// result is ErrInvalid or JSON that jsonb takes (valid UTF-8, no NUL in any key or string).
+func FuzzNormalizeJSON(f *testing.F) {
+	f.Add([]byte(`{"storage_options": {"k": "v"}}`))
+	f.Add([]byte(`{"k": "a\u0000b"}`))
+	f.Add([]byte("{\"k\": \"\xff\"}"))
+	f.Add([]byte(`{"a\u0000": 1}`))
+	f.Add([]byte(`[1, "x", {"y": ["\u0000"]}]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := normalizeJSON("options", raw, "{}")
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("want ErrInvalid, got %v", err)
+			}
+			return
+		}
+		if !utf8.Valid(out) || !json.Valid(out) {
+			t.Fatalf("accepted %q", out)
+		}
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := json.Marshal(v); strings.Contains(string(s), `\u0000`) {
+			t.Fatalf("accepted a NUL: %q", out)
+		}
+	})
+}
