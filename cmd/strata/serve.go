@@ -26,6 +26,7 @@ import (
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/memwal"
 	"github.com/strata-store/strata/storage/table"
@@ -44,6 +45,7 @@ type serveConfig struct {
 	FlushInterval      time.Duration
 	MergeMemoryBytes   int64
 	MemtableBytes      int64
+	CacheBytes         int64
 	APIToken           string
 	AdminToken         string
 	BodyLimit          string
@@ -91,6 +93,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
+	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 512<<20, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 }
 
@@ -283,7 +286,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
 			WriteBuffer: writeBuffer,
 			Metrics:     memwal.NewMetrics(reg),
-			Table:       table.Options{Metrics: table.NewMetrics(reg)},
+			Table:       table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(max(cfg.CacheBytes, 1<<20), reg)},
 		},
 	}, reg, log)
 	if err != nil {

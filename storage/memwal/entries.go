@@ -235,6 +235,15 @@ const (
 	keyFileLocationsMagic = "SGK3"
 )
 
+// approxBytes estimates the memory a decoded key file holds (for the object cache).
+func (k *genKeys) approxBytes() int64 {
+	n := int64(256 + 48*len(k.keys) + 48*len(k.entries))
+	for _, key := range k.keys {
+		n += int64(len(key))
+	}
+	return n
+}
+
 func (k *genKeys) find(key string) (int, bool) {
 	lo, hi := 0, len(k.keys)
 	for lo < hi {

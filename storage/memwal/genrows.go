@@ -12,11 +12,13 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/strata-store/strata/storage/cache"
 )
 
 // keys returns a generation's key file, from the cache when possible.
 func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
-	if k, ok := s.keyCache.Get(g.KeysPath); ok {
+	if k, ok := cache.Get[*genKeys](s.cache, "keys", g.KeysPath); ok {
 		return k, nil
 	}
 	data, err := s.objects.Get(ctx, g.KeysPath)
@@ -27,7 +29,7 @@ func (s *Store) keys(ctx context.Context, g Generation) (*genKeys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, g.KeysPath)
 	}
-	s.keyCache.Add(g.KeysPath, k)
+	cache.Add(s.cache, "keys", g.KeysPath, k, k.approxBytes())
 	return k, nil
 }
 

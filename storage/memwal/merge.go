@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -249,7 +250,7 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 				_ = s.objects.Delete(ctx, g.Path)
 			}
 			_ = s.objects.Delete(ctx, g.KeysPath)
-			s.keyCache.Remove(g.KeysPath)
+			cache.Remove(s.cache, g.KeysPath)
 			if g.entryBacked() {
 				ranges = append(ranges, [2]uint64{g.FirstEntry, g.LastEntry})
 			}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -103,6 +104,18 @@ func (m *ShardManifest) clone() *ShardManifest {
 type manifestCache interface {
 	Get(key string) (*ShardManifest, bool)
 	Add(key string, m *ShardManifest) bool
+}
+
+// shardManifestCache is a store's view of the object cache for shard manifests.
+type shardManifestCache struct{ ns cache.Namespace }
+
+func (c shardManifestCache) Get(key string) (*ShardManifest, bool) {
+	return cache.Get[*ShardManifest](c.ns, "shard_manifest", key)
+}
+
+func (c shardManifestCache) Add(key string, m *ShardManifest) bool {
+	cache.Add(c.ns, "shard_manifest", key, m, int64(512+256*len(m.Generations)+128*len(m.Segments)))
+	return false
 }
 
 // latestShardManifest returns the newest manifest of shard, or nil when the shard has none, and

@@ -16,10 +16,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
@@ -44,7 +44,6 @@ type Options struct {
 	ReadWarnGenerations  int // default 256
 	ReadMaxGenerations   int // default 4096
 	AppendMaxGenerations int // default 2048
-	KeyCacheEntries      int // generation key files kept in memory (default 65,536)
 }
 
 func (o *Options) defaults() {
@@ -81,8 +80,10 @@ func (o *Options) defaults() {
 	if o.AppendMaxGenerations <= 0 {
 		o.AppendMaxGenerations = 2048
 	}
-	if o.KeyCacheEntries <= 0 {
-		o.KeyCacheEntries = 65_536
+	if o.Table.Cache == nil {
+		// Key files and shard manifests share the table's object cache (one per process in
+		// production: Options.Table.Cache).
+		o.Table.Cache = cache.New(defaultCacheBytes, nil)
 	}
 }
 
@@ -96,9 +97,9 @@ type Store struct {
 	metrics     *Metrics
 	schema      *arrow.Schema // the table schema, internal columns included
 	keyColumn   string
-	keyCache    *lru.Cache[string, *genKeys]
-	manifests   *lru.Cache[string, *ShardManifest] // decoded shard manifests by object key; shared, never modified
-	warnLimiter *rate.Limiter                      // at most one "many pending generations" warning a minute
+	cache       cache.Namespace    // generation key files and shard manifests (decoded; shared, never modified)
+	manifests   shardManifestCache // the shard-manifest view of cache
+	warnLimiter *rate.Limiter      // at most one "many pending generations" warning a minute
 
 	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
 	writer *Writer
@@ -128,8 +129,8 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	opts.Clock.Observe(m.MaxSeq)
 	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
 		schema: m.Schema(), keyColumn: m.KeyColumn}
-	s.keyCache, _ = lru.New[string, *genKeys](opts.KeyCacheEntries)
-	s.manifests, _ = lru.New[string, *ShardManifest](1024)
+	s.cache = opts.Table.Cache.Namespace()
+	s.manifests = shardManifestCache{s.cache}
 	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
 	// A process that wrote here before (same instance id) takes its shard back at once and
 	// replays what it had not sealed, rather than waiting for its next write.
@@ -315,6 +316,9 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	return w.close(ctx)
 }
+
+// defaultCacheBytes is the object cache of a store opened without a shared one (tests, tools).
+const defaultCacheBytes = 64 << 20
 
 func randomName() string {
 	var b [10]byte

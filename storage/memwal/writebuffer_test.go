@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -92,4 +93,40 @@ func TestWriteBufferRefusesAppendsWhenItCannotMakeRoom(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), writeBufferMaxWait-time.Second/2)
 	go func() { time.Sleep(50 * time.Millisecond); wb.shrink(2 << 10) }()
 	require.NoError(t, wb.admit(context.Background()), "room made wakes the append")
+}
+
+// Key files and shard manifests of every store share the process's object cache, which stays
+// within its bytes however many generations the stores seal; reads stay correct through evictions.
+func TestStoresShareOneByteBoundedObjectCache(t *testing.T) {
+	shared := cache.New(256<<10, nil)
+	root := objstore.NewMemory()
+	e := newEnv(t, root)
+	var all []*Store
+	for i := range 12 {
+		objects, err := objstore.WithPrefix(root, fmt.Sprintf("store-%d", i))
+		require.NoError(t, err)
+		o := e.opts("w")
+		o.Table.Cache = shared
+		s, err := Create(context.Background(), objects, userSchema, "id", o)
+		require.NoError(t, err)
+		all = append(all, s)
+	}
+	for gen := range 6 {
+		for si, s := range all {
+			appendIDs(t, s, e.mem, int64(gen), ids(fmt.Sprintf("s%d-g%d-", si, gen), 200)...)
+			require.NoError(t, s.Flush(context.Background()))
+			require.LessOrEqual(t, shared.Bytes(), shared.Limit())
+		}
+	}
+	for si, s := range all {
+		for gen := range 6 {
+			rec, err := s.Get(context.Background(), fmt.Sprintf("s%d-g%d-%04d", si, gen, 199), nil)
+			require.NoError(t, err)
+			require.NotNil(t, rec)
+			require.EqualValues(t, gen, rec.Column(1).(*array.Int64).Value(0))
+			rec.Release()
+		}
+		require.NoError(t, s.Close(context.Background()))
+	}
+	require.LessOrEqual(t, shared.Bytes(), shared.Limit())
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -626,7 +627,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		if err := w.s.objects.PutIfAbsent(ctx, gen.KeysPath, encodeKeys(keys)); err != nil {
 			return err
 		}
-		w.s.keyCache.Add(gen.KeysPath, keys)
+		cache.Add(w.s.cache, "keys", gen.KeysPath, keys, keys.approxBytes())
 	}
 	var before uint64 // replay_after before this seal
 	w.mu.Lock()

@@ -14,6 +14,8 @@ import (
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/strata-store/strata/storage/cache"
 )
 
 // deletionKey identifies one bitmap in the cache.
@@ -25,7 +27,7 @@ func (t *Table) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, err
 	if f.DeletionFile == "" {
 		return roaring.New(), nil
 	}
-	if bm, ok := t.deletionCache.Get(deletionKey(f)); ok {
+	if bm, ok := cache.Get[*roaring.Bitmap](t.cache, "deletion", deletionKey(f)); ok {
 		return bm, nil
 	}
 	data, err := t.store.GetRange(ctx, f.DeletionFile, f.DeletionOffset, f.DeletionLength)
@@ -39,7 +41,7 @@ func (t *Table) deletions(ctx context.Context, f Fragment) (*roaring.Bitmap, err
 	if _, err := bm.ReadFrom(bytes.NewReader(data)); err != nil {
 		return nil, fmt.Errorf("table: corrupt deletion vector %s@%d: %w", f.DeletionFile, f.DeletionOffset, err)
 	}
-	t.deletionCache.Add(deletionKey(f), bm)
+	cache.Add(t.cache, "deletion", deletionKey(f), bm, int64(bm.GetSizeInBytes()))
 	return bm, nil
 }
 
@@ -70,7 +72,7 @@ func (t *Table) writeDeletionSet(ctx context.Context, m *Manifest, bitmaps map[u
 		}
 		f.DeletionFile, f.DeletionOffset, f.DeletionLength = path, s.off, s.n
 		f.DeletedRows = int64(bitmaps[f.ID].GetCardinality())
-		t.deletionCache.Add(deletionKey(*f), bitmaps[f.ID])
+		cache.Add(t.cache, "deletion", deletionKey(*f), bitmaps[f.ID], int64(bitmaps[f.ID].GetSizeInBytes()))
 	}
 	return path, nil
 }

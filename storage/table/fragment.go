@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -129,7 +130,7 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 // the rowGroups about to be read is fetched ahead in one request (a point read then costs one
 // ranged read, not one per column chunk). Footers are cached per path (files are immutable).
 func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGroups ...int) (*pqarrow.FileReader, error) {
-	md, cached := t.footers.Get(f.Path)
+	md, cached := cache.Get[*metadata.FileMetaData](t.cache, "footer", f.Path)
 	var src parquet.ReaderAtSeeker
 	if whole {
 		data, err := t.store.Get(ctx, f.Path)
@@ -159,7 +160,8 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)
 	}
 	if !cached {
-		t.footers.Add(f.Path, pf.MetaData())
+		// The decoded footer is a few times its Thrift encoding.
+		cache.Add(t.cache, "footer", f.Path, pf.MetaData(), 4*int64(pf.MetaData().Size()))
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, t.mem)
 	if err != nil {
@@ -171,7 +173,7 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 
 // fragmentFooter returns a fragment's Parquet footer, from the cache when possible.
 func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*metadata.FileMetaData, error) {
-	if md, ok := t.footers.Get(f.Path); ok {
+	if md, ok := cache.Get[*metadata.FileMetaData](t.cache, "footer", f.Path); ok {
 		return md, nil
 	}
 	fr, err := t.openFragment(ctx, f, false)

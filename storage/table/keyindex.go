@@ -20,6 +20,8 @@ import (
 	"sort"
 
 	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/strata-store/strata/storage/cache"
 )
 
 const (
@@ -213,7 +215,7 @@ func (t *Table) writeSegment(ctx context.Context, entries []indexEntry) (IndexSe
 
 // footer loads (and caches) a segment's footer: two ranged reads, once per handle.
 func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, error) {
-	if f, ok := t.segments.Get(seg.Path); ok {
+	if f, ok := cache.Get[*segmentFooter](t.cache, "index", seg.Path); ok {
 		return f, nil
 	}
 	if seg.Bytes < int64(segmentTailSize) {
@@ -238,7 +240,7 @@ func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, e
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 	}
-	t.segments.Add(seg.Path, f)
+	cache.Add(t.cache, "index", seg.Path, f, 2*int64(len(data))) // Bloom bits and page keys, decoded
 	return f, nil
 }
 

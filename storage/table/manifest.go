@@ -98,6 +98,18 @@ type Manifest struct {
 	schema *arrow.Schema // decoded Fields
 }
 
+// approxBytes estimates the memory a decoded manifest holds (for the object cache).
+func (m *Manifest) approxBytes() int64 {
+	n := int64(1024 + 128*len(m.Fields) + 64*len(m.WALWatermarks))
+	for _, f := range m.Fragments {
+		n += 256 + int64(len(f.Path)+len(f.DeletionFile))
+	}
+	if m.KeyIndex != nil {
+		n += 192 * int64(len(m.KeyIndex.Segments))
+	}
+	return n
+}
+
 // Schema is the table's Arrow schema, internal columns included.
 func (m *Manifest) Schema() *arrow.Schema { return m.schema }
 

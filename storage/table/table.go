@@ -1,6 +1,7 @@
-// The Table handle: creating and opening tables, reading manifests, and the per-handle caches of
-// immutable objects (Parquet footers, deletion vectors, key-index segment footers). Caches hold
-// only immutable data keyed by path, so they need no invalidation.
+// The Table handle: creating and opening tables, reading manifests, and the handle's namespace in
+// the process-wide object cache (manifests, Parquet footers, deletion vectors, key-index segment
+// footers). The cache holds only immutable data keyed by path or version, so it needs no
+// invalidation.
 package table
 
 import (
@@ -10,15 +11,14 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
-	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -32,9 +32,13 @@ type Options struct {
 	Now func() time.Time
 	// CommitRetries bounds how often a writer re-prepares after losing a commit race (default 16).
 	CommitRetries int
-	// CacheEntries bounds each immutable-object cache (default 4096).
-	CacheEntries int
+	// Cache is the process-wide object cache (share one per process); when nil, the handle gets a
+	// private one of defaultCacheBytes.
+	Cache *cache.Cache
 }
+
+// defaultCacheBytes is the object cache of a handle opened without a shared one (tests, tools).
+const defaultCacheBytes = 64 << 20
 
 // Table is a handle on one table in an object store. It is safe for concurrent use and holds no
 // lock across I/O; see the package comment for the commit protocol.
@@ -45,11 +49,8 @@ type Table struct {
 	now     func() time.Time
 	retries int
 
-	manifests     *lru.Cache[uint64, *Manifest]
-	footers       *lru.Cache[string, *metadata.FileMetaData]
-	deletionCache *lru.Cache[string, *roaring.Bitmap]
-	segments      *lru.Cache[string, *segmentFooter]
-	latestSeen    atomic.Uint64 // the latest version found last; where the next search starts
+	cache      cache.Namespace // manifests, footers, deletion bitmaps, key-index footers
+	latestSeen atomic.Uint64   // the latest version found last; where the next search starts
 }
 
 func newHandle(store objstore.Store, opts Options) *Table {
@@ -66,14 +67,11 @@ func newHandle(store objstore.Store, opts Options) *Table {
 	if t.retries <= 0 {
 		t.retries = 16
 	}
-	n := opts.CacheEntries
-	if n <= 0 {
-		n = 4096
+	shared := opts.Cache
+	if shared == nil {
+		shared = cache.New(defaultCacheBytes, nil)
 	}
-	t.manifests, _ = lru.New[uint64, *Manifest](64)
-	t.footers, _ = lru.New[string, *metadata.FileMetaData](n)
-	t.deletionCache, _ = lru.New[string, *roaring.Bitmap](n)
-	t.segments, _ = lru.New[string, *segmentFooter](n)
+	t.cache = shared.Namespace()
 	return t
 }
 
@@ -133,14 +131,15 @@ func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
 // Version reads a specific retained version (a read-only checkout). The result is shared: do
 // not modify it.
 func (t *Table) Version(ctx context.Context, v uint64) (*Manifest, error) {
-	if m, ok := t.manifests.Get(v); ok {
+	key := "v/" + strconv.FormatUint(v, 10)
+	if m, ok := cache.Get[*Manifest](t.cache, "manifest", key); ok {
 		return m, nil
 	}
 	m, err := readManifest(ctx, t.store, v)
 	if err != nil {
 		return nil, err
 	}
-	t.manifests.Add(v, m)
+	cache.Add(t.cache, "manifest", key, m, m.approxBytes())
 	return m, nil
 }
 

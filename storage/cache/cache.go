@@ -1,0 +1,186 @@
+// Package cache is the process-wide cache of decoded immutable objects (Parquet footers,
+// deletion bitmaps, key-index footers, table and shard manifests, generation key files), bounded
+// in bytes across every store of the process. Per-store caches bounded by entry count would make
+// a worker's memory grow with the number of stores and with their age (manifests and footers get
+// larger as tables grow); one byte budget keeps it fixed whatever the workload.
+//
+// Each store handle takes its own Namespace, so two stores' relative object keys never collide.
+// Values are shared between readers and must never be modified. Eviction is least recently used,
+// per shard (16 shards, each with a sixteenth of the bytes), by each entry's estimated cost.
+package cache
+
+import (
+	"container/list"
+	"hash/maphash"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const shards = 16
+
+// Cache is a byte-bounded LRU shared by every store of the process. A nil *Cache caches nothing.
+type Cache struct {
+	shards [shards]shard
+	seed   maphash.Seed
+	spaces atomic.Uint64 // Namespace prefixes handed out
+
+	hits, misses, evictions *prometheus.CounterVec
+}
+
+type shard struct {
+	mu    sync.Mutex // guards everything below
+	ll    *list.List // front: most recently used
+	items map[string]*list.Element
+	bytes int64
+	limit int64
+}
+
+type entry struct {
+	key   string
+	kind  string
+	value any
+	cost  int64
+}
+
+// New creates a cache of limit bytes (<= 0: nil, no caching) and registers its metrics with reg
+// (when not nil).
+func New(limit int64, reg prometheus.Registerer) *Cache {
+	if limit <= 0 {
+		return nil
+	}
+	c := &Cache{seed: maphash.MakeSeed(),
+		hits:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_hits_total", Help: "Lookups served by the object cache, by kind of object."}, []string{"kind"}),
+		misses:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_misses_total", Help: "Lookups the object cache could not serve, by kind of object."}, []string{"kind"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_evictions_total", Help: "Objects evicted from the object cache to stay within its byte limit, by kind."}, []string{"kind"}),
+	}
+	for i := range c.shards {
+		c.shards[i] = shard{ll: list.New(), items: map[string]*list.Element{}, limit: max(limit/shards, 1)}
+	}
+	if reg != nil {
+		reg.MustRegister(c.hits, c.misses, c.evictions,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_cache_bytes", Help: "Estimated bytes held by the object cache."},
+				func() float64 { return float64(c.Bytes()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_cache_limit_bytes", Help: "The object cache's byte limit."},
+				func() float64 { return float64(c.Limit()) }))
+	}
+	return c
+}
+
+// Bytes is the estimated size of everything cached.
+func (c *Cache) Bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.bytes
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Limit is the byte limit (0 for a nil cache).
+func (c *Cache) Limit() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.shards[0].limit * shards
+}
+
+// Namespace returns a key space of its own, for one store handle.
+func (c *Cache) Namespace() Namespace {
+	if c == nil {
+		return Namespace{}
+	}
+	return Namespace{c: c, prefix: strconv.FormatUint(c.spaces.Add(1), 36) + "/"}
+}
+
+// Namespace is one store handle's part of the cache. The zero Namespace caches nothing.
+type Namespace struct {
+	c      *Cache
+	prefix string
+}
+
+func (n Namespace) shard(key string) *shard {
+	return &n.c.shards[maphash.String(n.c.seed, key)%shards]
+}
+
+// Get returns the value cached under key, of kind (a metric label: "footer", "manifest", ...).
+func Get[T any](n Namespace, kind, key string) (T, bool) {
+	var zero T
+	if n.c == nil {
+		return zero, false
+	}
+	key = n.prefix + key
+	s := n.shard(key)
+	s.mu.Lock()
+	el, ok := s.items[key]
+	if ok {
+		s.ll.MoveToFront(el)
+	}
+	s.mu.Unlock()
+	if !ok {
+		n.c.misses.WithLabelValues(kind).Inc()
+		return zero, false
+	}
+	v, ok := el.Value.(*entry).value.(T)
+	if ok {
+		n.c.hits.WithLabelValues(kind).Inc()
+	}
+	return v, ok
+}
+
+// Add caches value under key with its estimated cost in bytes, evicting the least recently used
+// entries of its shard past the shard's limit. A value costing more than a shard holds is not
+// cached.
+func Add(n Namespace, kind, key string, value any, cost int64) {
+	if n.c == nil {
+		return
+	}
+	cost = max(cost, 64) + int64(len(key)) + 64 // the entry, its key and its list element
+	key = n.prefix + key
+	s := n.shard(key)
+	if cost > s.limit {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.items[key]; ok {
+		old := el.Value.(*entry)
+		s.bytes += cost - old.cost
+		old.value, old.cost, old.kind = value, cost, kind
+		s.ll.MoveToFront(el)
+	} else {
+		s.items[key] = s.ll.PushFront(&entry{key: key, kind: kind, value: value, cost: cost})
+		s.bytes += cost
+	}
+	for s.bytes > s.limit {
+		el := s.ll.Back()
+		e := el.Value.(*entry)
+		s.ll.Remove(el)
+		delete(s.items, e.key)
+		s.bytes -= e.cost
+		n.c.evictions.WithLabelValues(e.kind).Inc()
+	}
+}
+
+// Remove drops key (a no-op when it is not cached).
+func Remove(n Namespace, key string) {
+	if n.c == nil {
+		return
+	}
+	key = n.prefix + key
+	s := n.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.items[key]; ok {
+		s.ll.Remove(el)
+		delete(s.items, key)
+		s.bytes -= el.Value.(*entry).cost
+	}
+}

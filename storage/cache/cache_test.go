@@ -1,0 +1,91 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTheCacheStaysWithinItsBytesEvictingTheLeastRecentlyUsed(t *testing.T) {
+	c := New(16*10_000, nil) // 10,000 bytes a shard
+	ns := c.Namespace()
+	for i := range 1000 {
+		Add(ns, "footer", fmt.Sprint(i), i, 1000)
+		require.LessOrEqual(t, c.Bytes(), c.Limit())
+	}
+	require.Positive(t, testutil.ToFloat64(c.evictions.WithLabelValues("footer")))
+	// The most recent keys are still there; the oldest are gone.
+	v, ok := Get[int](ns, "footer", "999")
+	require.True(t, ok)
+	require.Equal(t, 999, v)
+	_, ok = Get[int](ns, "footer", "0")
+	require.False(t, ok)
+	// A value larger than a shard is not cached at all.
+	Add(ns, "footer", "huge", 1, 1<<20)
+	_, ok = Get[int](ns, "footer", "huge")
+	require.False(t, ok)
+}
+
+func TestNamespacesDoNotShareKeys(t *testing.T) {
+	c := New(1<<20, nil)
+	a, b := c.Namespace(), c.Namespace()
+	Add(a, "manifest", "v/1", "a's", 10)
+	_, ok := Get[string](b, "manifest", "v/1")
+	require.False(t, ok)
+	v, _ := Get[string](a, "manifest", "v/1")
+	require.Equal(t, "a's", v)
+	Remove(a, "v/1")
+	_, ok = Get[string](a, "manifest", "v/1")
+	require.False(t, ok)
+	require.Zero(t, c.Bytes())
+	// Replacing a key replaces its cost.
+	Add(a, "manifest", "k", 1, 1000)
+	Add(a, "manifest", "k", 2, 100)
+	require.Less(t, c.Bytes(), int64(1000))
+}
+
+func TestANilCacheCachesNothing(t *testing.T) {
+	var c *Cache
+	require.Nil(t, New(0, nil))
+	ns := c.Namespace()
+	Add(ns, "keys", "k", 1, 1)
+	_, ok := Get[int](ns, "keys", "k")
+	require.False(t, ok)
+	Remove(ns, "k")
+	require.Zero(t, c.Bytes())
+}
+
+func TestConcurrentUseAndMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := New(1<<20, reg)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns := c.Namespace()
+			for i := range 2000 {
+				Add(ns, "index", fmt.Sprint(i%300), i, int64(100+g))
+				_, _ = Get[int](ns, "index", fmt.Sprint((i*7)%300))
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, c.Bytes(), c.Limit())
+	problems, err := promlint.NewWithMetricFamilies(mustGather(t, reg)).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}
+
+func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	return mfs
+}
