@@ -207,11 +207,9 @@ func (h *handlers) addRollouts(c echo.Context) error {
 	var rec arrow.RecordBatch
 	switch {
 	case isJSON(ct):
-		body, err := readBody(c)
-		if err != nil {
-			return err
-		}
-		if rec, err = rolloutCodec.decodeRowsJSON(body, "records", fill, h.mem); err != nil {
+		// Streamed: rows go into the Arrow builders as the body arrives.
+		var err error
+		if rec, err = rolloutCodec.decodeRowsJSONFrom(c.Request().Body, bodySizeHint(c), "records", fill, h.mem); err != nil {
 			return err
 		}
 	case isMultipart(ct):

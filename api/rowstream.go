@@ -27,6 +27,16 @@ const preallocBodyBytes = 8 << 20
 // ctxBodyReserved marks a request whose declared body length the request-memory budget reserved.
 const ctxBodyReserved = "strata.body_reserved"
 
+// bodySizeHint is how many bytes of the body may be allocated up front: its declared length when
+// the request-memory budget reserved it, else at most preallocBodyBytes (0 when unknown).
+func bodySizeHint(c echo.Context) int {
+	n := max(c.Request().ContentLength, 0)
+	if reserved, _ := c.Get(ctxBodyReserved).(bool); !reserved {
+		n = min(n, preallocBodyBytes)
+	}
+	return int(n)
+}
+
 // readBody reads the whole request body: 413 past the body limit, 408 when it stalls, 400 when
 // it is empty.
 func readBody(c echo.Context) ([]byte, error) {
@@ -75,10 +85,19 @@ func checkJSONSyntax(body []byte) error {
 // decodeRowsJSON decodes body, {"<member>": [...]}, into a record of c's schema. fill completes
 // each row before it is appended (nil: none). The caller releases the record.
 func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
-	// A bytes.Buffer is parsed in place (no copy of the body), and every value the decoder returns
-	// sits at [InputOffset-len, InputOffset) of body, so rows point into body instead of copying.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
+	return c.decodeRowsJSONFrom(bytes.NewBuffer(body), len(body), member, fill, mem)
+}
+
+// decodeRowsJSONFrom is decodeRowsJSON reading the document from src as it arrives (a request
+// body streams straight into the Arrow builders: the whole body is never held), sizeHint its
+// expected length (sizes the builders; 0 when unknown). Read errors of src answer as body errors
+// (413, 408, 503).
+func (c codec) decodeRowsJSONFrom(src io.Reader, sizeHint int, member string, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
+	dec := jsontext.NewDecoder(src)
 	syntax := func(err error) error {
+		if limit := bodyLimitError(err); limit != nil {
+			return limit
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return invalid("invalid JSON body: unexpected end of input")
 		}
@@ -102,6 +121,10 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 	rb := c.newRowBuilder(mem)
 	defer rb.release()
 	row := make(rowValues, len(rb.fields))
+	// A row's values are copied into scratch as they are read (the decoder's buffer moves on),
+	// then sliced once the row is complete: scratch may grow meanwhile.
+	var scratch []byte
+	spans := make([][2]int, len(rb.fields))
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -129,6 +152,8 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 			_, _ = dec.ReadToken()
 			rowStart := dec.InputOffset()
 			clear(row)
+			clear(spans)
+			scratch = scratch[:0]
 			for dec.PeekKind() != '}' {
 				name, err := dec.ReadToken()
 				if err != nil {
@@ -142,14 +167,20 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 				if err != nil {
 					return nil, syntax(err)
 				}
-				end := int(dec.InputOffset())
-				row[fi] = body[end-len(v) : end : end]
+				spans[fi] = [2]int{len(scratch), len(scratch) + len(v)}
+				scratch = append(scratch, v...)
+				row[fi] = v // non-nil marks the column present; replaced below
 			}
 			if err := expect('}', "the end of a row"); err != nil {
 				return nil, err
 			}
+			for fi := range row {
+				if row[fi] != nil {
+					row[fi] = scratch[spans[fi][0]:spans[fi][1]:spans[fi][1]]
+				}
+			}
 			if rb.rows == 0 {
-				reserveFromFirstRow(rb.b, row, len(body), int(dec.InputOffset()-rowStart))
+				reserveFromFirstRow(rb.b, row, sizeHint, int(dec.InputOffset()-rowStart))
 			}
 			if err := c.appendRow(rb, row, fill); err != nil {
 				return nil, err
@@ -163,6 +194,9 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 		return nil, err
 	}
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		if limit := bodyLimitError(err); limit != nil {
+			return nil, limit
+		}
 		return nil, invalid("invalid JSON body: trailing data after the object")
 	}
 	if rb.rows == 0 {
@@ -177,6 +211,9 @@ func (c codec) decodeRowsJSON(body []byte, member string, fill rowFill, mem memo
 // most likely null throughout (see rowBuilder). An estimate only: builders still grow when it is
 // short.
 func reserveFromFirstRow(b *array.RecordBuilder, first rowValues, bodyLen, rowLen int) {
+	if bodyLen <= 0 {
+		return
+	}
 	est := min(bodyLen/max(rowLen, 1)+1, 1<<20)
 	for fi, fb := range b.Fields() {
 		if first[fi] == nil {
