@@ -93,7 +93,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
-	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 512<<20, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store")
+	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 256<<20, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 }
 
