@@ -18,10 +18,29 @@ import (
 // storageProbeTimeout bounds a storage probe: a hung disk makes the probe fail, not hang.
 const storageProbeTimeout = 2 * time.Second
 
+// storageProbeReuse: a probe result this recent answers the next health check too (a load
+// balancer polling health every few hundred milliseconds costs one probe a second).
+const storageProbeReuse = time.Second
+
 // ProbeStorage writes, reads back and deletes a small object in the data directory. It answers
 // within storageProbeTimeout even when a syscall blocks (the probe goroutine then ends when the
 // syscall does; at most one probe runs at a time, so blocked probes never pile up).
 func (m *Manager) ProbeStorage(ctx context.Context) error {
+	m.probeMu.Lock()
+	if time.Since(m.probeAt) < storageProbeReuse {
+		err := m.probeErr
+		m.probeMu.Unlock()
+		return err
+	}
+	m.probeMu.Unlock()
+	err := m.probeStorage(ctx)
+	m.probeMu.Lock()
+	m.probeAt, m.probeErr = time.Now(), err
+	m.probeMu.Unlock()
+	return err
+}
+
+func (m *Manager) probeStorage(ctx context.Context) error {
 	select {
 	case m.probing <- struct{}{}:
 	default:

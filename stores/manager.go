@@ -58,8 +58,11 @@ type Manager struct {
 	hits, misses prometheus.Counter
 	resident     prometheus.GaugeFunc
 
-	probing chan struct{} // one token: at most one storage probe in flight (health.go)
-	fenced  sync.Map      // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
+	probing  chan struct{} // one token: at most one storage probe in flight (health.go)
+	probeMu  sync.Mutex    // guards probeAt and probeErr: the last probe's time and result
+	probeAt  time.Time
+	probeErr error
+	fenced   sync.Map // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
 }
 
 type handle struct {
