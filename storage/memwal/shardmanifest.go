@@ -13,6 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-store/strata/storage/cache"
@@ -106,16 +109,44 @@ type manifestCache interface {
 	Add(key string, m *ShardManifest) bool
 }
 
-// shardManifestCache is a store's view of the object cache for shard manifests.
-type shardManifestCache struct{ ns cache.Namespace }
+// shardManifestCache is a store's view of the object cache for shard manifests. Only the newest
+// version of each shard seen is kept: adding a newer one drops the one before (every version is
+// immutable, but only the newest is read again).
+type shardManifestCache struct {
+	ns     cache.Namespace
+	mu     sync.Mutex        // guards newest
+	newest map[string]string // shard -> the key of its newest manifest cached
+}
 
-func (c shardManifestCache) Get(key string) (*ShardManifest, bool) {
+func newShardManifestCache(ns cache.Namespace) *shardManifestCache {
+	return &shardManifestCache{ns: ns, newest: map[string]string{}}
+}
+
+func (c *shardManifestCache) Get(key string) (*ShardManifest, bool) {
 	return cache.Get[*ShardManifest](c.ns, "shard_manifest", key)
 }
 
-func (c shardManifestCache) Add(key string, m *ShardManifest) bool {
+func (c *shardManifestCache) Add(key string, m *ShardManifest) bool {
 	cache.Add(c.ns, "shard_manifest", key, m, int64(512+256*len(m.Generations)+128*len(m.Segments)))
+	c.mu.Lock()
+	prev := c.newest[m.Shard]
+	if prev == "" || manifestVersionOf(prev) < manifestVersionOf(key) {
+		c.newest[m.Shard] = key
+	} else {
+		prev = ""
+	}
+	c.mu.Unlock()
+	if prev != "" && prev != key {
+		cache.Remove(c.ns, prev)
+	}
 	return false
+}
+
+// manifestVersionOf is the version in a shard manifest's key (0 when it has none).
+func manifestVersionOf(key string) uint64 {
+	i := strings.LastIndexByte(key, '/')
+	v, _ := strconv.ParseUint(strings.TrimSuffix(key[i+1:], ".json"), 10, 64)
+	return v
 }
 
 // latestShardManifest returns the newest manifest of shard, or nil when the shard has none, and

@@ -98,7 +98,7 @@ type Store struct {
 	schema      *arrow.Schema // the table schema, internal columns included
 	keyColumn   string
 	cache       cache.Namespace    // generation key files and shard manifests (decoded; shared, never modified)
-	manifests   shardManifestCache // the shard-manifest view of cache
+	manifests   *shardManifestCache // the shard-manifest view of cache
 	warnLimiter *rate.Limiter      // at most one "many pending generations" warning a minute
 
 	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
@@ -130,7 +130,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
 		schema: m.Schema(), keyColumn: m.KeyColumn}
 	s.cache = opts.Table.Cache.Namespace()
-	s.manifests = shardManifestCache{s.cache}
+	s.manifests = newShardManifestCache(s.cache)
 	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
 	// A process that wrote here before (same instance id) takes its shard back at once and
 	// replays what it had not sealed, rather than waiting for its next write.

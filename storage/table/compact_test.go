@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -96,4 +97,58 @@ func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testin
 	require.EqualValues(t, 2, rows["a0"].value)
 	require.Contains(t, rows, "c0")
 	require.NoError(t, tbl.Check(ctx, res.Manifest))
+}
+
+// Once a newer latest manifest no longer references them, the footers of replaced fragments,
+// their deletion vectors and compacted key-index segments leave the object cache (they would
+// otherwise fill it before anything live is evicted).
+func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	for b := range 6 {
+		var rows []row
+		for i := range 40 {
+			rows = append(rows, row{id: fmt.Sprintf("k%03d", (b*13+i*3)%120), value: int64(b), payload: "x", seq: uint64(b + 1)})
+		}
+		upsertRows(t, tbl, mem, rows)
+		_, err := tbl.BuildKeyIndex(ctx)
+		require.NoError(t, err)
+	}
+	before, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	scanAll(t, tbl, before) // reads (and caches) every footer and deletion vector
+	for _, id := range []string{"k001", "k050", "k119"} {
+		rec, err := tbl.Get(ctx, before, id, nil)
+		require.NoError(t, err)
+		if rec != nil {
+			rec.Release()
+		}
+	}
+	cached := func(key string) bool {
+		_, ok := cache.Get[any](tbl.cache, "test", key)
+		return ok
+	}
+	var oldPaths []string
+	for _, f := range before.Fragments {
+		_, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		require.True(t, cached(f.Path), "footer of %s cached", f.Path)
+		oldPaths = append(oldPaths, f.Path)
+	}
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1000})
+	require.NoError(t, err)
+	require.Positive(t, res.FragmentsRemoved)
+	after, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	live := map[string]bool{}
+	for _, f := range after.Fragments {
+		live[f.Path] = true
+	}
+	for _, p := range oldPaths {
+		if !live[p] {
+			require.False(t, cached(p), "the footer of replaced fragment %s is still cached", p)
+		}
+	}
+	require.False(t, cached("v/"+fmt.Sprint(before.Version)), "the superseded manifest is still cached")
+	require.Equal(t, scanAll(t, tbl, before), scanAll(t, tbl, after), "old versions still read (from storage)")
 }

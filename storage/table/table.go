@@ -124,8 +124,55 @@ func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.latestSeen.Store(v)
-	return t.Version(ctx, v)
+	m, err := t.Version(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if prev := t.latestSeen.Swap(v); prev != 0 && prev < v {
+		t.forgetSuperseded(prev, m)
+	}
+	return m, nil
+}
+
+// forgetSuperseded drops from the cache what the newer latest manifest m no longer references
+// and the manifest of version prev: the footers of fragments a merge or compaction replaced,
+// replaced deletion vectors, compacted key-index segments. Readers of older versions read them
+// again if they need them; without this the cache would fill with what no live read touches
+// before evicting anything.
+func (t *Table) forgetSuperseded(prev uint64, m *Manifest) {
+	key := "v/" + strconv.FormatUint(prev, 10)
+	old, ok := cache.Get[*Manifest](t.cache, "manifest", key)
+	if !ok {
+		return
+	}
+	cache.Remove(t.cache, key)
+	live := make(map[string]bool, 2*len(m.Fragments))
+	for _, f := range m.Fragments {
+		live[f.Path] = true
+		live[deletionKey(f)] = true
+	}
+	for _, f := range old.Fragments {
+		if !live[f.Path] {
+			cache.Remove(t.cache, f.Path)
+		}
+		if f.DeletionFile != "" && !live[deletionKey(f)] {
+			cache.Remove(t.cache, deletionKey(f))
+		}
+	}
+	if old.KeyIndex == nil {
+		return
+	}
+	segs := map[string]bool{}
+	if m.KeyIndex != nil {
+		for _, s := range m.KeyIndex.Segments {
+			segs[s.Path] = true
+		}
+	}
+	for _, s := range old.KeyIndex.Segments {
+		if !segs[s.Path] {
+			cache.Remove(t.cache, s.Path)
+		}
+	}
 }
 
 // Version reads a specific retained version (a read-only checkout). The result is shared: do
