@@ -97,9 +97,9 @@ type Store struct {
 	metrics     *Metrics
 	schema      *arrow.Schema // the table schema, internal columns included
 	keyColumn   string
-	cache       cache.Namespace    // generation key files and shard manifests (decoded; shared, never modified)
+	cache       cache.Namespace     // generation key files and shard manifests (decoded; shared, never modified)
 	manifests   *shardManifestCache // the shard-manifest view of cache
-	warnLimiter *rate.Limiter      // at most one "many pending generations" warning a minute
+	warnLimiter *rate.Limiter       // at most one "many pending generations" warning a minute
 
 	mu     sync.Mutex // guards writer and closed; held across claim so one process claims once
 	writer *Writer
