@@ -400,6 +400,13 @@ func r6Unsealed(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var rows atomic.Int64
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(45 * time.Second):
+			s.saveHeapProfile("unsealed-heap-45s.pb.gz")
+		}
+	}()
 	peak := s.peakDuring(func() {
 		var wg sync.WaitGroup
 		for c := range 16 {
