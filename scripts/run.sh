@@ -18,10 +18,11 @@ cleanup() {
   for svc in "${started[@]}"; do
     "scripts/$svc.sh" stop || true
   done
-  local what=()
-  [ -n "$strata_started" ] && what+=(strata)
-  what+=("${started[@]}")
-  [ ${#what[@]} -gt 0 ] && echo "run.sh: stopped ${what[*]}"
+  if [ -n "$strata_started" ]; then
+    echo "run.sh: stopped strata${started[*]:+ and ${started[*]}}"
+  elif [ ${#started[@]} -gt 0 ]; then
+    echo "run.sh: stopped ${started[*]}"
+  fi
   return 0
 }
 trap cleanup INT TERM EXIT

@@ -120,15 +120,17 @@ func Get[T any](n Namespace, kind, key string) (T, bool) {
 	s := n.shard(key)
 	s.mu.Lock()
 	el, ok := s.items[key]
+	var value any
 	if ok {
 		s.ll.MoveToFront(el)
+		value = el.Value.(*entry).value // under the lock: Add may replace it
 	}
 	s.mu.Unlock()
 	if !ok {
 		n.c.misses.WithLabelValues(kind).Inc()
 		return zero, false
 	}
-	v, ok := el.Value.(*entry).value.(T)
+	v, ok := value.(T)
 	if ok {
 		n.c.hits.WithLabelValues(kind).Inc()
 	}

@@ -89,3 +89,24 @@ func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
 	require.NoError(t, err)
 	return mfs
 }
+
+// Replacing a key while others read it is safe (run under -race).
+func TestReplacingAKeyWhileItIsRead(t *testing.T) {
+	c := New(1<<20, nil)
+	ns := c.Namespace()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				if g%2 == 0 {
+					Add(ns, "manifest", "k", i, 100)
+				} else {
+					_, _ = Get[int](ns, "manifest", "k")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
