@@ -6,12 +6,13 @@
 //
 // Each store handle takes its own Namespace, so two stores' relative object keys never collide.
 // Values are shared between readers and must never be modified. Eviction is least recently used,
-// per shard (16 shards, each with a sixteenth of the bytes), by each entry's estimated cost.
+// by each entry's estimated cost, over the whole cache (one list: a large object, such as the
+// footer of a big fragment, may take any share of the bytes; the lock is held only for map and
+// list operations).
 package cache
 
 import (
 	"container/list"
-	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,23 +20,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-const shards = 16
-
 // Cache is a byte-bounded LRU shared by every store of the process. A nil *Cache caches nothing.
 type Cache struct {
-	shards [shards]shard
-	seed   maphash.Seed
-	spaces atomic.Uint64 // Namespace prefixes handed out
-
-	hits, misses, evictions *prometheus.CounterVec
-}
-
-type shard struct {
-	mu    sync.Mutex // guards everything below
+	mu    sync.Mutex // guards ll, items and bytes
 	ll    *list.List // front: most recently used
 	items map[string]*list.Element
 	bytes int64
 	limit int64
+
+	spaces atomic.Uint64 // Namespace prefixes handed out
+
+	hits, misses, evictions *prometheus.CounterVec
 }
 
 type entry struct {
@@ -51,13 +46,10 @@ func New(limit int64, reg prometheus.Registerer) *Cache {
 	if limit <= 0 {
 		return nil
 	}
-	c := &Cache{seed: maphash.MakeSeed(),
+	c := &Cache{ll: list.New(), items: map[string]*list.Element{}, limit: limit,
 		hits:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_hits_total", Help: "Lookups served by the object cache, by kind of object."}, []string{"kind"}),
 		misses:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_misses_total", Help: "Lookups the object cache could not serve, by kind of object."}, []string{"kind"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_evictions_total", Help: "Objects evicted from the object cache to stay within its byte limit, by kind."}, []string{"kind"}),
-	}
-	for i := range c.shards {
-		c.shards[i] = shard{ll: list.New(), items: map[string]*list.Element{}, limit: max(limit/shards, 1)}
 	}
 	if reg != nil {
 		reg.MustRegister(c.hits, c.misses, c.evictions,
@@ -74,14 +66,9 @@ func (c *Cache) Bytes() int64 {
 	if c == nil {
 		return 0
 	}
-	var n int64
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		n += s.bytes
-		s.mu.Unlock()
-	}
-	return n
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }
 
 // Limit is the byte limit (0 for a nil cache).
@@ -89,7 +76,7 @@ func (c *Cache) Limit() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.shards[0].limit * shards
+	return c.limit
 }
 
 // Namespace returns a key space of its own, for one store handle.
@@ -106,10 +93,6 @@ type Namespace struct {
 	prefix string
 }
 
-func (n Namespace) shard(key string) *shard {
-	return &n.c.shards[maphash.String(n.c.seed, key)%shards]
-}
-
 // Get returns the value cached under key, of kind (a metric label: "footer", "manifest", ...).
 func Get[T any](n Namespace, kind, key string) (T, bool) {
 	var zero T
@@ -117,7 +100,7 @@ func Get[T any](n Namespace, kind, key string) (T, bool) {
 		return zero, false
 	}
 	key = n.prefix + key
-	s := n.shard(key)
+	s := n.c
 	s.mu.Lock()
 	el, ok := s.items[key]
 	var value any
@@ -138,16 +121,15 @@ func Get[T any](n Namespace, kind, key string) (T, bool) {
 }
 
 // Add caches value under key with its estimated cost in bytes, evicting the least recently used
-// entries of its shard past the shard's limit. A value costing more than a shard holds is not
-// cached.
+// entries past the limit. A value costing more than half the cache is not cached.
 func Add(n Namespace, kind, key string, value any, cost int64) {
 	if n.c == nil {
 		return
 	}
 	cost = max(cost, 64) + int64(len(key)) + 64 // the entry, its key and its list element
 	key = n.prefix + key
-	s := n.shard(key)
-	if cost > s.limit {
+	s := n.c
+	if cost > s.limit/2 {
 		return
 	}
 	s.mu.Lock()
@@ -177,7 +159,7 @@ func Remove(n Namespace, key string) {
 		return
 	}
 	key = n.prefix + key
-	s := n.shard(key)
+	s := n.c
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el, ok := s.items[key]; ok {

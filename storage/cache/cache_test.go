@@ -13,10 +13,10 @@ import (
 )
 
 func TestTheCacheStaysWithinItsBytesEvictingTheLeastRecentlyUsed(t *testing.T) {
-	c := New(16*10_000, nil) // 10,000 bytes a shard
+	c := New(10_000, nil)
 	ns := c.Namespace()
 	for i := range 1000 {
-		Add(ns, "footer", fmt.Sprint(i), i, 1000)
+		Add(ns, "footer", fmt.Sprint(i), i, 500)
 		require.LessOrEqual(t, c.Bytes(), c.Limit())
 	}
 	require.Positive(t, testutil.ToFloat64(c.evictions.WithLabelValues("footer")))
@@ -26,7 +26,7 @@ func TestTheCacheStaysWithinItsBytesEvictingTheLeastRecentlyUsed(t *testing.T) {
 	require.Equal(t, 999, v)
 	_, ok = Get[int](ns, "footer", "0")
 	require.False(t, ok)
-	// A value larger than a shard is not cached at all.
+	// A value larger than half the cache is not cached at all.
 	Add(ns, "footer", "huge", 1, 1<<20)
 	_, ok = Get[int](ns, "footer", "huge")
 	require.False(t, ok)
