@@ -224,9 +224,11 @@ func (s *Store) write(ctx context.Context, rec arrow.RecordBatch, tombstone bool
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := s.opts.WriteBuffer.admit(ctx); err != nil {
+	admitted, err := s.opts.WriteBuffer.admit(ctx, appendBytes(rec))
+	if err != nil {
 		return AppendResult{}, err
 	}
+	defer admitted()
 	if w.pending.Load() >= int64(s.opts.AppendMaxGenerations) {
 		s.metrics.appendsRefused.Inc()
 		return AppendResult{}, fmt.Errorf("%w: shard %s has %d sealed generations waiting to be merged", ErrOverloaded, w.shard, w.pending.Load())
@@ -241,6 +243,15 @@ func (s *Store) write(ctx context.Context, rec arrow.RecordBatch, tombstone bool
 		return AppendResult{}, err
 	}
 	return AppendResult{Rows: n, FirstSeq: first}, nil
+}
+
+// appendBytes estimates what rec adds to a memtable: its columns, and _seq and _tombstone.
+func appendBytes(rec arrow.RecordBatch) int64 {
+	n := 9 * rec.NumRows()
+	for _, c := range rec.Columns() {
+		n += int64(c.Data().SizeInBytes())
+	}
+	return n
 }
 
 // stamp lays rec out as the table schema with _seq = first.. and _tombstone set. Tombstone rows

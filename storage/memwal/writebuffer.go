@@ -25,6 +25,8 @@ const (
 	writeBufferStall    = 1.25 // appends wait while usage is at or above this
 	// writeBufferMaxWait bounds how long an append waits for room before ErrOverloaded.
 	writeBufferMaxWait = 5 * time.Second
+	// writeBufferSealers is how many seals the write buffer runs at once.
+	writeBufferSealers = 8
 )
 
 // WriteBuffer bounds the unsealed bytes of every writer in the process. Create one per process
@@ -33,11 +35,14 @@ const (
 type WriteBuffer struct {
 	limit     int64
 	ioTimeout time.Duration
+	maxWait   time.Duration // how long an append waits for room (writeBufferMaxWait)
 	used      atomic.Int64
 
-	mu      sync.Mutex           // guards writers and room
-	writers map[*Writer]struct{} // every live writer (registered at claim, removed at close)
-	room    chan struct{}        // closed and replaced whenever usage drops: wakes waiting appends
+	mu       sync.Mutex           // guards writers, inflight, waiting and room
+	writers  map[*Writer]struct{} // every live writer (registered at claim, removed at close)
+	inflight int64                // bytes of admitted appends not yet in a memtable
+	waiting  int                  // appends waiting for room
+	room     chan struct{}        // closed and replaced when usage drops and appends wait
 
 	kick chan struct{} // nudges the sealer; never closed
 	quit chan struct{} // closed by Close
@@ -57,7 +62,7 @@ func NewWriteBuffer(limit int64, ioTimeout time.Duration, reg prometheus.Registe
 	if ioTimeout <= 0 {
 		ioTimeout = 60 * time.Second
 	}
-	b := &WriteBuffer{limit: limit, ioTimeout: ioTimeout, writers: map[*Writer]struct{}{}, room: make(chan struct{}),
+	b := &WriteBuffer{limit: limit, ioTimeout: ioTimeout, maxWait: writeBufferMaxWait, writers: map[*Writer]struct{}{}, room: make(chan struct{}),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		seals:    prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_write_buffer_seals_total", Help: "Memtables sealed because unsealed bytes across the process passed the write buffer limit."}),
 		stalls:   prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_write_buffer_stalls_total", Help: "Appends that waited for the write buffer to make room."}),
@@ -136,43 +141,71 @@ func (b *WriteBuffer) shrink(n int64) {
 		return
 	}
 	b.used.Add(-n)
+	b.wake()
+}
+
+// wake lets the appends waiting for room look again.
+func (b *WriteBuffer) wake() {
 	b.mu.Lock()
-	close(b.room)
-	b.room = make(chan struct{})
+	if b.waiting > 0 {
+		close(b.room)
+		b.room = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 
-// admit returns once usage is under the stall threshold; it waits at most writeBufferMaxWait
-// (or until ctx ends), then fails with ErrOverloaded.
-func (b *WriteBuffer) admit(ctx context.Context) error {
+// admit reserves room for an append of about n bytes: at once while unsealed bytes plus the
+// appends admitted before stay under the stall threshold (or when nothing else is admitted and
+// usage is under it: a lone append larger than the room left still goes), else waiting at most
+// writeBufferMaxWait (or until ctx ends), then failing with ErrOverloaded. Reserving, rather
+// than checking, keeps concurrent appenders from all passing the check at once. The caller calls
+// release once the append is in a memtable or has failed.
+func (b *WriteBuffer) admit(ctx context.Context, n int64) (release func(), err error) {
 	if b == nil {
-		return nil
+		return func() {}, nil
 	}
 	stall := int64(float64(b.limit) * writeBufferStall)
-	if b.used.Load() < stall {
-		return nil
+	release = func() {
+		b.mu.Lock()
+		b.inflight -= n
+		b.mu.Unlock()
+		b.wake()
 	}
-	b.stalls.Inc()
-	timer := time.NewTimer(writeBufferMaxWait)
-	defer timer.Stop()
+	var timer *time.Timer
 	for {
 		b.mu.Lock()
+		used := b.used.Load()
+		if used+b.inflight+n <= stall || (b.inflight == 0 && used < stall) {
+			b.inflight += n
+			b.mu.Unlock()
+			return release, nil
+		}
+		b.waiting++
 		room := b.room
 		b.mu.Unlock()
-		if b.used.Load() < stall {
-			return nil
+		if timer == nil {
+			b.stalls.Inc()
+			timer = time.NewTimer(b.maxWait)
+			defer timer.Stop()
 		}
 		select {
 		case b.kick <- struct{}{}:
 		default:
 		}
+		var err error
 		select {
 		case <-room:
 		case <-timer.C:
 			b.refusals.Inc()
-			return fmt.Errorf("%w: unsealed rows fill this worker's write buffer (%d of %d bytes) and sealing has not caught up", ErrOverloaded, b.used.Load(), b.limit)
+			err = fmt.Errorf("%w: unsealed rows fill this worker's write buffer (%d of %d bytes) and sealing has not caught up", ErrOverloaded, b.used.Load(), b.limit)
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 }
@@ -191,24 +224,34 @@ func (b *WriteBuffer) sealer() {
 		if b.used.Load() <= b.limit {
 			continue
 		}
+		// Seals run writeBufferSealers at a time (each is a key file and a manifest commit: a
+		// thousand small memtables sealed one by one would take seconds).
+		sem := make(chan struct{}, writeBufferSealers)
+		var wg sync.WaitGroup
 		for _, w := range b.largestFirst() {
 			if b.used.Load() <= low {
 				break
 			}
 			select {
 			case <-b.quit:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), b.ioTimeout)
-			err := w.Seal(ctx)
-			cancel()
-			if err != nil {
-				slog.Warn("memwal: write buffer seal failed", "shard", w.shard, "err", err)
+			case sem <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					ctx, cancel := context.WithTimeout(context.Background(), b.ioTimeout)
+					defer cancel()
+					if err := w.Seal(ctx); err != nil {
+						slog.Warn("memwal: write buffer seal failed", "shard", w.shard, "err", err)
+						return
+					}
+					b.seals.Inc()
+				}()
 				continue
 			}
-			b.seals.Inc()
+			break
 		}
+		wg.Wait()
 	}
 }
 
