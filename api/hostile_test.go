@@ -400,6 +400,7 @@ func TestStorageFaultsAnswer503AndShowInHealth(t *testing.T) {
 			return w.do(t, "GET", "/api/v1/health", nil, &health) == http.StatusServiceUnavailable && health.Storage != "ok"
 		}, 5*time.Second, 50*time.Millisecond)
 		require.Equal(t, "ok", health.Catalog)
+		require.NotContains(t, health.Storage, "/secret", "health is open: no server paths")
 	}
 	faults.Reset()
 	var health api.HealthResponse

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -175,7 +176,18 @@ func (h *handlers) health(c echo.Context) error {
 	catalogDone := probe(h.deps.Catalog.Ping)
 	var storageDone, temporalDone <-chan string
 	if h.deps.Stores != nil {
-		storageDone = probe(h.deps.Stores.ProbeStorage)
+		// Health is open to anyone: the storage failure is named by its kind, never by the
+		// server's paths that the error carries.
+		storageDone = probe(func(ctx context.Context) error {
+			err := h.deps.Stores.ProbeStorage(ctx)
+			if err == nil {
+				return nil
+			}
+			if fault := storageFault(err); fault != "" {
+				return errors.New("failing: " + fault)
+			}
+			return errors.New("failing: the data directory did not answer a write, read and delete")
+		})
 		resp.FencedStores = h.deps.Stores.FencedStores()
 	}
 	if h.deps.Temporal != nil {
