@@ -90,7 +90,8 @@ func workerCommand() *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			rt, err := openRuntime(ctx, cfg, log)
+			// Like serve, a worker started during a PostgreSQL outage waits for it instead of exiting.
+			rt, err := openRuntimeRetrying(ctx, cfg, log, func(error) {})
 			if err != nil {
 				return err
 			}
