@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,4 +163,18 @@ func TestWorkerServesMetricsAndHealth(t *testing.T) {
 	require.Contains(t, body, `"catalog":"ok"`)
 	_, err = serveMetrics(fmt.Sprintf("127.0.0.1:%d", port), rt, log)
 	require.Error(t, err, "a busy --metrics-addr fails clearly")
+}
+
+func TestMemoryBoundsFollowTheGoMemoryLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	debug.SetMemoryLimit(math.MaxInt64) // none set
+	require.EqualValues(t, 1<<30, memtableLimit(0))
+	require.EqualValues(t, 256<<20, cacheLimit(0))
+	debug.SetMemoryLimit(4 << 30)
+	require.EqualValues(t, 1<<30, memtableLimit(0))
+	require.EqualValues(t, 512<<20, cacheLimit(0))
+	require.EqualValues(t, 0, memtableLimit(-1), "negative: unlimited")
+	require.EqualValues(t, 123<<20, memtableLimit(123<<20))
+	require.EqualValues(t, 1<<20, cacheLimit(5), "at least 1 MiB")
 }

@@ -93,7 +93,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
-	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 256<<20, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store")
+	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 0, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store (0 = an eighth of GOMEMLIMIT when set, else 256 MiB)")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 }
 
@@ -286,7 +286,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
 			WriteBuffer: writeBuffer,
 			Metrics:     memwal.NewMetrics(reg),
-			Table:       table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(max(cfg.CacheBytes, 1<<20), reg)},
+			Table:       table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(cacheLimit(cfg.CacheBytes), reg)},
 		},
 	}, reg, log)
 	if err != nil {
@@ -306,10 +306,24 @@ func memtableLimit(flag int64) int64 {
 	case flag > 0:
 		return flag
 	}
-	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
-		return lim / 4
+	return fractionOfMemoryLimit(4, 1<<30)
+}
+
+// cacheLimit resolves --cache-memory-bytes: 0 picks an eighth of GOMEMLIMIT when one is set,
+// else 256 MiB; at least 1 MiB.
+func cacheLimit(flag int64) int64 {
+	if flag > 0 {
+		return max(flag, 1<<20)
 	}
-	return 1 << 30
+	return max(fractionOfMemoryLimit(8, 256<<20), 1<<20)
+}
+
+// fractionOfMemoryLimit is the Go memory limit (GOMEMLIMIT) divided by d, or dflt when none is set.
+func fractionOfMemoryLimit(d, dflt int64) int64 {
+	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
+		return lim / d
+	}
+	return dflt
 }
 
 // close seals every resident store (nothing acknowledged waits for a replay) and disconnects.
