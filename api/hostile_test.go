@@ -500,3 +500,23 @@ func TestMultipartPayloadsRoundTripInAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// Runtime profiles are served only when enabled, and only behind the admin token.
+func TestProfilesAreBehindTheAdminToken(t *testing.T) {
+	c := newCluster(t)
+	get := func(w *worker, path, token string) int {
+		req := httptest.NewRequest("GET", path, nil)
+		if token != "" {
+			req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	on := c.worker("w1", func(d *api.Deps) { d.Pprof, d.AdminToken = true, "admin" })
+	require.Equal(t, http.StatusOK, get(on, "/api/v1/admin/debug/pprof/heap?gc=1", "admin"))
+	require.Equal(t, http.StatusOK, get(on, "/api/v1/admin/debug/pprof/", "admin"))
+	require.Equal(t, http.StatusUnauthorized, get(on, "/api/v1/admin/debug/pprof/heap", ""))
+	off := c.worker("w2", func(d *api.Deps) { d.AdminToken = "admin" })
+	require.Equal(t, http.StatusNotFound, get(off, "/api/v1/admin/debug/pprof/heap", "admin"))
+}
