@@ -8,9 +8,10 @@ var (
 	// appends fail. Everything it acknowledged before is durable and will be replayed by the new
 	// owner.
 	ErrFenced = errors.New("memwal: shard writer fenced by a newer epoch")
-	// ErrOverloaded: too many sealed generations are pending merge (reads past the hard cap,
-	// appends past the backpressure limit). Retry after the merge catches up.
-	ErrOverloaded = errors.New("memwal: too many pending generations")
+	// ErrOverloaded: the store or the process cannot take more right now — too many sealed
+	// generations pending merge (reads past the hard cap, appends past the backpressure limit), or
+	// the process's write buffer is full. Retry after merges or seals catch up.
+	ErrOverloaded = errors.New("memwal: overloaded")
 	// ErrClosed: the writer or store was closed.
 	ErrClosed = errors.New("memwal: closed")
 	// ErrCorrupt: WAL bytes that passed their checksums (or had none) do not decode into a batch
