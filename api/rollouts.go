@@ -1,5 +1,5 @@
-// Rollout store routes (/api/v1/rollouts), lance-context compatible: DTO field names, status
-// codes and the error envelope follow ../shared/reference/lance-context.md §2.2-2.3.
+// Rollout store routes (/api/v1/rollouts), wire-compatible with lance-context's worker API: the
+// same paths, DTO field names, status codes and error envelope, so its clients can switch.
 package api
 
 import (

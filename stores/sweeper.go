@@ -1,9 +1,9 @@
 // The flush sweeper: one process-wide loop that seals every resident store of every kind on an
-// interval (never a timer per store, lance-context #136), concurrently so a slow store never
-// delays another (#256), each store bounded by max(5 x interval, 30 s) (#133). After sealing it
-// reports the shards' pending work to the catalog in one batch and closes resident stores that
-// were deleted through another worker; a slow or unreachable PostgreSQL delays only those two
-// steps, never appends or reads.
+// interval (never a timer per store: 100k timers would cost more than the stores), concurrently
+// so a slow store never delays another, each store bounded by max(5 x interval, 30 s) so a hung
+// one cannot stall the pass. After sealing it reports the shards' pending work to the catalog in
+// one batch and closes resident stores that were deleted through another worker; a slow or
+// unreachable PostgreSQL delays only those two steps, never appends or reads.
 package stores
 
 import (

@@ -1,6 +1,7 @@
-// Package budget is the process-wide merge memory budget (lance-context seed #265): a byte
-// semaphore every WAL merge reserves from before reading anything, so the number of concurrent
-// merges a process runs is bounded by bytes, not by how many callers ask.
+// Package budget is the process-wide merge memory budget: a byte semaphore every WAL merge
+// reserves from before reading anything, so the number of concurrent merges a process runs is
+// bounded by bytes, not by how many callers ask (unbounded concurrent merges, each holding its
+// rows in memory, are how a worker runs out of memory).
 //
 // Rules:
 //   - A reservation takes everything it needs in ONE acquire (no partial holds while waiting), so

@@ -38,7 +38,8 @@ type Options struct {
 	Writer      WriterOptions
 	IOTimeout   time.Duration // bound on background object-store calls (default 60s)
 
-	// Read guard rails (lance-context seed #259): warn past ReadWarnGenerations pending
+	// Read guard rails (a read must consider every pending generation, so an unmerged backlog
+	// makes every read slower until it fails): warn past ReadWarnGenerations pending
 	// generations in a shard, refuse reads past ReadMaxGenerations, refuse appends once the
 	// process's own shard has AppendMaxGenerations pending.
 	ReadWarnGenerations  int // default 256
