@@ -20,7 +20,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 )
 
@@ -48,31 +47,6 @@ func (c codec) columnIndex() map[string]int {
 		idx[f.Name] = i
 	}
 	return idx
-}
-
-// decode builds a record from JSON rows held as maps (the multipart path; JSON bodies stream
-// through decodeRowsJSON). The caller releases it.
-func (c codec) decode(rows []map[string]json.RawMessage, fill rowFill, mem memory.Allocator) (arrow.RecordBatch, error) {
-	rb := c.newRowBuilder(mem)
-	defer rb.release()
-	c.reserve(rb.b, rows)
-	fields := rb.fields
-	index := c.columnIndex()
-	row := make(rowValues, len(fields))
-	for i, m := range rows {
-		clear(row)
-		for name, raw := range m {
-			fi, ok := index[name]
-			if !ok {
-				return nil, rowError(i, name, "not a column of this store")
-			}
-			row[fi] = raw
-		}
-		if err := c.appendRow(rb, row, fill); err != nil {
-			return nil, err
-		}
-	}
-	return rb.record(), nil
 }
 
 // appendRow completes row with fill, checks it and appends it to rb as row rb.rows.
@@ -145,30 +119,6 @@ func hasControl(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// reserve sizes every column builder for rows up front (string data by the raw values' length,
-// an upper bound), so appending never regrows a buffer.
-func (c codec) reserve(b *array.RecordBuilder, rows []map[string]json.RawMessage) {
-	for fi, f := range c.schema.Fields() {
-		fb := b.Field(fi)
-		fb.Reserve(len(rows))
-		var data int
-		switch fb.(type) {
-		case *array.StringBuilder, *array.LargeStringBuilder:
-			for _, row := range rows {
-				data += len(row[f.Name])
-			}
-		default:
-			continue
-		}
-		switch sb := fb.(type) {
-		case *array.StringBuilder:
-			sb.ReserveData(data)
-		case *array.LargeStringBuilder:
-			sb.ReserveData(data)
-		}
-	}
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -108,31 +108,28 @@ func (d *deadlineWriter) Flush() {
 }
 
 func (d *deadlineWriter) FlushError() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timedOut {
-		return errDeadlineAnswered
-	}
-	d.writeHeaderLocked(http.StatusOK)
-	return http.NewResponseController(d.w).Flush()
+	return d.control(func(rc *http.ResponseController) error {
+		d.writeHeaderLocked(http.StatusOK)
+		return rc.Flush()
+	})
 }
 
 // SetReadDeadline and SetWriteDeadline reach the connection (http.ResponseController finds
 // them) until the deadline has answered.
 func (d *deadlineWriter) SetReadDeadline(t time.Time) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timedOut {
-		return errDeadlineAnswered
-	}
-	return http.NewResponseController(d.w).SetReadDeadline(t)
+	return d.control(func(rc *http.ResponseController) error { return rc.SetReadDeadline(t) })
 }
 
 func (d *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	return d.control(func(rc *http.ResponseController) error { return rc.SetWriteDeadline(t) })
+}
+
+// control runs f on the real writer's controller under mu, unless the deadline has answered.
+func (d *deadlineWriter) control(f func(*http.ResponseController) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.timedOut {
 		return errDeadlineAnswered
 	}
-	return http.NewResponseController(d.w).SetWriteDeadline(t)
+	return f(http.NewResponseController(d.w))
 }

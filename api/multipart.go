@@ -138,7 +138,7 @@ func withPayloadBuffer(rec arrow.RecordBatch, payloads map[int][]byte, buf []byt
 		switch {
 		case sent:
 			if len(p) > 0 && &p[0] != &buf[at] {
-				return nil, false // parts did not land back to back (cannot happen in order)
+				return nil, false // read before buf grew: the part lives in buf's old array
 			}
 			at += int64(len(p))
 			valid[i/8] |= 1 << (i % 8)

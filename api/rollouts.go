@@ -223,11 +223,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
 		}
-		var hint int64
-		if reserved, _ := c.Get(ctxBodyReserved).(bool); reserved {
-			hint = c.Request().ContentLength
-		}
-		if rec, err = decodeMultipartRollouts(r, fill, h.mem, hint); err != nil {
+		if rec, err = decodeMultipartRollouts(r, fill, h.mem, int64(bodySizeHint(c))); err != nil {
 			return err
 		}
 	default:

@@ -43,10 +43,9 @@ func readBody(c echo.Context) ([]byte, error) {
 	r := c.Request()
 	var data []byte
 	var err error
-	reserved, _ := c.Get(ctxBodyReserved).(bool)
-	if n := r.ContentLength; n > 0 && (n <= preallocBodyBytes || reserved) {
-		// Declared length: one allocation, no regrowing. A body shorter than declared is an
-		// error; anything past it (net/http stops there) is still read, never dropped.
+	if n := int64(bodySizeHint(c)); n > 0 {
+		// The declared length (capped unless reserved): one allocation, no regrowing when it is
+		// the whole body. A body shorter than that is an error; anything past it is still read.
 		data = make([]byte, n)
 		if _, err = io.ReadFull(r.Body, data); err == nil {
 			var rest []byte

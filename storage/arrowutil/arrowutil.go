@@ -5,7 +5,6 @@ package arrowutil
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -74,36 +73,6 @@ func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indi
 		return nil, fmt.Errorf("select rows: %w", err)
 	}
 	return out.(*compute.RecordDatum).Value, nil
-}
-
-// ReadStream reads every record of an Arrow IPC stream and concatenates them into one record
-// (empty when the stream has none). Reader errors are returned as they are (wrapped), so a caller
-// can recognise its own I/O errors.
-func ReadStream(r io.Reader, mem memory.Allocator) (arrow.RecordBatch, error) {
-	parts, schema, err := ReadStreamBatches(r, mem)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	return Concat(schema, parts, mem)
-}
-
-// ReadStreamBatches reads every record of an Arrow IPC stream, in order, without joining them,
-// and the stream's schema; the caller releases the records.
-func ReadStreamBatches(r io.Reader, mem memory.Allocator) ([]arrow.RecordBatch, *arrow.Schema, error) {
-	return readStreamBatches(r, mem)
-}
-
-func readStreamBatches(r io.Reader, mem memory.Allocator, opts ...ipc.Option) ([]arrow.RecordBatch, *arrow.Schema, error) {
-	rd, err := ipc.NewReader(r, append([]ipc.Option{ipc.WithAllocator(mem)}, opts...)...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("arrow stream: %w", err)
-	}
-	return drain(rd)
 }
 
 // drain reads every record of rd, retained, then releases rd.

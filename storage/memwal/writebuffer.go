@@ -88,22 +88,6 @@ func (b *WriteBuffer) Close() {
 	<-b.done
 }
 
-// Used is the unsealed bytes counted now.
-func (b *WriteBuffer) Used() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.used.Load()
-}
-
-// Limit is the configured limit (0 for a nil, unlimited buffer).
-func (b *WriteBuffer) Limit() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.limit
-}
-
 func (b *WriteBuffer) register(w *Writer) {
 	if b == nil {
 		return

@@ -60,7 +60,7 @@ func TestWriteBufferBoundsUnsealedBytesAcrossStores(t *testing.T) {
 				rec.Release()
 				require.NoError(t, err)
 				mu.Lock()
-				peak = max(peak, wb.Used())
+				peak = max(peak, wb.used.Load())
 				mu.Unlock()
 			}
 		}()
@@ -78,7 +78,7 @@ func TestWriteBufferBoundsUnsealedBytesAcrossStores(t *testing.T) {
 		}
 		require.NoError(t, s.Close(context.Background()))
 	}
-	require.Zero(t, wb.Used(), "closed writers hold nothing")
+	require.Zero(t, wb.used.Load(), "closed writers hold nothing")
 }
 
 // Appends wait for room, then fail with ErrOverloaded when sealing cannot make any.
