@@ -89,3 +89,16 @@ func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
 	require.NoError(t, err)
 	return mfs
 }
+
+// Temporal is reported by health but never makes a data worker unhealthy: appends and reads do
+// not need it.
+func TestHealthReportsTemporalWithoutFailingOnIt(t *testing.T) {
+	e := api.New(api.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: fakePinger{},
+		Registry: prometheus.NewRegistry(), Version: "test", Temporal: fakePinger{errors.New("connection refused")}})
+	rec := do(e, http.MethodGet, "/api/v1/health")
+	require.Equal(t, http.StatusOK, rec.Code)
+	var body api.HealthResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Equal(t, "ok", body.Status)
+	require.Contains(t, body.Temporal, "connection refused")
+}

@@ -1,10 +1,12 @@
 package stores
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,4 +195,17 @@ func TestAStoreDeletedThroughAnotherWorkerIsClosedByTheNextFlushPass(t *testing.
 	require.NoError(t, err)
 	require.NotNil(t, rec, "a live store stays resident with its rows")
 	rec.Release()
+}
+
+// A fenced store is logged once, however often its appends fail, and counted for health.
+func TestAFencedStoreIsLoggedOnce(t *testing.T) {
+	m, _, _ := newManager(t, 4)
+	var logs bytes.Buffer
+	m.log = slog.New(slog.NewTextHandler(&logs, nil))
+	for range 3 {
+		m.ReportFenced(catalog.KindRollout, "a")
+	}
+	m.ReportFenced(catalog.KindGeneric, "b")
+	require.Equal(t, 2, strings.Count(logs.String(), "claimed the store's write shard"))
+	require.Equal(t, 2, m.FencedStores())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -117,4 +118,39 @@ func TestServeStartsWhileThePostgreSQLCatalogIsDown(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// Every connection of the API has a bound: headers, idle keep-alives and responses (a client that
+// stops reading), but no whole-body read timeout (uploads are bounded by the request deadline and
+// the body idle timeout instead).
+func TestTheAPIServerBoundsEveryConnection(t *testing.T) {
+	srv := newHTTPServer(serveConfig{RequestTimeout: time.Minute}, http.NotFoundHandler())
+	require.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
+	require.Equal(t, 2*time.Minute, srv.IdleTimeout)
+	require.Equal(t, time.Minute+30*time.Second, srv.WriteTimeout)
+	require.Zero(t, srv.ReadTimeout)
+	require.Positive(t, srv.MaxHeaderBytes)
+}
+
+// `strata worker` opens its runtime as serve does: retrying while PostgreSQL is unreachable.
+func TestOpeningTheRuntimeWaitsForThePostgreSQLCatalog(t *testing.T) {
+	db, err := url.Parse(testenv.Database(t))
+	require.NoError(t, err)
+	pgPort, err := testenv.FreePort()
+	require.NoError(t, err)
+	fw := &forwarder{port: pgPort, target: db.Host}
+	defer fw.stop()
+	down := *db
+	down.Host = fmt.Sprintf("127.0.0.1:%d", pgPort)
+	retries := 0
+	rt, err := openRuntimeRetrying(context.Background(), serveConfig{DatabaseURL: down.String(), DataURL: t.TempDir(),
+		StoreCacheCapacity: 4}, slog.New(slog.NewTextHandler(io.Discard, nil)), func(err error) {
+		retries++
+		if retries == 1 {
+			fw.start(t) // PostgreSQL comes back after the first failure
+		}
+	})
+	require.NoError(t, err)
+	rt.close(context.Background())
+	require.Positive(t, retries)
 }

@@ -153,19 +153,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	lastErr.Store("connecting")
 	starting := api.Starting(version, func() string { return lastErr.Load().(string) })
 	handler.Store(&starting)
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No ReadTimeout: a body may take as long as the request deadline allows, and a stalled
-		// one is cut by --body-idle-timeout (a deadline renewed before every read of it).
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-	}
-	if cfg.RequestTimeout > 0 {
-		// Responses are written within the request deadline (WithDeadline answers 503 then) plus
-		// time to send them: a client that stops reading cannot pin the connection.
-		srv.WriteTimeout = cfg.RequestTimeout + 30*time.Second
-	}
+	srv := newHTTPServer(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	defer srv.Close()
@@ -229,6 +217,24 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	stopSweeper()
 	<-sweeperDone
 	return nil
+}
+
+// newHTTPServer is the API's http.Server with its connection timeouts.
+func newHTTPServer(cfg serveConfig, h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout: a body may take as long as the request deadline allows, and a stalled
+		// one is cut by --body-idle-timeout (a deadline renewed before every read of it).
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+	}
+	if cfg.RequestTimeout > 0 {
+		// Responses are written within the request deadline (WithDeadline answers 503 then) plus
+		// time to send them: a client that stops reading cannot pin the connection.
+		srv.WriteTimeout = cfg.RequestTimeout + 30*time.Second
+	}
+	return srv
 }
 
 // openRuntimeRetrying is openRuntime, retried with capped exponential backoff while the catalog

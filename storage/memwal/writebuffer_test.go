@@ -142,3 +142,22 @@ func TestStoresShareOneByteBoundedObjectCache(t *testing.T) {
 	}
 	require.LessOrEqual(t, shared.Bytes(), shared.Limit())
 }
+
+// The object cache keeps only each shard's newest manifest: a newer version replaces the one
+// before (an older one arriving late does not displace it).
+func TestOnlyEachShardsNewestManifestStaysCached(t *testing.T) {
+	c := newShardManifestCache(cache.New(1<<20, nil).Namespace())
+	m := func(shard string) *ShardManifest { return &ShardManifest{Shard: shard} }
+	c.Add(manifestKey("s1", 1), m("s1"))
+	c.Add(manifestKey("s2", 1), m("s2"))
+	c.Add(manifestKey("s1", 2), m("s1"))
+	_, ok := c.Get(manifestKey("s1", 1))
+	require.False(t, ok, "superseded")
+	for _, key := range []string{manifestKey("s1", 2), manifestKey("s2", 1)} {
+		_, ok := c.Get(key)
+		require.True(t, ok, key)
+	}
+	c.Add(manifestKey("s1", 1), m("s1")) // a late reader of an old version
+	_, ok = c.Get(manifestKey("s1", 2))
+	require.True(t, ok, "the newest stays")
+}
