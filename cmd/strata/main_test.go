@@ -17,7 +17,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/stores"
 )
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
@@ -177,4 +182,44 @@ func TestMemoryBoundsFollowTheGoMemoryLimit(t *testing.T) {
 	require.EqualValues(t, 0, memtableLimit(-1), "negative: unlimited")
 	require.EqualValues(t, 123<<20, memtableLimit(123<<20))
 	require.EqualValues(t, 1<<20, cacheLimit(5), "at least 1 MiB")
+}
+
+// `strata serve` and `strata worker` on one host both default to the host name as instance id.
+// The worker's runtime opens stores read-only: its merges never claim the write shard the API
+// worker appends to, so appends keep succeeding across merges.
+func TestServeAndWorkerWithOneInstanceIDDoNotFenceEachOther(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	db, dir := testenv.Database(t), t.TempDir()
+	serveRT, err := openRuntime(ctx, serveConfig{DatabaseURL: db, DataURL: dir, InstanceID: "host-a",
+		StoreCacheCapacity: 10, MergeMemoryBytes: 1 << 20}, log)
+	require.NoError(t, err)
+	defer serveRT.close(ctx)
+	workerCfg := workerCommandConfig()
+	workerCfg.DatabaseURL, workerCfg.DataURL, workerCfg.InstanceID = db, dir, "host-a"
+	workerCfg.StoreCacheCapacity, workerCfg.MergeMemoryBytes = 10, 1<<20
+	workerRT, err := openRuntime(ctx, workerCfg, log)
+	require.NoError(t, err)
+	defer workerRT.close(ctx)
+
+	_, _, err = serveRT.stores.Create(ctx, catalog.KindRollout, "shared", nil, nil)
+	require.NoError(t, err)
+	for round := range 3 {
+		s, release, err := serveRT.stores.Acquire(ctx, catalog.KindRollout, "shared")
+		require.NoError(t, err)
+		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, fmt.Sprintf("r%d", round))
+		_, err = s.Append(ctx, rec)
+		rec.Release()
+		require.NoError(t, err, "round %d: the API worker's append", round)
+		require.NoError(t, s.Flush(ctx))
+		shard := s.Shard()
+		release()
+
+		m, release, err := workerRT.stores.Acquire(ctx, catalog.KindRollout, "shared")
+		require.NoError(t, err)
+		res, err := m.MergeShard(ctx, shard, memwal.MergeOptions{})
+		release()
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Generations)
+	}
 }

@@ -58,7 +58,11 @@ type serveConfig struct {
 	LogFormat          string
 	ShutdownTimeout    time.Duration
 	MaintenanceWorker  bool
-	Temporal           temporalConfig
+	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
+	// stores without claiming a write shard, so it cannot fence an API worker sharing its
+	// instance id.
+	readOnlyStores bool
+	Temporal       temporalConfig
 }
 
 // DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
@@ -288,6 +292,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		WrapObjects: objectsWrapper(),
 		Store: memwal.Options{
 			Instance:    cfg.InstanceID,
+			ReadOnly:    cfg.readOnlyStores,
 			Clock:       hlc.New(nil),
 			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
 			WriteBuffer: writeBuffer,

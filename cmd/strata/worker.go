@@ -71,8 +71,12 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, reg prometh
 	return func() { w.Stop(); c.Close() }, nil
 }
 
+// workerCommandConfig is the runtime configuration `strata worker` starts from, before flags: a
+// maintenance worker never appends, so it opens stores read-only.
+func workerCommandConfig() serveConfig { return serveConfig{readOnlyStores: true} }
+
 func workerCommand() *ffcli.Command {
-	var cfg serveConfig
+	cfg := workerCommandConfig()
 	var metricsAddr string
 	fs := flag.NewFlagSet("strata worker", flag.ContinueOnError)
 	cfg.registerStores(fs)

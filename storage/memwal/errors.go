@@ -12,6 +12,8 @@ var (
 	// generations pending merge (reads past the hard cap, appends past the backpressure limit), or
 	// the process's write buffer is full. Retry after merges or seals catch up.
 	ErrOverloaded = errors.New("memwal: overloaded")
+	// ErrReadOnly: the store was opened by a process that does not append (Options.ReadOnly).
+	ErrReadOnly = errors.New("memwal: store opened read-only (this process does not append)")
 	// ErrClosed: the writer or store was closed.
 	ErrClosed = errors.New("memwal: closed")
 	// ErrCorrupt: WAL bytes that passed their checksums (or had none) do not decode into a batch

@@ -269,3 +269,30 @@ func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
 	require.Equal(t, 3*st.PendingBytes, reserved, "the batch's footprint, not the 1 GiB cap nor the whole budget")
 	require.Zero(t, e.budget.Reserved())
 }
+
+// A maintenance worker usually shares its host name, and so its default instance id, with the
+// API worker on the same host: opening the store read-only and merging must not claim the write
+// shard the API worker appends to.
+func TestAReadOnlyMergerWithTheWritersInstanceIDNeverFencesIt(t *testing.T) {
+	e := newEnv(t, objstore.NewMemory())
+	writer := e.open("host-a")
+	sealN(t, writer, e, 3)
+	merger := e.open("host-a", func(o *Options) { o.ReadOnly = true })
+	for round := range 3 {
+		res, err := merger.MergeShard(context.Background(), writer.Shard(), MergeOptions{})
+		require.NoError(t, err)
+		require.Positive(t, res.Generations)
+		appendIDs(t, writer, e.mem, int64(100+round), fmt.Sprintf("after%d", round))
+		require.NoError(t, writer.Flush(context.Background()))
+	}
+	for round := range 3 {
+		require.EqualValues(t, 100+round, value(t, merger, fmt.Sprintf("after%d", round)))
+	}
+	rec := rows(e.mem, []string{"x"}, 1)
+	defer rec.Release()
+	_, err := merger.Append(context.Background(), rec)
+	require.ErrorIs(t, err, ErrReadOnly)
+	_, err = merger.Delete(context.Background(), []string{"x"})
+	require.ErrorIs(t, err, ErrReadOnly)
+	require.NoError(t, merger.Flush(context.Background()))
+}

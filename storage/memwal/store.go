@@ -27,7 +27,11 @@ import (
 
 // Options configure a Store. Clock, Budget and Metrics are process-wide: share them.
 type Options struct {
-	Instance  string           // this worker's instance id (default: hostname)
+	Instance string // this worker's instance id (default: hostname)
+	// ReadOnly: this process never appends to the store (a maintenance worker). Opening, reading
+	// and merging never claim a write shard, so a maintenance worker that shares an instance id
+	// with an API worker cannot fence it; Append and Delete fail with ErrReadOnly.
+	ReadOnly  bool
 	Allocator memory.Allocator // default memory.DefaultAllocator
 	Clock     *hlc.Clock       // default: a new clock (share one per process)
 	Budget    *budget.Budget   // merge memory budget (default: unlimited)
@@ -133,8 +137,13 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	s.cache = opts.Table.Cache.Namespace()
 	s.manifests = newShardManifestCache(s.cache)
 	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
-	// A process that wrote here before (same instance id) takes its shard back at once and
-	// replays what it had not sealed, rather than waiting for its next write.
+	// A writing process that wrote here before (same instance id) takes its shard back at once
+	// and replays what it had not sealed, rather than waiting for its next write: the rows it
+	// acknowledged before a crash are readable again as soon as the store is opened. Any other
+	// writer claims lazily, on its first append; a read-only process never claims.
+	if opts.ReadOnly {
+		return s, nil
+	}
 	own, _, err := latestShardManifest(ctx, objects, s.Shard())
 	if err != nil {
 		return nil, err
@@ -168,6 +177,9 @@ func (s *Store) ownWriter(ctx context.Context) (*Writer, error) {
 	}
 	if s.writer != nil {
 		return s.writer, nil
+	}
+	if s.opts.ReadOnly {
+		return nil, ErrReadOnly
 	}
 	w, err := claim(ctx, s, s.Shard())
 	if err != nil {
