@@ -18,6 +18,7 @@ type Metrics struct {
 	rowsMerged          prometheus.Counter
 	mergeDuration       prometheus.Histogram
 	generationsRejected prometheus.Counter
+	readsResnapshotted  prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not nil).
@@ -42,10 +43,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
 		generationsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_generations_skipped_total", Help: "Generations a read skipped because their rows were already merged."}),
+		readsResnapshotted: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_read_resnapshots_total", Help: "Reads started again on a fresh snapshot because a merge deleted a pending generation's objects while they read."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.walSegments, m.seals, m.pendingPerRead, m.readsRefused,
-			m.appendsRefused, m.merges, m.generationsMerged, m.rowsMerged, m.mergeDuration, m.generationsRejected)
+			m.appendsRefused, m.merges, m.generationsMerged, m.rowsMerged, m.mergeDuration, m.generationsRejected, m.readsResnapshotted)
 	}
 	return m
 }

@@ -141,6 +141,38 @@ func (s *Store) SnapshotAt(ctx context.Context, v uint64) (*Snapshot, error) {
 	return &Snapshot{Table: m}, nil
 }
 
+// errVanished: an object of a pending generation the read's snapshot lists was deleted by a merge
+// that committed after the snapshot was taken (see the vanishing rule above).
+var errVanished = errors.New("memwal: a pending generation was merged during the read")
+
+// vanished maps a miss on a pending generation's object to errVanished; other errors pass.
+func vanished(err error) error {
+	if errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errVanished, err)
+	}
+	return err
+}
+
+// maxReadAttempts bounds how often one read starts again on a fresh snapshot. Each attempt after
+// the first needs another merge of the same store to commit while the read runs, so the bound is
+// reached only under merges back to back; the read then fails as overloaded (retryable).
+const maxReadAttempts = 8
+
+// readFresh runs read, starting it again on a fresh snapshot while it reports errVanished.
+func readFresh[T any](s *Store, read func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := read()
+		if !errors.Is(err, errVanished) {
+			return v, err
+		}
+		if attempt == maxReadAttempts {
+			var zero T
+			return zero, fmt.Errorf("%w: merges kept replacing the pending generations during the read (%d attempts): %w", ErrOverloaded, attempt, err)
+		}
+		s.metrics.readsResnapshotted.Inc()
+	}
+}
+
 // Get returns key's newest live row as a one-row record of the named user columns (all when
 // none), or nil when the key does not exist or was deleted. The caller releases the record.
 func (s *Store) Get(ctx context.Context, key string, columns []string) (arrow.RecordBatch, error) {
@@ -153,6 +185,11 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 	if err != nil {
 		return nil, err
 	}
+	return readFresh(s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names) })
+}
+
+// getOnce is one attempt of GetAt on one snapshot; errVanished when a merge overtook it.
+func (s *Store) getOnce(ctx context.Context, version uint64, key string, names []string) (arrow.RecordBatch, error) {
 	var best source
 	defer func() {
 		if best.mem != nil {
@@ -175,11 +212,8 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 				continue
 			}
 			k, err := s.keys(ctx, g)
-			if errors.Is(err, objstore.ErrNotFound) {
-				continue // merged and deleted since the snapshot: the table has it
-			}
 			if err != nil {
-				return nil, err
+				return nil, vanished(err)
 			}
 			if row, ok := k.find(key); ok {
 				best.offer(source{kind: 2, seq: k.seqs[row], tomb: k.tombs[row], gen: g, shard: sh.Shard, keys: k, row: row})
@@ -204,16 +238,8 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 		rows := newGenRowReader(s)
 		defer rows.release()
 		rec, i, err := rows.row(ctx, best.shard, best.gen, best.keys, best.row)
-		if errors.Is(err, objstore.ErrNotFound) {
-			// Merged meanwhile: read the table's newest version instead.
-			m, err := s.tbl.Latest(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return s.tbl.Get(ctx, m, key, names)
-		}
 		if err != nil {
-			return nil, err
+			return nil, vanished(err)
 		}
 		row := rec.NewSlice(int64(i), int64(i)+1)
 		defer row.Release()

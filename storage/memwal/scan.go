@@ -75,7 +75,12 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if !slices.Contains(read, s.keyColumn) {
 		read = append(read, s.keyColumn)
 	}
+	return readFresh(s, func() (ScanPage, error) { return s.scanOnce(ctx, opts, names, read, limit) })
+}
 
+// scanOnce builds one page on one snapshot; errVanished when a merge overtook it (nothing of the
+// attempt is returned: the next attempt builds the page again from the same cursor).
+func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []string, limit int) (ScanPage, error) {
 	mem := &memView{}
 	if opts.Version == 0 {
 		mem = s.memtableView(opts.After)
@@ -215,7 +220,7 @@ func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after strin
 			}
 			k, err := s.keys(ctx, g)
 			if err != nil {
-				return nil, err
+				return nil, vanished(err)
 			}
 			i, found := k.find(after)
 			if found {
@@ -279,7 +284,7 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, ca
 		case 2:
 			var err error
 			if src, row, err = genRows.row(ctx, c.shard, c.gen, c.keys, c.row); err != nil {
-				return err
+				return vanished(err)
 			}
 		case 3:
 			src, row = baseRows, bi
