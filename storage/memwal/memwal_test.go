@@ -68,6 +68,9 @@ func crash(s *Store) {
 	s.mu.Unlock()
 	close(w.quit)
 	<-w.stopped
+	w.gc.cancel() // a dead process deletes nothing more
+	<-w.gc.done
+	w.bg.Wait()
 	if w.seg != nil {
 		_ = w.seg.file.Close() // a dead process's descriptor; nothing is synced or listed
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -211,9 +212,10 @@ func (s *Store) readGenerations(ctx context.Context, shard string, gens []Genera
 }
 
 // dropMerged removes generations at or below gen from the shard manifest (and the WAL segments
-// that no longer hold anything needed), then deletes their files and the WAL entries they held.
-// Both steps are best effort: the watermark already marks the rows merged, and the next merge
-// (or cleanup) finishes what is left.
+// that no longer hold anything needed), then deletes their files, those segments and the WAL
+// entries the generations held, before it returns (the merge owns these deletions). Both steps
+// are best effort: the watermark already marks the rows merged, the next merge drops what is
+// left in the manifest, and the shard writer's garbage sweep deletes what is left on storage.
 func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	var dropped []Generation
 	var segGarbage []SegmentRef
@@ -240,21 +242,27 @@ func (s *Store) dropMerged(ctx context.Context, shard string, gen uint64) {
 	if w := s.residentWriter(); w != nil && w.shard == shard {
 		w.pending.Add(-int64(len(dropped)))
 	}
-	go func() {
-		s.deleteSegments(shard, refNames(segGarbage))
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
-		defer cancel()
-		var ranges [][2]uint64
-		for _, g := range dropped {
-			if g.Path != "" {
-				_ = s.objects.Delete(ctx, g.Path)
-			}
-			_ = s.objects.Delete(ctx, g.KeysPath)
-			cache.Remove(s.cache, g.KeysPath)
-			if g.entryBacked() {
-				ranges = append(ranges, [2]uint64{g.FirstEntry, g.LastEntry})
+	keys := segmentKeys(shard, refNames(segGarbage))
+	var ranges [][2]uint64
+	for _, g := range dropped {
+		if g.Path != "" {
+			keys = append(keys, g.Path)
+		}
+		keys = append(keys, g.KeysPath)
+		cache.Remove(s.cache, g.KeysPath)
+		if g.entryBacked() {
+			ranges = append(ranges, [2]uint64{g.FirstEntry, g.LastEntry})
+		}
+	}
+	if entries, ok := entryKeysIn(shard, ranges...); ok {
+		keys = append(keys, entries...)
+	} else if listing, err := objstore.ListAll(ctx, s.objects, entryPrefix(shard)); err == nil {
+		for _, o := range listing {
+			p, ok := parseNumbered(o.Key, entryPrefix(shard), ".arrows")
+			if ok && slices.ContainsFunc(ranges, func(r [2]uint64) bool { return r[0] <= p && p <= r[1] }) {
+				keys = append(keys, o.Key)
 			}
 		}
-		s.deleteEntries(shard, ranges...)
-	}()
+	}
+	deleteWALObjects(ctx, s, shard, keys)
 }

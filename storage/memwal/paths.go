@@ -50,6 +50,9 @@ func parseNumbered(key, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
+// generationsPrefix holds a shard's generation files (key files; format 1 rows files).
+func generationsPrefix(shard string) string { return walDir + shard + "/gens/" }
+
 func generationKeysPath(shard string, gen uint64, random string) string {
 	return fmt.Sprintf("%s%s/gens/%020d-%s.keys", walDir, shard, gen, random)
 }

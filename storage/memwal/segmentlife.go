@@ -15,7 +15,7 @@
 // A listed segment is garbage when every position it holds is at or below replay_after and
 // inside no pending generation's entry range; the manifest edit that makes it so (a seal, a
 // merge dropping generations, a claim) removes it from the list, and the file is deleted after
-// that edit commits. The active segment of a writer is not listed, so it is never garbage.
+// that edit commits (gc.go). The active segment of a writer is not listed, so it is never garbage.
 package memwal
 
 import (
@@ -60,19 +60,16 @@ func (m *ShardManifest) listSegments(refs []SegmentRef) {
 	}
 }
 
-// deleteSegments removes segment files; best effort, detached from any request. The caller has
-// committed a manifest that no longer lists them (or they never counted).
-func (s *Store) deleteSegments(shard string, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.IOTimeout)
-	defer cancel()
+// segmentKeys returns the object keys of the shard's segments named (names come from manifests
+// and listings: one that is not a segment name is skipped, never turned into a path).
+func segmentKeys(shard string, names []string) []string {
+	var keys []string
 	for _, name := range names {
-		if _, _, ok := parseSegmentName(name); ok { // names come from manifests: never a path
-			_ = s.objects.Delete(ctx, segmentKey(shard, name))
+		if _, _, ok := parseSegmentName(name); ok {
+			keys = append(keys, segmentKey(shard, name))
 		}
 	}
+	return keys
 }
 
 func refNames(refs []SegmentRef) []string {

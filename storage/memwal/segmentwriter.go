@@ -87,7 +87,11 @@ func (w *Writer) reserveFrame(ctx context.Context, pos uint64, n int) (*activeSe
 			return nil, 0, err
 		}
 		if seg != nil {
-			go w.retire(seg)
+			w.bg.Add(1)
+			go func(old *activeSegment) {
+				defer w.bg.Done()
+				w.retire(old)
+			}(seg)
 		}
 		w.seg, seg = next, next
 	}
@@ -105,11 +109,21 @@ func (w *Writer) reserveFrame(ctx context.Context, pos uint64, n int) (*activeSe
 func (w *Writer) openSegment(ctx context.Context, pos uint64) (*activeSegment, error) {
 	name := segmentName(w.epoch, pos)
 	key := segmentKey(w.shard, name)
+	w.mu.Lock()
+	w.liveSegments[name] = true // before the file exists: the garbage planner must not take it
+	w.mu.Unlock()
+	abandon := func() { // a segment that never took a frame: the next sweep deletes it if it exists
+		w.mu.Lock()
+		delete(w.liveSegments, name)
+		w.mu.Unlock()
+	}
 	if err := w.s.objects.PutIfAbsent(ctx, key, nil); err != nil {
+		abandon()
 		return nil, fmt.Errorf("memwal: create WAL segment %s: %w", key, err)
 	}
 	file, err := objstore.OpenWriter(ctx, w.s.objects, key)
 	if err != nil {
+		abandon()
 		return nil, fmt.Errorf("memwal: open WAL segment %s: %w", key, err)
 	}
 	w.s.metrics.walSegments.Inc()

@@ -359,6 +359,7 @@ func (s *Store) SealIfDue(ctx context.Context, maxAge time.Duration) (bool, erro
 	if w == nil {
 		return false, nil
 	}
+	w.gc.sweepIfDue()
 	w.mu.Lock()
 	due := len(w.frozen) > 0 || (!w.active.firstAt.IsZero() && time.Since(w.active.firstAt) >= maxAge)
 	w.mu.Unlock()

@@ -109,6 +109,10 @@ type Writer struct {
 	closed  bool
 	nextPos uint64
 	retired []SegmentRef // segments moved past, for the next seal to list in the manifest
+	// liveSegments names the segments this writer created that no seal has listed yet (active,
+	// being retired, retired): the garbage planner never deletes them. A name enters before its
+	// segment is created and leaves once a committed seal lists it.
+	liveSegments map[string]bool
 
 	wake    chan struct{} // nudges the committer; never closed
 	quit    chan struct{} // closed by close()
@@ -116,6 +120,8 @@ type Writer struct {
 	sealMu  sync.Mutex    // serialises seals
 	sealing atomic.Bool
 	pending atomic.Int64 // sealed generations pending merge, as of the last manifest read
+	gc      *collector     // carries out every WAL deletion of this writer; stopped by close
+	bg      sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
 }
 
 // claim takes ownership of the shard for this process and replays its unsealed WAL entries.
@@ -134,7 +140,8 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 	opts := s.opts.Writer.withDefaults()
 	inPlace := objstore.WritesInPlace(s.objects)
 	w := &Writer{s: s, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: inPlace && !opts.EntryObjects,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}), liveSegments: map[string]bool{}}
+	w.gc = newCollector(w)
 	w.pending.Store(int64(len(m.Generations)))
 	ok := false
 	defer func() {
@@ -239,13 +246,14 @@ func claim(ctx context.Context, s *Store, shard string) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
-		go s.deleteSegments(shard, append(scan.strays, refNames(garbage)...))
+		w.gc.delete(segmentKeys(shard, append(scan.strays, refNames(garbage)...))...)
 	}
 	w.nextPos = fence + 1
 	ok = true
 	s.opts.WriteBuffer.register(w)
-	// Entries a crash left behind (their deletion after a seal or merge never ran).
-	go s.deleteUnreferencedEntries(shard, m, objs)
+	// Whatever a crash, a lost race or a failed deletion left behind in the WAL directory.
+	w.gc.requestSweep()
+	w.gc.start()
 	go w.commitLoop()
 	return w, nil
 }
@@ -461,7 +469,9 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	w.s.metrics.walEntries.Inc()
 	finish(nil)
 	if full && w.sealing.CompareAndSwap(false, true) {
+		w.bg.Add(1)
 		go func() {
+			defer w.bg.Done()
 			defer w.sealing.Store(false)
 			ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.IOTimeout)
 			defer cancel()
@@ -656,8 +666,11 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	}
 	w.mu.Lock()
 	w.retired = w.retired[len(retired):]
+	for _, ref := range retired { // listed now: the manifest decides their fate from here on
+		delete(w.liveSegments, ref.Name)
+	}
 	w.mu.Unlock()
-	go w.s.deleteSegments(w.shard, refNames(segGarbage))
+	w.gc.delete(segmentKeys(w.shard, refNames(segGarbage))...)
 	w.pending.Store(int64(len(next.Generations)))
 	// Positions this seal moved under replay_after that its generation does not hold (a seal of
 	// nothing but a fence, an unused position before the memtable's first) are garbage: no
@@ -668,7 +681,11 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	} else {
 		garbage = append(garbage, [2]uint64{before + 1, gen.FirstEntry - 1}, [2]uint64{gen.LastEntry + 1, next.ReplayAfter})
 	}
-	go w.s.deleteEntries(w.shard, garbage...)
+	if keys, ok := entryKeysIn(w.shard, garbage...); ok {
+		w.gc.delete(keys...)
+	} else {
+		w.gc.requestSweep() // a wide range: the sweep lists the entries instead
+	}
 	return nil
 }
 
@@ -723,6 +740,7 @@ func (w *Writer) close(ctx context.Context) error {
 		w.retire(w.seg)
 		w.seg = nil
 	}
+	w.bg.Wait() // retirements (their refs go into the seal below) and a size-triggered seal
 	err := w.Seal(ctx)
 	if errors.Is(err, ErrFenced) {
 		err = nil // the new owner replays everything we had
@@ -734,6 +752,7 @@ func (w *Writer) close(ctx context.Context) error {
 	w.frozen, w.active = nil, newMemtable()
 	w.mu.Unlock()
 	w.s.opts.WriteBuffer.unregister(w)
+	w.gc.stop()
 	return err
 }
 
