@@ -47,7 +47,7 @@ func newFixture(t *testing.T, budgetBytes int64) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	f := &fixture{cat: cat, budget: budget.New(budgetBytes, nil), metrics: table.NewMetrics(nil)}
-	f.mgr, err = stores.New(cat, stores.Config{DataDir: t.TempDir(), Store: memwal.Options{Instance: "writer",
+	f.mgr, err = stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: memwal.Options{Instance: "writer",
 		Budget: f.budget, Table: table.Options{Metrics: f.metrics}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.mgr.Close(context.Background()) })

@@ -32,6 +32,7 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -376,13 +377,13 @@ func TestRequestMemoryIsBoundedPerProcess(t *testing.T) {
 
 func TestStorageFaultsAnswer503AndShowInHealth(t *testing.T) {
 	c := newCluster(t)
-	var faults *objstore.Faulty
-	c.wrap = func(s objstore.Store) objstore.Store { faults = objstore.NewFaulty(s); return faults }
+	var faults *objstoretest.Faulty
+	c.wrap = func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }
 	w := c.worker("w1")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
 	for _, errno := range []error{syscall.ENOSPC, syscall.EIO, syscall.EACCES} {
 		faults.Reset()
-		faults.AddRule(objstore.Rule{Err: &os.PathError{Op: "write", Path: "/secret/server/path", Err: errno}})
+		faults.AddRule(objstoretest.Rule{Err: &os.PathError{Op: "write", Path: "/secret/server/path", Err: errno}})
 		var env api.ErrorBody
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/api/v1/rollouts/a/records", strings.NewReader(`{"records": [{"id": "x", "rollout_id": "t"}]}`))
@@ -412,12 +413,12 @@ func TestStorageFaultsAnswer503AndShowInHealth(t *testing.T) {
 
 func TestAHungStorageCallAnswers503WithinTheRequestDeadline(t *testing.T) {
 	c := newCluster(t)
-	var faults *objstore.Faulty
-	c.wrap = func(s objstore.Store) objstore.Store { faults = objstore.NewFaulty(s); return faults }
+	var faults *objstoretest.Faulty
+	c.wrap = func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }
 	w := c.worker("w1")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
 	stuck := make(chan struct{})
-	faults.AddRule(objstore.Rule{Stuck: stuck}) // every call blocks, deaf to its context
+	faults.AddRule(objstoretest.Rule{Stuck: stuck}) // every call blocks, deaf to its context
 	defer close(stuck)
 	srv := httptest.NewServer(api.WithDeadline(w.e, 300*time.Millisecond))
 	defer srv.Close()
@@ -433,7 +434,7 @@ func TestAHungStorageCallAnswers503WithinTheRequestDeadline(t *testing.T) {
 	faults.Reset()
 	// Health answers within its own bound while a probe is stuck too.
 	rec := httptest.NewRecorder()
-	faults.AddRule(objstore.Rule{Stuck: stuck})
+	faults.AddRule(objstoretest.Rule{Stuck: stuck})
 	start = time.Now()
 	w.e.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/health", nil))
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)

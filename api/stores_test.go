@@ -66,7 +66,7 @@ type worker struct {
 func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(c.cat, stores.Config{DataDir: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: memwal.Options{
+	mgr, err := stores.New(c.cat, stores.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: memwal.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
 		Metrics: memwal.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
 		AppendMaxGenerations: c.appendMaxGenerations,

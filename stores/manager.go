@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +31,7 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	DataDir  string         // local directory holding every store (STRATA_DATA_URL file://...)
+	DataURL  string         // where every store lives: an object store URL (objstore.Open) or a local directory
 	Capacity int            // open stores kept resident (default 2000)
 	Store    memwal.Options // process-wide clock, budget, metrics, instance id
 	// WrapObjects, when set, wraps the data directory's object store (fault injection and I/O
@@ -45,7 +43,7 @@ type Config struct {
 type Manager struct {
 	cat     *catalog.Catalog
 	root    objstore.Store     // the data directory (as wrapped by Config.WrapObjects)
-	dirs    objstore.DirLister // the same directory, unwrapped, for listing datasets
+	dirs    objstore.DirLister // the same store, unwrapped, for listing datasets (nil: it cannot)
 	rootURL string
 	cfg     Config
 	log     *slog.Logger
@@ -79,19 +77,20 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if cfg.Capacity <= 0 {
 		cfg.Capacity = 2000
 	}
-	abs, err := filepath.Abs(cfg.DataDir)
+	u, err := objstore.ParseURL(cfg.DataURL)
 	if err != nil {
 		return nil, err
 	}
-	root, err := objstore.NewLocal(abs)
+	root, err := objstore.Open(context.Background(), u.String())
 	if err != nil {
 		return nil, err
 	}
-	var objects objstore.Store = root
+	objects := root
 	if cfg.WrapObjects != nil {
 		objects = cfg.WrapObjects(root)
 	}
-	m := &Manager{cat: cat, root: objects, dirs: root, rootURL: (&url.URL{Scheme: "file", Path: abs}).String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
+	dirs, _ := root.(objstore.DirLister)
+	m := &Manager{cat: cat, root: objects, dirs: dirs, rootURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
 	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
@@ -353,8 +352,8 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	return len(objs), m.cat.PurgeStore(ctx, st.ID)
 }
 
-// DataDir is the directory the manager's stores live in.
-func (m *Manager) DataDir() string { return strings.TrimPrefix(m.rootURL, "file://") }
+// DataURL is where the manager's stores live (canonical: a local directory as file:///abs).
+func (m *Manager) DataURL() string { return m.rootURL }
 
 // Orphan is a dataset on storage that no registry row (live or deleted) points at.
 type Orphan struct {
@@ -365,6 +364,9 @@ type Orphan struct {
 
 // Orphans lists the datasets of kind with no registry row.
 func (m *Manager) Orphans(ctx context.Context, kind catalog.Kind) ([]Orphan, error) {
+	if m.dirs == nil {
+		return nil, nil // a store that cannot list directories: no orphan search
+	}
 	dirs, err := m.dirs.ListDirs(ctx, string(kind))
 	if err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *promet
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	reg := prometheus.NewRegistry()
-	m, err := New(cat, Config{DataDir: t.TempDir(), Capacity: capacity, Store: memwal.Options{Instance: "w"}},
+	m, err := New(cat, Config{DataURL: t.TempDir(), Capacity: capacity, Store: memwal.Options{Instance: "w"}},
 		reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
@@ -142,7 +142,7 @@ func TestCloseSealsEveryResidentStore(t *testing.T) {
 	require.NoError(t, m.Close(context.Background()))
 
 	// Another worker (another instance id) sees the row: it was sealed at shutdown, not left to a replay.
-	other, err := New(cat, Config{DataDir: m.DataDir(), Store: memwal.Options{Instance: "other"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other, err := New(cat, Config{DataURL: m.DataURL(), Store: memwal.Options{Instance: "other"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer other.Close(context.Background())
 	s2, release2, err := other.Acquire(context.Background(), catalog.KindRollout, "s")
@@ -157,7 +157,7 @@ func TestCloseSealsEveryResidentStore(t *testing.T) {
 func TestAStoreDeletedThroughAnotherWorkerIsClosedByTheNextFlushPass(t *testing.T) {
 	ctx := context.Background()
 	a, cat, _ := newManager(t, 10)
-	b, err := New(cat, Config{DataDir: a.DataDir(), Capacity: 10, Store: memwal.Options{Instance: "b"}},
+	b, err := New(cat, Config{DataURL: a.DataURL(), Capacity: 10, Store: memwal.Options{Instance: "b"}},
 		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close(ctx) })

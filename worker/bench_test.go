@@ -48,7 +48,7 @@ func BenchmarkP6MaintenanceStaleness(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		mgr, err := stores.New(cat, stores.Config{DataDir: b.TempDir(), Capacity: 2000, Store: memwal.Options{Instance: "api"}}, nil, log)
+		mgr, err := stores.New(cat, stores.Config{DataURL: b.TempDir(), Capacity: 2000, Store: memwal.Options{Instance: "api"}}, nil, log)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -204,7 +204,7 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	hold, err := budgetA.Reserve(ctx, 1<<20)
 	require.NoError(t, err)
 	defer hold.Release()
-	mgrA, err := stores.New(h.cat, stores.Config{DataDir: h.mgr.DataDir(), Store: memwal.Options{Instance: "maint-a", Budget: budgetA}}, nil,
+	mgrA, err := stores.New(h.cat, stores.Config{DataURL: h.mgr.DataURL(), Store: memwal.Options{Instance: "maint-a", Budget: budgetA}}, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer func() { _ = mgrA.Close(ctx) }()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func objectsWrapper() func(objstore.Store) objstore.Store {
@@ -20,9 +21,9 @@ func objectsWrapper() func(objstore.Store) objstore.Store {
 		return nil
 	}
 	return func(inner objstore.Store) objstore.Store {
-		f := objstore.NewFaulty(inner)
-		f.AddRule(objstore.Rule{Latency: delay, Times: 1, Match: func(op objstore.Op, key string) bool {
-			return op == objstore.OpPutIfAbsent && strings.Contains(key, "/data/") && strings.HasSuffix(key, ".parquet")
+		f := objstoretest.NewFaulty(inner)
+		f.AddRule(objstoretest.Rule{Latency: delay, Times: 1, Match: func(op objstoretest.Op, key string) bool {
+			return op == objstoretest.OpPutIfAbsent && strings.Contains(key, "/data/") && strings.HasSuffix(key, ".parquet")
 		}})
 		return f
 	}

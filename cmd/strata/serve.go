@@ -29,6 +29,7 @@ import (
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
@@ -142,8 +143,8 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	slog.SetDefault(log)
 
-	if _, err := dataDirOf(cfg.DataURL); err != nil {
-		return err
+	if _, err := objstore.ParseURL(cfg.DataURL); err != nil {
+		return fmt.Errorf("--data-url: %w", err)
 	}
 	// Listen first: a busy port fails at once, and while the catalog cannot be opened (PostgreSQL
 	// down at start) health answers "degraded" and every route 503, instead of the worker exiting
@@ -280,14 +281,9 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	dataDir, err := dataDirOf(cfg.DataURL)
-	if err != nil {
-		cat.Close()
-		return nil, err
-	}
 	writeBuffer := memwal.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
 	mgr, err := stores.New(cat, stores.Config{
-		DataDir:     dataDir,
+		DataURL:     cfg.DataURL,
 		Capacity:    cfg.StoreCacheCapacity,
 		WrapObjects: objectsWrapper(),
 		Store: memwal.Options{
@@ -346,15 +342,4 @@ func (r *runtime) close(ctx context.Context) {
 	}
 	r.writeBuffer.Close()
 	r.catalog.Close()
-}
-
-// dataDirOf accepts file://<dir> or a plain directory path.
-func dataDirOf(dataURL string) (string, error) {
-	if rest, ok := strings.CutPrefix(dataURL, "file://"); ok {
-		return rest, nil
-	}
-	if strings.Contains(dataURL, "://") {
-		return "", fmt.Errorf("--data-url %q: only file:// (a local or shared directory) is supported so far", dataURL)
-	}
-	return dataURL, nil
 }

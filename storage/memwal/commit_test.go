@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // appendUntilError appends one new id at a time from each of n goroutines until an append fails
@@ -60,13 +61,13 @@ func appendUntilError(t *testing.T, s *Store, e *env, n int, stop <-chan struct{
 func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) {
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			faulty := objstore.NewFaulty(objstore.NewMemory())
+			faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 			e := newEnv(t, faulty)
 			inFlight := func(o *Options) { o.Writer.CommitsInFlight = 4 }
 			old := e.open("same-id", inFlight)
 			// Entry and frame writes take a while, so several groups are in flight when the claim
 			// lands.
-			faulty.AddRule(objstore.Rule{Match: groupWrite(old.Shard()), Latency: time.Duration(1+round) * time.Millisecond})
+			faulty.AddRule(objstoretest.Rule{Match: groupWrite(old.Shard()), Latency: time.Duration(1+round) * time.Millisecond})
 			claimed := make(chan error, 1)
 			var newer *Store
 			go func() {
@@ -104,10 +105,10 @@ func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) 
 }
 
 func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("a", func(o *Options) { o.Writer.CommitsInFlight = 4 })
-	faulty.AddRule(objstore.Rule{Match: groupWrite(s.Shard()), Latency: time.Millisecond})
+	faulty.AddRule(objstoretest.Rule{Match: groupWrite(s.Shard()), Latency: time.Millisecond})
 	stop := make(chan struct{})
 	var seals atomic.Int64
 	var sealer sync.WaitGroup
@@ -150,15 +151,15 @@ func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
 }
 
 func TestAFailedGroupWriteFailsOnlyItsAppends(t *testing.T) {
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("a")
 	appendIDs(t, s, e.mem, 0, "claimed") // the shard is claimed (its fence entry written) first
-	faulty.AddRule(objstore.Rule{Match: groupWrite(s.Shard()), Err: objstore.ErrInjected, Times: 1})
+	faulty.AddRule(objstoretest.Rule{Match: groupWrite(s.Shard()), Err: objstoretest.ErrInjected, Times: 1})
 	rec := rows(e.mem, []string{"lost"}, 1)
 	_, err := s.Append(context.Background(), rec)
 	rec.Release()
-	require.True(t, errors.Is(err, objstore.ErrInjected), "got %v", err)
+	require.True(t, errors.Is(err, objstoretest.ErrInjected), "got %v", err)
 	appendIDs(t, s, e.mem, 2, "kept")
 	require.NoError(t, s.Flush(context.Background()))
 	reader := e.open("reader")
@@ -168,7 +169,7 @@ func TestAFailedGroupWriteFailsOnlyItsAppends(t *testing.T) {
 
 func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("a")
 	b := array.NewRecordBuilder(e.mem, arrow.NewSchema(userSchema.Fields()[:2], nil)) // no payload
 	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
@@ -235,7 +236,7 @@ func (f *hookedFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
 func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 	// Each group write waits (up to a second) until a second one is in flight.
 	var inFlight, most atomic.Int32
-	store := &hookedWrites{Store: objstore.NewMemory(), before: func() func() {
+	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() {
 		n := inFlight.Add(1)
 		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
 		}
@@ -276,7 +277,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	ctx := context.Background()
 	// Group writes wait for the phase's gate, so that appends arriving meanwhile form groups.
 	var gate chan struct{}
-	store := &hookedWrites{Store: objstore.NewMemory(), before: func() func() { <-gate; return func() {} }}
+	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() { <-gate; return func() {} }}
 	e := newEnv(t, store)
 	s := e.open("a")
 	appendIDs(t, s, e.mem, 0, "claimed")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestTheGarbagePlannerNamesOnlyWhatNothingNeeds(t *testing.T) {
@@ -82,14 +83,14 @@ func referencedGenerationFiles(t *testing.T, objects objstore.Store, shard strin
 
 func TestASealThatLosesItsManifestCommitLeavesNothingAfterTheNextSweep(t *testing.T) {
 	ctx := context.Background()
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("w")
 	appendIDs(t, s, e.mem, 1, "a", "b")
-	faulty.AddRule(objstore.Rule{Times: 1, Err: objstore.ErrInjected, Match: func(op objstore.Op, key string) bool {
-		return op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/")
+	faulty.AddRule(objstoretest.Rule{Times: 1, Err: objstoretest.ErrInjected, Match: func(op objstoretest.Op, key string) bool {
+		return op == objstoretest.OpPutIfAbsent && strings.Contains(key, "/manifest/")
 	}})
-	require.ErrorIs(t, s.Flush(ctx), objstore.ErrInjected)
+	require.ErrorIs(t, s.Flush(ctx), objstoretest.ErrInjected)
 	require.Len(t, generationFiles(t, e.objects, s.Shard()), 1, "the key file was written, its commit failed")
 	require.NoError(t, s.Flush(ctx)) // the retry seals with a key file of its own
 	require.Len(t, generationFiles(t, e.objects, s.Shard()), 2)
@@ -103,14 +104,14 @@ func TestASealThatLosesItsManifestCommitLeavesNothingAfterTheNextSweep(t *testin
 
 func TestAMergesFailedDeletionsAreSweptByTheOwner(t *testing.T) {
 	ctx := context.Background()
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("w", segmentBytes(1))
 	for i := range 3 {
 		appendIDs(t, s, e.mem, int64(i), ids("k", 10)...)
 		require.NoError(t, s.Flush(ctx))
 	}
-	faulty.AddRule(objstore.Rule{Err: objstore.ErrInjected, Match: func(op objstore.Op, _ string) bool { return op == objstore.OpDelete }})
+	faulty.AddRule(objstoretest.Rule{Err: objstoretest.ErrInjected, Match: func(op objstoretest.Op, _ string) bool { return op == objstoretest.OpDelete }})
 	merger := e.open("maintenance", func(o *Options) { o.ReadOnly = true })
 	res, err := merger.MergeShard(ctx, s.Shard(), MergeOptions{})
 	require.NoError(t, err, "a failed deletion does not fail the merge: the rows are merged")
@@ -129,13 +130,13 @@ func TestAMergesFailedDeletionsAreSweptByTheOwner(t *testing.T) {
 
 func TestACrashBetweenKeyFileAndManifestLeavesNothingAfterTheNextClaim(t *testing.T) {
 	ctx := context.Background()
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	s := e.open("w")
 	acked := ids("k", 20)
 	appendIDs(t, s, e.mem, 7, acked...)
 	faulty.CrashAfterWrites(1) // the seal's key file, then the process dies before its manifest commit
-	require.ErrorIs(t, s.Flush(ctx), objstore.ErrCrashed)
+	require.ErrorIs(t, s.Flush(ctx), objstoretest.ErrCrashed)
 	crash(s)
 	require.Len(t, generationFiles(t, e.objects, s.Shard()), 1)
 	faulty.Reset()

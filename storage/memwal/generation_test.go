@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -42,7 +43,7 @@ func sum(m map[string]int64) int64 {
 
 func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	owner := e.open("owner", withEntryObjects)
 	shard := owner.Shard()
 	for i := range 4 { // four WAL entries; later ones overwrite some keys of earlier ones
@@ -92,7 +93,7 @@ func TestASealWritesOnlyAKeyFileAndTheEntriesLiveUntilTheMerge(t *testing.T) {
 
 func TestEntriesNoGenerationHoldsAreDeletedAtTheSeal(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a", withEntryObjects)
 	appendIDs(t, a, e.mem, 1, "x")
 	require.NoError(t, a.Close(ctx))
@@ -143,7 +144,7 @@ func writeFormat1Generation(t *testing.T, s *Store, shard string, rec arrow.Reco
 
 func TestFormat1GenerationsAreStillReadAndMerged(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	old := e.open("old-release")
 	user := rows(e.mem, ids("v", 20), 5)
 	stamped, err := old.stamp(user, e.clock.NextN(20), false)
@@ -216,7 +217,7 @@ func recordKeys(rec arrow.RecordBatch, keyColumn string) *genKeys {
 
 func TestAClaimDeletesEntriesACrashLeftBehind(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a")
 	appendIDs(t, a, e.mem, 1, "x")
 	require.NoError(t, a.Flush(ctx))
@@ -238,7 +239,7 @@ func TestAClaimDeletesEntriesACrashLeftBehind(t *testing.T) {
 
 func TestAMergeOfManyEntryObjectsDeletesThemByListing(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("w", withEntryObjects)
 	for i := range maxEntryDeletesWithoutListing + 6 { // one entry object per append
 		appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -62,10 +63,10 @@ func withSegments(o *Options) { o.Writer.EntryObjects = false }
 
 // groupWrite matches the writes that make a group commit durable, in either layout: an entry
 // object's put-if-absent (a claim's fence too) or a write into a segment (each frame is two).
-func groupWrite(shard string) func(op objstore.Op, key string) bool {
-	return func(op objstore.Op, key string) bool {
-		return (op == objstore.OpPutIfAbsent && strings.HasPrefix(key, entryPrefix(shard))) ||
-			(op == objstore.OpWriteAt && strings.HasPrefix(key, segmentPrefix(shard)))
+func groupWrite(shard string) func(op objstoretest.Op, key string) bool {
+	return func(op objstoretest.Op, key string) bool {
+		return (op == objstoretest.OpPutIfAbsent && strings.HasPrefix(key, entryPrefix(shard))) ||
+			(op == objstoretest.OpWriteAt && strings.HasPrefix(key, segmentPrefix(shard)))
 	}
 }
 

@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestReadYourWritesHereVisibleElsewhereAfterSeal(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a, b := e.open("worker-a"), e.open("worker-b")
 	appendIDs(t, a, e.mem, 7, "x", "y")
 	require.EqualValues(t, 7, value(t, a, "x"), "read-your-writes on the appending worker")
@@ -28,7 +28,7 @@ func TestReadYourWritesHereVisibleElsewhereAfterSeal(t *testing.T) {
 }
 
 func TestDeleteWritesATombstone(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a")
 	appendIDs(t, a, e.mem, 1, "x")
 	require.NoError(t, a.Flush(context.Background()))
@@ -42,7 +42,7 @@ func TestDeleteWritesATombstone(t *testing.T) {
 }
 
 func TestReplayAfterACrashRestoresUnsealedRows(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a")
 	appendIDs(t, a, e.mem, 1, ids("k", 50)...)
 	require.NoError(t, a.Flush(context.Background()))
@@ -84,7 +84,7 @@ func crash(s *Store) {
 }
 
 func TestFencingKeepsEverythingAcknowledged(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	old := e.open("same-id")
 	appendIDs(t, old, e.mem, 1, ids("old", 20)...)
 	// A second process with the same instance id claims the shard.
@@ -106,7 +106,7 @@ func TestFencingKeepsEverythingAcknowledged(t *testing.T) {
 }
 
 func TestConcurrentAppendsShareGroupCommits(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a", func(o *Options) { o.Writer.GroupCommitWindow = 5 * time.Millisecond })
 	var wg sync.WaitGroup
 	for w := range 16 {
@@ -129,7 +129,7 @@ func TestConcurrentAppendsShareGroupCommits(t *testing.T) {
 }
 
 func TestOverloadGuardRails(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a", func(o *Options) { o.AppendMaxGenerations = 3; o.ReadMaxGenerations = 2 })
 	for i := range 3 {
 		appendIDs(t, a, e.mem, int64(i), "k")
@@ -150,12 +150,12 @@ func TestOverloadGuardRails(t *testing.T) {
 }
 
 func TestAHungStoreCallIsBoundedAndReleasesEverything(t *testing.T) {
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	a := e.open("a")
 	appendIDs(t, a, e.mem, 1, "k")
 	require.NoError(t, a.Flush(context.Background()))
-	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(walDir, objstore.OpGet), Hang: true})
+	faulty.AddRule(objstoretest.Rule{Match: objstoretest.MatchKeyPrefix(walDir, objstoretest.OpGet), Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	e.budget = nil
@@ -169,7 +169,7 @@ func TestAHungStoreCallIsBoundedAndReleasesEverything(t *testing.T) {
 }
 
 func TestSealIfDueSealsOnlyOldMemtables(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a")
 	sealed, err := a.SealIfDue(context.Background(), time.Hour)
 	require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestSealIfDueSealsOnlyOldMemtables(t *testing.T) {
 }
 
 func TestSizeTriggeredSeal(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a", func(o *Options) { o.Writer.SealRows = 10 })
 	appendIDs(t, a, e.mem, 1, ids("k", 25)...)
 	require.Eventually(t, func() bool { return pendingGens(t, a) == 1 }, 2*time.Second, 5*time.Millisecond)
@@ -198,7 +198,7 @@ func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(prev)
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	a := e.open("a", func(o *Options) { o.ReadWarnGenerations = 2 })
 	for i := range 3 {
 		appendIDs(t, a, e.mem, int64(i), "k")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // sealN makes n generations of one row each ("g0".."g<n-1>", value i) plus any extra ids.
@@ -36,7 +37,7 @@ func checkTable(t *testing.T, s *Store) {
 }
 
 func TestMergeByAnotherProcessFoldsGenerationsAndDropsThem(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	owner := e.open("owner")
 	sealN(t, owner, e, 5)
 	merger := e.open("maintenance")
@@ -62,7 +63,7 @@ func TestMergeByAnotherProcessFoldsGenerationsAndDropsThem(t *testing.T) {
 }
 
 func TestMergeCapsBindInEitherOrderAndAGenerationIsNeverSplit(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("a")
 	sealN(t, s, e, 10)
 	snap, _ := s.Snapshot(context.Background())
@@ -89,14 +90,14 @@ func TestMergeCapsBindInEitherOrderAndAGenerationIsNeverSplit(t *testing.T) {
 }
 
 func TestAppendsAreNotBlockedOrLostWhileAMergeRuns(t *testing.T) {
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	e := newEnv(t, faulty)
 	owner := e.open("owner")
 	sealN(t, owner, e, 4)
 	// Reading generations' rows (WAL entries or segment frames; format 1 files) is slow: the
 	// merge takes a while.
-	faulty.AddRule(objstore.Rule{Match: func(op objstore.Op, key string) bool {
-		return (op == objstore.OpGet || op == objstore.OpGetRange) &&
+	faulty.AddRule(objstoretest.Rule{Match: func(op objstoretest.Op, key string) bool {
+		return (op == objstoretest.OpGet || op == objstoretest.OpGetRange) &&
 			(strings.HasSuffix(key, ".arrows") || strings.HasSuffix(key, segmentSuffix) || strings.HasSuffix(key, ".arrow"))
 	}, Latency: 100 * time.Millisecond})
 	merger := e.open("maintenance")
@@ -136,7 +137,7 @@ func TestAppendsAreNotBlockedOrLostWhileAMergeRuns(t *testing.T) {
 }
 
 func TestConcurrentMergesDoNotDuplicateRows(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	owner := e.open("owner")
 	for i := range 6 {
 		appendIDs(t, owner, e.mem, int64(i), ids(fmt.Sprintf("b%d-", i), 20)...)
@@ -170,7 +171,7 @@ func TestConcurrentMergesDoNotDuplicateRows(t *testing.T) {
 func TestAnInterruptedMergeLosesNothingAndTheNextConverges(t *testing.T) {
 	for crashAt := 0; crashAt < 8; crashAt++ {
 		t.Run(fmt.Sprint("after ", crashAt, " writes"), func(t *testing.T) {
-			faulty := objstore.NewFaulty(objstore.NewMemory())
+			faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 			e := newEnv(t, faulty)
 			owner := e.open("owner")
 			for i := range 3 {
@@ -182,7 +183,7 @@ func TestAnInterruptedMergeLosesNothingAndTheNextConverges(t *testing.T) {
 			_, err := merger.MergeShard(context.Background(), owner.Shard(), MergeOptions{})
 			faulty.Reset()
 			if err != nil {
-				require.True(t, errors.Is(err, objstore.ErrCrashed), "%v", err)
+				require.True(t, errors.Is(err, objstoretest.ErrCrashed), "%v", err)
 			}
 			// A new process finishes the job.
 			again := e.open("merger-2")
@@ -204,7 +205,7 @@ func TestAnInterruptedMergeLosesNothingAndTheNextConverges(t *testing.T) {
 
 func TestOneIDThroughTwoShardsResolvesToTheNewestWhateverTheMergeOrder(t *testing.T) {
 	for _, order := range [][]int{{0, 1}, {1, 0}} {
-		e := newEnv(t, objstore.NewMemory())
+		e := newEnv(t, objstoretest.NewMemory())
 		shards := []*Store{e.open("w0"), e.open("w1")}
 		appendIDs(t, shards[0], e.mem, 1, "same")
 		appendIDs(t, shards[1], e.mem, 2, "same") // later _seq
@@ -226,7 +227,7 @@ func TestOneIDThroughTwoShardsResolvesToTheNewestWhateverTheMergeOrder(t *testin
 }
 
 func TestMergeWaitsForTheBudgetAndReportsIt(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	e.budget = budget.New(1<<20, nil)
 	s := e.open("a")
 	sealN(t, s, e, 2)
@@ -254,7 +255,7 @@ func TestMergeWaitsForTheBudgetAndReportsIt(t *testing.T) {
 // A merge reserves its batch's footprint (3 x the generations' file bytes), not the MaxBytes cap:
 // small merges leave the rest of the budget to others.
 func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	e.budget = budget.New(64<<20, nil)
 	s := e.open("a")
 	sealN(t, s, e, 3)
@@ -274,7 +275,7 @@ func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
 // API worker on the same host: opening the store read-only and merging must not claim the write
 // shard the API worker appends to.
 func TestAReadOnlyMergerWithTheWritersInstanceIDNeverFencesIt(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	writer := e.open("host-a")
 	sealN(t, writer, e, 3)
 	merger := e.open("host-a", func(o *Options) { o.ReadOnly = true })

@@ -44,8 +44,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
 		generationsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_generations_skipped_total", Help: "Generations a read skipped because their rows were already merged."}),
-		walGarbage: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_wal_garbage_deletes_total", Help: "Deletions of WAL objects nothing needs any more (entries, segments, generation files, old shard manifests), by outcome (deleted, error); what fails is retried by the next sweep."}, []string{"outcome"}),
-		readsResnapshotted: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_read_resnapshots_total", Help: "Reads started again on a fresh snapshot because a merge deleted a pending generation's objects while they read."}),
+		walGarbage:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_wal_garbage_deletes_total", Help: "Deletions of WAL objects nothing needs any more (entries, segments, generation files, old shard manifests), by outcome (deleted, error); what fails is retried by the next sweep."}, []string{"outcome"}),
+		readsResnapshotted:  prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_read_resnapshots_total", Help: "Reads started again on a fresh snapshot because a merge deleted a pending generation's objects while they read."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.walSegments, m.seals, m.pendingPerRead, m.readsRefused,

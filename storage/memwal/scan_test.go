@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -48,7 +48,7 @@ func TestRandomizedLSMModel(t *testing.T) {
 		steps = 80
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	writers := []*Store{e.open("w0"), e.open("w1")}
 	reader := e.open("reader")
 	model := map[string]int64{}
@@ -127,7 +127,7 @@ func TestRandomizedLSMModel(t *testing.T) {
 }
 
 func TestScanRejectsBadFiltersAndColumns(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("a")
 	for _, opts := range []ScanOptions{
 		{Filters: map[string]any{"nope": "x"}},
@@ -146,7 +146,7 @@ func TestScanRejectsBadFiltersAndColumns(t *testing.T) {
 }
 
 func TestCheckoutReadsAnOldVersionWithoutTheWAL(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("a")
 	ctx := context.Background()
 	appendIDs(t, s, e.mem, 1, "x", "y")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // encodeFrame returns the whole frame holding payload for position pos (the writer writes the
@@ -108,7 +109,7 @@ func segmentBytes(n int64) func(*Options) {
 func TestAFencedWritersLaterFramesAreNeverRead(t *testing.T) {
 	segmentSizes(t, func(t *testing.T, size int64) {
 		ctx := context.Background()
-		e := newEnv(t, objstore.NewMemory())
+		e := newEnv(t, objstoretest.NewMemory())
 		old := e.open("w", segmentBytes(size))
 		appendIDs(t, old, e.mem, 1, "acked-before")
 		// Another process with the same instance id claims the shard (opening does); the old
@@ -161,14 +162,14 @@ type failingFrameWriter struct {
 func (w *failingFrameWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
 	if bytes.Contains(p, w.marker) {
 		time.Sleep(100 * time.Millisecond)
-		return objstore.ErrInjected
+		return objstoretest.ErrInjected
 	}
 	return w.ObjectWriter.WriteAt(ctx, p, off)
 }
 
 func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, &failingFrames{Store: objstore.NewMemory(), marker: []byte("payload-failed")})
+	e := newEnv(t, &failingFrames{Store: objstoretest.NewMemory(), marker: []byte("payload-failed")})
 	s := e.open("w", withSegments)
 	appendIDs(t, s, e.mem, 1, "first")
 	// The next group's frame write is slow and then fails; a group reserved after it is written
@@ -195,7 +196,7 @@ func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	require.ErrorIs(t, errs[0], objstore.ErrInjected)
+	require.ErrorIs(t, errs[0], objstoretest.ErrInjected)
 	require.ErrorIs(t, errs[1], errEarlierFrameFailed)
 	appendIDs(t, s, e.mem, 3, "next") // in a new segment
 	require.Len(t, objectsUnder(t, e.objects, segmentPrefix(s.Shard())), 2, "the writer moved to a new segment")
@@ -212,7 +213,7 @@ func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 
 func TestSegmentsAreDeletedOnceEverythingTheyHoldIsMerged(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("w", segmentBytes(1)) // a segment per group commit
 	for i := range 5 {
 		appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
@@ -262,7 +263,7 @@ func TestSegmentsAreDeletedOnceEverythingTheyHoldIsMerged(t *testing.T) {
 
 func TestADamagedListedSegmentFailsTheClaimLoudly(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("w", segmentBytes(1))
 	appendIDs(t, s, e.mem, 1, "a")
 	appendIDs(t, s, e.mem, 2, "b")
@@ -293,7 +294,7 @@ func TestACrashAtAnyWriteKeepsEveryAcknowledgedAppend(t *testing.T) {
 	for crashAt := 0; crashAt < 48; crashAt += 3 {
 		t.Run(fmt.Sprint("after ", crashAt, " writes"), func(t *testing.T) {
 			ctx := context.Background()
-			faulty := objstore.NewFaulty(objstore.NewMemory())
+			faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 			e := newEnv(t, faulty)
 			small := func(o *Options) { o.Writer.SegmentBytes = 2048 } // a new segment every few groups
 			s := e.open("w", small)
@@ -342,7 +343,7 @@ func TestACrashAtAnyWriteKeepsEveryAcknowledgedAppend(t *testing.T) {
 // segments, and both kinds of entries end up in one generation, read and merged.
 func TestEntryObjectsAreReplayedAndTheShardContinuesInSegments(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	before := e.open("w", withEntryObjects)
 	appendIDs(t, before, e.mem, 1, "sealed-entry")
 	require.NoError(t, before.Flush(ctx)) // a generation of entry objects

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/arrowutil"
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -30,7 +30,7 @@ func badOffsets() arrow.Array {
 }
 
 func TestInvalidBatchesAreRefusedBeforeTheWAL(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("a")
 	ids := badOffsets()
 	defer ids.Release()
@@ -156,7 +156,7 @@ func FuzzAppendAndReplay(f *testing.F) {
 			return
 		}
 		defer joined.Release()
-		objects := objstore.NewMemory()
+		objects := objstoretest.NewMemory()
 		e := newEnv(t, objects)
 		s := e.open("fuzz")
 		_, appendErr := s.Append(ctx, joined)

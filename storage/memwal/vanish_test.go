@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // A read whose snapshot lists a pending generation can find the generation's objects deleted by
@@ -20,21 +21,21 @@ import (
 // the read must return the merged (newest) rows, neither an error nor the older rows the table
 // version of its snapshot holds.
 func TestReadsOvertakenByAMergeStartAgainOnAFreshSnapshot(t *testing.T) {
-	keyFile := func(shard string) func(objstore.Op, string) bool {
-		return func(op objstore.Op, key string) bool {
-			return op == objstore.OpGet && strings.HasPrefix(key, walDir+shard+"/gens/")
+	keyFile := func(shard string) func(objstoretest.Op, string) bool {
+		return func(op objstoretest.Op, key string) bool {
+			return op == objstoretest.OpGet && strings.HasPrefix(key, walDir+shard+"/gens/")
 		}
 	}
-	rowObject := func(shard string) func(objstore.Op, string) bool {
-		return func(op objstore.Op, key string) bool {
-			return (op == objstore.OpGetRange && strings.HasPrefix(key, segmentPrefix(shard))) ||
-				(op == objstore.OpGet && strings.HasPrefix(key, entryPrefix(shard)))
+	rowObject := func(shard string) func(objstoretest.Op, string) bool {
+		return func(op objstoretest.Op, key string) bool {
+			return (op == objstoretest.OpGetRange && strings.HasPrefix(key, segmentPrefix(shard))) ||
+				(op == objstoretest.OpGet && strings.HasPrefix(key, entryPrefix(shard)))
 		}
 	}
 	for _, tc := range []struct {
 		name   string
 		layout func(*Options)
-		block  func(shard string) func(objstore.Op, string) bool
+		block  func(shard string) func(objstoretest.Op, string) bool
 	}{
 		{"key file", withSegments, keyFile},
 		{"segment", withSegments, rowObject},
@@ -43,7 +44,7 @@ func TestReadsOvertakenByAMergeStartAgainOnAFreshSnapshot(t *testing.T) {
 		for _, read := range []string{"get", "scan"} {
 			t.Run(tc.name+"/"+read, func(t *testing.T) {
 				ctx := context.Background()
-				e := newEnv(t, objstore.NewMemory())
+				e := newEnv(t, objstoretest.NewMemory())
 				// k0..k3 = 1 in the table, then = 2 in a pending generation spread over retired
 				// segments (one per group commit) or entry objects.
 				w := e.open("w", tc.layout, segmentBytes(1))
@@ -59,12 +60,12 @@ func TestReadsOvertakenByAMergeStartAgainOnAFreshSnapshot(t *testing.T) {
 				appendIDs(t, w, e.mem, 2, "tail") // so k0..k3's segments are all retired
 				require.NoError(t, w.Flush(ctx))
 
-				faulty := objstore.NewFaulty(e.objects)
+				faulty := objstoretest.NewFaulty(e.objects)
 				reached, release := make(chan struct{}), make(chan struct{})
 				var once sync.Once
 				var blocked string // the object the reader waits for; set before reached closes
 				match := tc.block(w.Shard())
-				faulty.AddRule(objstore.Rule{Times: 1, Stuck: release, Match: func(op objstore.Op, key string) bool {
+				faulty.AddRule(objstoretest.Rule{Times: 1, Stuck: release, Match: func(op objstoretest.Op, key string) bool {
 					if !match(op, key) {
 						return false
 					}
@@ -147,7 +148,7 @@ func scanValues(ctx context.Context, s *Store) (map[string]int64, error) {
 // Merges back to back could overtake every attempt: the read then fails as overloaded (a 503
 // with Retry-After over HTTP), after a bounded number of fresh snapshots.
 func TestAReadOvertakenOnEveryAttemptGivesUpAsOverloaded(t *testing.T) {
-	e := newEnv(t, objstore.NewMemory())
+	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("w")
 	attempts := 0
 	_, err := readFresh(s, func() (int, error) {
@@ -156,7 +157,7 @@ func TestAReadOvertakenOnEveryAttemptGivesUpAsOverloaded(t *testing.T) {
 	})
 	require.ErrorIs(t, err, ErrOverloaded)
 	require.Equal(t, maxReadAttempts, attempts)
-	_, err = readFresh(s, func() (int, error) { return 0, vanished(objstore.ErrInjected) })
-	require.ErrorIs(t, err, objstore.ErrInjected, "other errors are not retried")
+	_, err = readFresh(s, func() (int, error) { return 0, vanished(objstoretest.ErrInjected) })
+	require.ErrorIs(t, err, objstoretest.ErrInjected, "other errors are not retried")
 	require.NotErrorIs(t, err, errVanished)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // Spread over 1,000 stores, no store reaches its own seal threshold: the process-wide write buffer
@@ -25,7 +26,7 @@ func TestWriteBufferBoundsUnsealedBytesAcrossStores(t *testing.T) {
 	wb := NewWriteBuffer(limit, 10*time.Second, reg)
 	defer wb.Close()
 	wb.maxWait = time.Minute // the bound is under test, not how fast this machine seals
-	root := objstore.NewMemory()
+	root := objstoretest.NewMemory()
 	e := newEnv(t, root)
 	var all []*Store
 	for i := range stores {
@@ -111,7 +112,7 @@ func TestWriteBufferRefusesAppendsWhenItCannotMakeRoom(t *testing.T) {
 // within its bytes however many generations the stores seal; reads stay correct through evictions.
 func TestStoresShareOneByteBoundedObjectCache(t *testing.T) {
 	shared := cache.New(256<<10, nil)
-	root := objstore.NewMemory()
+	root := objstoretest.NewMemory()
 	e := newEnv(t, root)
 	var all []*Store
 	for i := range 12 {

@@ -119,7 +119,7 @@ type Writer struct {
 	stopped chan struct{} // closed when the committer exits
 	sealMu  sync.Mutex    // serialises seals
 	sealing atomic.Bool
-	pending atomic.Int64 // sealed generations pending merge, as of the last manifest read
+	pending atomic.Int64   // sealed generations pending merge, as of the last manifest read
 	gc      *collector     // carries out every WAL deletion of this writer; stopped by close
 	bg      sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
 }

@@ -80,7 +80,7 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 	if err != nil {
 		return nil, err
 	}
-	start, end, err := clampRange(st.Size(), offset, length)
+	start, end, err := ClampRange(st.Size(), offset, length)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,9 @@ func ListAll(ctx context.Context, s Store, prefix string) ([]ObjectInfo, error) 
 	}
 }
 
-func clampRange(size, offset, length int64) (int64, int64, error) {
+// ClampRange cuts a GetRange request (offset, length) to an object of size bytes, for Store
+// implementations: a range past the end is cut short; a negative one is an error.
+func ClampRange(size, offset, length int64) (int64, int64, error) {
 	if offset < 0 || length < 0 {
 		return 0, 0, fmt.Errorf("objstore: invalid range offset=%d length=%d", offset, length)
 	}

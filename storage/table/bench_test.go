@@ -18,12 +18,13 @@ import (
 
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // benchTable is a table on the local filesystem with an I/O counter in front of it.
 type benchTable struct {
 	tbl     *Table
-	count   *objstore.Counting
+	count   *objstoretest.Counting
 	dir     string
 	rows    int
 	nextSeq uint64
@@ -38,7 +39,7 @@ func newBenchTable(b *testing.B, rows int) *benchTable {
 	if err != nil {
 		b.Fatal(err)
 	}
-	count := objstore.NewCounting(local)
+	count := objstoretest.NewCounting(local)
 	tbl, err := Create(context.Background(), count, testSchema, "id", Options{})
 	if err != nil {
 		b.Fatal(err)

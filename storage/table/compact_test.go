@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/cache"
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func frags(rows ...int64) *Manifest {
@@ -34,7 +34,7 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 
 func TestCompactionMaterializesDeletionsAndKeepsTheIndexCovering(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	for b := range 10 {
 		var rows []row
 		for i := range 50 {
@@ -77,7 +77,7 @@ func TestCompactionMaterializesDeletionsAndKeepsTheIndexCovering(t *testing.T) {
 
 func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	for b := range 6 {
 		upsertRows(t, tbl, mem, []row{{id: fmt.Sprintf("a%d", b), value: 1, seq: 1}, {id: fmt.Sprintf("b%d", b), value: 1, seq: 1}})
 	}
@@ -104,7 +104,7 @@ func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testin
 // otherwise fill it before anything live is evicted).
 func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	for b := range 6 {
 		var rows []row
 		for i := range 40 {

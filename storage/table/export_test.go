@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // TestWriteSampleFragment writes one fragment to $STRATA_FRAGMENT_OUT for external readers
@@ -19,7 +19,7 @@ func TestWriteSampleFragment(t *testing.T) {
 		t.Skip("set STRATA_FRAGMENT_OUT to write a sample fragment")
 	}
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	tbl := newTestTable(t, store, mem)
 	upsertRows(t, tbl, mem, []row{{id: "b", value: 2, payload: "x", seq: 2}, {id: "a", value: 1, payload: "y", seq: 1}})
 	m, err := tbl.Latest(ctx)

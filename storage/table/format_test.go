@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestSchemaJSONRoundTripsEverySupportedType(t *testing.T) {
@@ -48,7 +48,7 @@ func TestSchemaJSONRoundTripsEverySupportedType(t *testing.T) {
 // Arrow types intact and row-group statistics present.
 func TestFragmentsArePlainParquet(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	tbl := newTestTable(t, store, mem)
 	upsertRows(t, tbl, mem, []row{{id: "b", value: 2, payload: "x", seq: 2}, {id: "a", value: 1, payload: "y", seq: 1}})
 	m, err := tbl.Latest(ctx)
@@ -78,10 +78,10 @@ func fieldNames(s *arrow.Schema) []string {
 // A hung object-store call is bounded by the caller's context and leaves the table as it was.
 func TestAHungStoreCallIsBoundedByTheContext(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	faulty := objstore.NewFaulty(objstore.NewMemory())
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
 	tbl := newTestTable(t, faulty, mem)
 	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}})
-	faulty.AddRule(objstore.Rule{Match: objstore.MatchKeyPrefix(versionsDir, objstore.OpPutIfAbsent), Hang: true})
+	faulty.AddRule(objstoretest.Rule{Match: objstoretest.MatchKeyPrefix(versionsDir, objstoretest.OpPutIfAbsent), Hang: true})
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	rec := batch(mem, []row{{id: "b", value: 1, seq: 2}})

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/hlc"
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // model is the reference: the newest write per key.
@@ -53,8 +53,8 @@ func TestRandomizedModel(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx, mem := context.Background(), checkedAlloc(t)
-	mstore := objstore.NewMemory()
-	store := objstore.NewFaulty(mstore)
+	mstore := objstoretest.NewMemory()
+	store := objstoretest.NewFaulty(mstore)
 	clock := time.Now()
 	opts := Options{Allocator: mem, Now: func() time.Time { return clock }}
 	tbl, err := Create(ctx, store, testSchema, "id", opts)
@@ -106,7 +106,7 @@ func TestRandomizedModel(t *testing.T) {
 			crashed := store.Crashed()
 			store.Reset()
 			if err != nil {
-				require.True(t, errors.Is(err, objstore.ErrCrashed), "step %d: %v", step, err)
+				require.True(t, errors.Is(err, objstoretest.ErrCrashed), "step %d: %v", step, err)
 			}
 			if crashed {
 				crashes++
@@ -139,7 +139,7 @@ func TestRandomizedModel(t *testing.T) {
 // Two upserters and a compactor on one table: nothing lost, nothing duplicated.
 func TestConcurrentUpsertersAndACompactor(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	tbl := newTestTable(t, store, mem)
 	_, err := tbl.BuildKeyIndex(ctx)
 	require.NoError(t, err)

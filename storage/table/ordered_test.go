@@ -9,14 +9,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // KeysAfter yields exactly the live keys after the cursor, in order, whether they are indexed or
 // not, and ReadRows returns their rows in the order asked.
 func TestKeysAfterAndReadRowsAgreeWithAFullScan(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	rng := rand.New(rand.NewPCG(3, 4))
 	seq := uint64(0)
 	for b := range 12 {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 var pointReadSchema = arrow.NewSchema([]arrow.Field{
@@ -143,7 +143,7 @@ func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
 // of every fragment against whole-group decodes; it returns the table.
 func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec arrow.RecordBatch) *Table {
 	ctx := context.Background()
-	tbl, err := Create(ctx, objstore.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
 	require.NoError(t, err)
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
 	rec.Release()

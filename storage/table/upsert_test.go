@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestUpsertNewestSeqWinsWithinTheBatchAndAgainstTheTable(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 
 	res := upsertRows(t, tbl, mem, []row{
 		{id: "a", value: 1, seq: 10}, {id: "b", value: 1, seq: 10},
@@ -52,7 +52,7 @@ func TestUpsertNewestSeqWinsWithinTheBatchAndAgainstTheTable(t *testing.T) {
 
 func TestTombstonesHideKeysAndStopOlderWrites(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}, {id: "b", value: 1, seq: 1}})
 	upsertRows(t, tbl, mem, []row{{id: "a", seq: 5, tombstone: true}})
 	upsertRows(t, tbl, mem, []row{{id: "a", value: 3, seq: 4}}) // older than the delete
@@ -71,7 +71,7 @@ func TestTombstonesHideKeysAndStopOlderWrites(t *testing.T) {
 
 func TestGetReadsOneRowThroughTheIndex(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	var rows []row
 	for i := range 40_000 {
 		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
@@ -105,7 +105,7 @@ func TestGetReadsOneRowThroughTheIndex(t *testing.T) {
 
 func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	counting := objstore.NewCounting(objstore.NewMemory())
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
 	big := make([]byte, 4096)
 	for i := range big {
@@ -128,7 +128,7 @@ func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 
 func TestAdditiveSchemaEvolution(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	upsertRows(t, tbl, mem, []row{{id: "old", value: 1, seq: 1}})
 
 	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))

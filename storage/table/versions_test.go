@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestOldVersionsStayReadableAsCheckouts(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstore.NewMemory(), mem)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	upsertRows(t, tbl, mem, []row{{id: "a", value: 1, seq: 1}})
 	upsertRows(t, tbl, mem, []row{{id: "a", value: 2, seq: 2}, {id: "b", value: 2, seq: 2}})
 	v2, err := tbl.Version(ctx, 2)
@@ -29,7 +30,7 @@ func TestOldVersionsStayReadableAsCheckouts(t *testing.T) {
 
 func TestOpenFindsTheLatestVersionWithAStaleOrMissingHint(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	_, err := Open(ctx, store, Options{})
 	require.ErrorIs(t, err, ErrNotFound)
 	tbl := newTestTable(t, store, mem)
@@ -54,7 +55,7 @@ func TestOpenFindsTheLatestVersionWithAStaleOrMissingHint(t *testing.T) {
 
 func TestLatestStartsFromTheVersionSeenLast(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	counting := objstore.NewCounting(objstore.NewMemory())
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
 	reader, err := Open(ctx, counting, Options{Allocator: mem})
 	require.NoError(t, err)
@@ -96,7 +97,7 @@ func TestLatestStartsFromTheVersionSeenLast(t *testing.T) {
 
 func TestCreateIsIdempotentAndRejectsBadSchemas(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	newTestTable(t, store, mem)
 	_, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem})
 	require.NoError(t, err)
@@ -104,14 +105,14 @@ func TestCreateIsIdempotentAndRejectsBadSchemas(t *testing.T) {
 	require.Error(t, err)
 
 	for _, bad := range []string{"value", "missing"} {
-		_, err := Create(ctx, objstore.NewMemory(), testSchema, bad, Options{})
+		_, err := Create(ctx, objstoretest.NewMemory(), testSchema, bad, Options{})
 		require.ErrorIs(t, err, ErrSchema, bad)
 	}
 }
 
 func TestCleanupDeletesOldVersionsAndUnreferencedFilesOnly(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	store := objstore.NewMemory()
+	store := objstoretest.NewMemory()
 	clock := time.Now()
 	tbl, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem, Now: func() time.Time { return clock }})
 	require.NoError(t, err)
@@ -167,8 +168,8 @@ func TestCleanupDeletesOldVersionsAndUnreferencedFilesOnly(t *testing.T) {
 
 func TestCleanupCanBeAbandonedAndResumed(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	mstore := objstore.NewMemory()
-	faulty := objstore.NewFaulty(mstore)
+	mstore := objstoretest.NewMemory()
+	faulty := objstoretest.NewFaulty(mstore)
 	tbl := newTestTable(t, faulty, mem)
 	for i := range 6 {
 		upsertRows(t, tbl, mem, []row{{id: "k", value: int64(i), seq: uint64(i + 1)}})
@@ -179,8 +180,8 @@ func TestCleanupCanBeAbandonedAndResumed(t *testing.T) {
 	}
 	// The third delete hangs until the pass's deadline.
 	calls := 0
-	faulty.AddRule(objstore.Rule{Match: func(op objstore.Op, key string) bool {
-		if op != objstore.OpDelete {
+	faulty.AddRule(objstoretest.Rule{Match: func(op objstoretest.Op, key string) bool {
+		if op != objstoretest.OpDelete {
 			return false
 		}
 		calls++

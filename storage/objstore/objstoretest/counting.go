@@ -1,20 +1,22 @@
-// A Store wrapper that counts calls and bytes moved: how benchmarks and tests measure I/O.
-package objstore
+// A objstore.Store wrapper that counts calls and bytes moved: how benchmarks and tests measure I/O.
+package objstoretest
 
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
-// Counting wraps a Store and counts reads and writes.
+// Counting wraps a objstore.Store and counts reads and writes.
 type Counting struct {
-	Inner                    Store
+	Inner                    objstore.Store
 	reads, readBytes         atomic.Int64
 	writes, writeBytes, list atomic.Int64
 }
 
 // NewCounting wraps inner.
-func NewCounting(inner Store) *Counting { return &Counting{Inner: inner} }
+func NewCounting(inner objstore.Store) *Counting { return &Counting{Inner: inner} }
 
 // IOStats is a snapshot of the counters.
 type IOStats struct {
@@ -58,7 +60,7 @@ func (c *Counting) PutIfAbsent(ctx context.Context, key string, data []byte) err
 	return c.Inner.PutIfAbsent(ctx, key, data)
 }
 
-func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
 	c.list.Add(1)
 	return c.Inner.List(ctx, prefix, startAfter, limit)
 }
@@ -68,15 +70,15 @@ func (c *Counting) Delete(ctx context.Context, key string) error {
 	return c.Inner.Delete(ctx, key)
 }
 
-func (c *Counting) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (c *Counting) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	c.reads.Add(1)
 	return c.Inner.Stat(ctx, key)
 }
 
-func (c *Counting) WritesInPlace() bool { return WritesInPlace(c.Inner) }
+func (c *Counting) WritesInPlace() bool { return objstore.WritesInPlace(c.Inner) }
 
-func (c *Counting) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
-	w, err := OpenWriter(ctx, c.Inner, key)
+func (c *Counting) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, c.Inner, key)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func (c *Counting) OpenWriter(ctx context.Context, key string) (ObjectWriter, er
 
 type countingWriter struct {
 	c *Counting
-	w ObjectWriter
+	w objstore.ObjectWriter
 }
 
 func (cw *countingWriter) WriteAt(ctx context.Context, p []byte, off int64) error {

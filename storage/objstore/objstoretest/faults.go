@@ -1,7 +1,7 @@
-// Fault injection for tests: a Store wrapper that can fail, slow down, hang until the caller's
+// Fault injection for tests: a objstore.Store wrapper that can fail, slow down, hang until the caller's
 // context is cancelled, or "crash" after N writes (every later write fails, as if the process
 // died; reads keep working so a new process can inspect what was left behind).
-package objstore
+package objstoretest
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 // ErrInjected is returned by injected failures.
@@ -28,8 +30,8 @@ const (
 	OpList        Op = "list"
 	OpDelete      Op = "delete"
 	OpStat        Op = "stat"
-	OpWriteAt     Op = "write_at" // an in-place write (ObjectWriter.WriteAt)
-	OpSync        Op = "sync"     // ObjectWriter.Sync
+	OpWriteAt     Op = "write_at" // an in-place write (objstore.ObjectWriter.WriteAt)
+	OpSync        Op = "sync"     // objstore.ObjectWriter.Sync
 )
 
 func (o Op) isWrite() bool {
@@ -50,9 +52,9 @@ type Rule struct {
 	used  int
 }
 
-// Faulty wraps a Store with fault rules.
+// Faulty wraps a objstore.Store with fault rules.
 type Faulty struct {
-	Inner Store
+	Inner objstore.Store
 
 	mu         sync.Mutex
 	rules      []*Rule
@@ -61,7 +63,7 @@ type Faulty struct {
 }
 
 // NewFaulty wraps inner with no faults.
-func NewFaulty(inner Store) *Faulty { return &Faulty{Inner: inner, crashAfter: -1} }
+func NewFaulty(inner objstore.Store) *Faulty { return &Faulty{Inner: inner, crashAfter: -1} }
 
 // AddRule installs a rule; rules are tried in order and the first match applies.
 func (f *Faulty) AddRule(r Rule) {
@@ -195,9 +197,9 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	return err
 }
 
-func (f *Faulty) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+func (f *Faulty) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
 	if err := f.before(ctx, OpList, prefix); err != nil {
-		return ListPage{}, err
+		return objstore.ListPage{}, err
 	}
 	return f.Inner.List(ctx, prefix, startAfter, limit)
 }
@@ -211,19 +213,19 @@ func (f *Faulty) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-func (f *Faulty) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (f *Faulty) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	if err := f.before(ctx, OpStat, key); err != nil {
-		return ObjectInfo{}, err
+		return objstore.ObjectInfo{}, err
 	}
 	return f.Inner.Stat(ctx, key)
 }
 
-func (f *Faulty) WritesInPlace() bool { return WritesInPlace(f.Inner) }
+func (f *Faulty) WritesInPlace() bool { return objstore.WritesInPlace(f.Inner) }
 
 // OpenWriter opens a writer whose WriteAt and Sync go through the rules and count as writes
 // for the crash point (a crash mid-segment leaves what was written before it).
-func (f *Faulty) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
-	w, err := OpenWriter(ctx, f.Inner, key)
+func (f *Faulty) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, f.Inner, key)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +235,7 @@ func (f *Faulty) OpenWriter(ctx context.Context, key string) (ObjectWriter, erro
 type faultyWriter struct {
 	f   *Faulty
 	key string
-	w   ObjectWriter
+	w   objstore.ObjectWriter
 }
 
 func (fw *faultyWriter) WriteAt(ctx context.Context, p []byte, off int64) error {

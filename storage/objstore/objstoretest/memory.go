@@ -1,17 +1,20 @@
 // In-memory object store for tests: a sorted map under one mutex (held only for the map access,
 // never across a blocking call).
-package objstore
+package objstoretest
 
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
-// Memory is an in-memory Store.
+// Memory is an in-memory objstore.Store.
 type Memory struct {
 	mu      sync.Mutex
 	objects map[string]memObject
@@ -29,14 +32,14 @@ func (m *Memory) get(ctx context.Context, key string) (memObject, error) {
 	if err := ctx.Err(); err != nil {
 		return memObject{}, err
 	}
-	if err := Validate(key); err != nil {
+	if err := objstore.Validate(key); err != nil {
 		return memObject{}, err
 	}
 	m.mu.Lock()
 	o, ok := m.objects[key]
 	m.mu.Unlock()
 	if !ok {
-		return memObject{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+		return memObject{}, fmt.Errorf("%w: %s", objstore.ErrNotFound, key)
 	}
 	return o, nil
 }
@@ -54,7 +57,7 @@ func (m *Memory) GetRange(ctx context.Context, key string, offset, length int64)
 	if err != nil {
 		return nil, err
 	}
-	start, end, err := clampRange(int64(len(o.data)), offset, length)
+	start, end, err := objstore.ClampRange(int64(len(o.data)), offset, length)
 	if err != nil {
 		return nil, err
 	}
@@ -65,13 +68,13 @@ func (m *Memory) put(ctx context.Context, key string, data []byte, ifAbsent bool
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := Validate(key); err != nil {
+	if err := objstore.Validate(key); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objects[key]; ok && ifAbsent {
-		return fmt.Errorf("%w: %s", ErrExists, key)
+		return fmt.Errorf("%w: %s", objstore.ErrExists, key)
 	}
 	m.objects[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
 	return nil
@@ -85,9 +88,9 @@ func (m *Memory) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	return m.put(ctx, key, data, true)
 }
 
-func (m *Memory) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+func (m *Memory) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
 	if err := ctx.Err(); err != nil {
-		return ListPage{}, err
+		return objstore.ListPage{}, err
 	}
 	if limit <= 0 {
 		limit = 1000
@@ -100,14 +103,14 @@ func (m *Memory) List(ctx context.Context, prefix, startAfter string, limit int)
 		}
 	}
 	slices.Sort(keys)
-	var page ListPage
+	var page objstore.ListPage
 	for _, k := range keys {
 		if len(page.Objects) == limit {
 			page.Next = page.Objects[limit-1].Key
 			break
 		}
 		o := m.objects[k]
-		page.Objects = append(page.Objects, ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+		page.Objects = append(page.Objects, objstore.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
 	}
 	m.mu.Unlock()
 	return page, nil
@@ -117,7 +120,7 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := Validate(key); err != nil {
+	if err := objstore.Validate(key); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -126,12 +129,12 @@ func (m *Memory) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (m *Memory) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (m *Memory) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	o, err := m.get(ctx, key)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objstore.ObjectInfo{}, err
 	}
-	return ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+	return objstore.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
 }
 
 // SetModTime backdates an object (tests of grace periods).
@@ -146,7 +149,7 @@ func (m *Memory) SetModTime(key string, t time.Time) {
 
 func (m *Memory) WritesInPlace() bool { return true }
 
-func (m *Memory) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+func (m *Memory) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
 	if _, err := m.get(ctx, key); err != nil {
 		return nil, err
 	}
@@ -170,7 +173,7 @@ func (w *memWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
 	defer w.m.mu.Unlock()
 	o, ok := w.m.objects[w.key]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotFound, w.key)
+		return fmt.Errorf("%w: %s", objstore.ErrNotFound, w.key)
 	}
 	data := make([]byte, max(int64(len(o.data)), off+int64(len(p))))
 	copy(data, o.data)
@@ -182,3 +185,14 @@ func (w *memWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
 func (w *memWriter) Sync(ctx context.Context) error { return ctx.Err() }
 
 func (w *memWriter) Close() error { return nil }
+
+// memory://<name> opens the process's in-memory store of that name (created on first use), so
+// code that opens stores by URL can run against memory in tests.
+func init() { objstore.Register("memory", openMemory) }
+
+var namedMemory sync.Map // name -> *Memory
+
+func openMemory(_ context.Context, u *url.URL) (objstore.Store, error) {
+	m, _ := namedMemory.LoadOrStore(u.Host+u.Path, NewMemory())
+	return m.(*Memory), nil
+}
