@@ -124,7 +124,7 @@ func manifestFiles(m *Manifest) []string {
 		}
 	}
 	if m.KeyIndex != nil {
-		for _, s := range m.KeyIndex.Segments {
+		for _, s := range m.KeyIndex.Runs {
 			out = append(out, s.Path)
 		}
 	}

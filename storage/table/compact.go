@@ -1,11 +1,12 @@
 // Compaction: rewrite small fragments and fragments with many deleted rows into fewer, fuller
 // ones, materialising deletions, with the key index extended over the result.
 //
-// Plan is pure (a function of a manifest and a config). Execute rewrites the planned fragments
-// once and commits by CAS. If another writer committed meanwhile, the rewrite is rebased onto the
-// new manifest when every source fragment is still there with the same deletion vector (so no row
-// it copied was replaced or deleted since); otherwise it is redone against the new manifest, so an
-// upsert committed during a compaction is neither lost nor resurrected.
+// PlanCompaction is pure (a function of a manifest and a config). ExecuteCompaction rewrites the
+// planned fragments once and commits by CAS. If another writer committed meanwhile, the rewrite
+// is rebased onto the new manifest when every source fragment is still there with the same
+// deletion vector (so no row it copied was replaced or deleted since); otherwise it is redone
+// against the new manifest, so an upsert committed during a compaction is neither lost nor
+// resurrected.
 package table
 
 import (
@@ -51,10 +52,10 @@ type CompactionPlan struct {
 	Config  CompactionConfig
 }
 
-// Plan chooses fragments to rewrite: every fragment whose deleted share reaches DeletionRatio, and
+// PlanCompaction chooses fragments to rewrite: every fragment whose deleted share reaches DeletionRatio, and
 // the small fragments (fewer live rows than TargetRowsPerFragment) when there are at least
 // MinFragments of them; at most MaxSourceFragments, smallest first.
-func Plan(m *Manifest, cfg CompactionConfig) CompactionPlan {
+func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 	cfg = cfg.withDefaults()
 	plan := CompactionPlan{Version: m.Version, Config: cfg}
 	var heavy, small []Fragment
@@ -100,11 +101,11 @@ func (t *Table) Compact(ctx context.Context, cfg CompactionConfig) (CompactionRe
 	if err != nil {
 		return CompactionResult{}, err
 	}
-	return t.Execute(ctx, Plan(m, cfg))
+	return t.ExecuteCompaction(ctx, PlanCompaction(m, cfg))
 }
 
-// Execute runs a plan. Sources that no longer exist are dropped from it; an empty plan is a no-op.
-func (t *Table) Execute(ctx context.Context, plan CompactionPlan) (CompactionResult, error) {
+// ExecuteCompaction runs a plan. Sources that no longer exist are dropped from it; an empty plan is a no-op.
+func (t *Table) ExecuteCompaction(ctx context.Context, plan CompactionPlan) (CompactionResult, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		res, err := t.executeOnce(ctx, plan)
 		if !errors.Is(err, errSourcesChanged) {
@@ -160,10 +161,10 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 			return CompactionResult{}, err
 		}
 	}
-	var seg *IndexSegment
+	var seg *IndexRun
 	if base.KeyIndex != nil && len(entries) > 0 {
 		slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-		s, err := t.writeSegment(ctx, entries)
+		s, err := t.writeRun(ctx, entries)
 		if err != nil {
 			cleanup()
 			return CompactionResult{}, err
@@ -192,7 +193,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 			next.addFragment(f)
 		}
 		if seg != nil && next.KeyIndex != nil {
-			next.KeyIndex.Segments = append(next.KeyIndex.Segments, *seg)
+			next.KeyIndex.Runs = append(next.KeyIndex.Runs, *seg)
 			for _, f := range added {
 				next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, f.ID)
 			}

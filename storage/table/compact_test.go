@@ -21,15 +21,15 @@ func frags(rows ...int64) *Manifest {
 
 func TestPlanIsBoundedAndPure(t *testing.T) {
 	cfg := CompactionConfig{MinFragments: 3, TargetRowsPerFragment: 100, MaxSourceFragments: 4}
-	require.Empty(t, Plan(frags(10, 10), cfg).Sources, "below MinFragments")
-	require.Empty(t, Plan(frags(100, 200), cfg).Sources, "nothing small")
-	p := Plan(frags(50, 10, 500, 20, 30, 40, 5), cfg)
+	require.Empty(t, PlanCompaction(frags(10, 10), cfg).Sources, "below MinFragments")
+	require.Empty(t, PlanCompaction(frags(100, 200), cfg).Sources, "nothing small")
+	p := PlanCompaction(frags(50, 10, 500, 20, 30, 40, 5), cfg)
 	require.Equal(t, uint64(9), p.Version)
 	require.Equal(t, []uint64{2, 4, 5, 7}, p.Sources, "the 4 smallest, by id")
 
 	m := frags(1000, 1000)
 	m.Fragments[1].DeletedRows = 300
-	require.Equal(t, []uint64{2}, Plan(m, cfg).Sources, "a heavily deleted fragment is rewritten on its own")
+	require.Equal(t, []uint64{2}, PlanCompaction(m, cfg).Sources, "a heavily deleted fragment is rewritten on its own")
 }
 
 func TestCompactionMaterializesDeletionsAndKeepsTheIndexCovering(t *testing.T) {
@@ -84,13 +84,13 @@ func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testin
 	_, err := tbl.BuildKeyIndex(ctx)
 	require.NoError(t, err)
 	m, _ := tbl.Latest(ctx)
-	plan := Plan(m, CompactionConfig{MinFragments: 2})
+	plan := PlanCompaction(m, CompactionConfig{MinFragments: 2})
 	require.Len(t, plan.Sources, 6)
 
 	// A writer replaces a0 and adds c0 after the plan was made but before it runs: the compaction
 	// must see the new deletion vector and redo its work rather than copy the old a0 back.
 	upsertRows(t, tbl, mem, []row{{id: "a0", value: 2, seq: 2}, {id: "c0", value: 2, seq: 2}})
-	res, err := tbl.Execute(ctx, plan)
+	res, err := tbl.ExecuteCompaction(ctx, plan)
 	require.NoError(t, err)
 	rows := scanAll(t, tbl, res.Manifest)
 	require.Len(t, rows, 13)
@@ -100,7 +100,7 @@ func TestUpsertsCommittedDuringACompactionAreNeitherLostNorResurrected(t *testin
 }
 
 // Once a newer latest manifest no longer references them, the footers of replaced fragments,
-// their deletion vectors and compacted key-index segments leave the object cache (they would
+// their deletion vectors and compacted key-index runs leave the object cache (they would
 // otherwise fill it before anything live is evicted).
 func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)

@@ -104,10 +104,10 @@ func TestSegmentRoundTrip(t *testing.T) {
 	}
 	sortEntries(entries)
 	data := encodeSegment(entries)
-	tail := data[len(data)-segmentTailSize:]
+	tail := data[len(data)-runTailSize:]
 	require.Equal(t, indexMagic, string(tail[4:]))
 	flen := int(tail[0]) | int(tail[1])<<8 | int(tail[2])<<16 | int(tail[3])<<24
-	f, err := decodeFooter(data[len(data)-segmentTailSize-flen : len(data)-segmentTailSize])
+	f, err := decodeFooter(data[len(data)-runTailSize-flen : len(data)-runTailSize])
 	require.NoError(t, err)
 	require.EqualValues(t, 1000, f.entries)
 	var back []indexEntry

@@ -1,9 +1,9 @@
-// Building the key index: from scratch (one segment over every fragment) or incrementally (one
-// new segment over the fragments the index does not cover yet). Only key, _seq and _tombstone
+// Building the key index: from scratch (one run over every fragment) or incrementally (one
+// new run over the fragments the index does not cover yet). Only key, _seq and _tombstone
 // columns are read.
 //
-// The expensive part (scanning and writing the segment) happens once. If another writer commits
-// first, the segment is rebased onto the new manifest instead of rebuilt: an index entry stays
+// The expensive part (scanning and writing the run) happens once. If another writer commits
+// first, the run is rebased onto the new manifest instead of rebuilt: an index entry stays
 // correct for as long as its fragment exists (fragments are immutable; an entry whose row was
 // later deleted is simply skipped by lookups), so the rebase only has to drop coverage of
 // fragments that disappeared meanwhile.
@@ -17,7 +17,7 @@ import (
 
 // IndexOptions qualify BuildKeyIndex.
 type IndexOptions struct {
-	// Rebuild replaces every existing segment with one segment over the whole table.
+	// Rebuild replaces every existing run with one run over the whole table.
 	Rebuild bool
 }
 
@@ -50,23 +50,23 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 		}
 	}
 	slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-	seg, err := t.writeSegment(ctx, entries)
+	seg, err := t.writeRun(ctx, entries)
 	if err != nil {
 		return nil, err
 	}
-	var dropped []IndexSegment
+	var dropped []IndexRun
 	if o.Rebuild && start.KeyIndex != nil {
-		dropped = start.KeyIndex.Segments
+		dropped = start.KeyIndex.Runs
 	}
 	m, err := t.commitLoop(ctx, "index", func(base *Manifest) (*Manifest, error) {
 		next := base.next("index", t.now())
 		if next.KeyIndex == nil {
 			next.KeyIndex = &KeyIndex{}
 		}
-		next.KeyIndex.Segments = slices.DeleteFunc(next.KeyIndex.Segments, func(s IndexSegment) bool {
+		next.KeyIndex.Runs = slices.DeleteFunc(next.KeyIndex.Runs, func(s IndexRun) bool {
 			return slices.Contains(dropped, s)
 		})
-		next.KeyIndex.Segments = append(next.KeyIndex.Segments, seg)
+		next.KeyIndex.Runs = append(next.KeyIndex.Runs, seg)
 		for _, id := range indexed {
 			if _, ok := next.Fragment(id); ok {
 				next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, id)

@@ -1,10 +1,10 @@
 // The exact key index: key -> (fragment, row, _seq, tombstone) for every row of the fragments it
-// covers. It is a list of immutable segments (index/<random>.kix), each a sorted run split into
+// covers. It is a list of immutable runs (index/<random>.kix), each a sorted run split into
 // small pages with a footer holding the first key of every page and a Bloom filter of its keys.
-// A lookup consults segments newest first: the Bloom filter rules most segments out without I/O,
-// the page directory (cached per segment) names the one page to read. Entries are validated
+// A lookup consults runs newest first: the Bloom filter rules most runs out without I/O,
+// the page directory (cached per run) names the one page to read. Entries are validated
 // against the manifest being read — an entry whose fragment is gone (compacted away) or whose row
-// is deleted is stale and skipped — so segments never need rewriting when rows are replaced.
+// is deleted is stale and skipped — so runs never need rewriting when rows are replaced.
 //
 // Segment layout (docs/format/table.md): pages, footer, u32 LE footer length, magic "STRKIX01".
 package table
@@ -25,12 +25,12 @@ import (
 )
 
 const (
-	indexMagic      = "STRKIX01"
-	entriesPerPage  = 64
-	bloomFalsePos   = 0.01
-	segmentTailSize = 4 + len(indexMagic)
-	// tierRatio: a new segment is merged into the previous one while it holds at least 1/tierRatio
-	// as many entries, which keeps the segment count logarithmic in the table size.
+	indexMagic     = "STRKIX01"
+	entriesPerPage = 64
+	bloomFalsePos  = 0.01
+	runTailSize    = 4 + len(indexMagic)
+	// tierRatio: a new run is merged into the previous one while it holds at least 1/tierRatio
+	// as many entries, which keeps the run count logarithmic in the table size.
 	tierRatio = 4
 )
 
@@ -48,7 +48,7 @@ type pageRef struct {
 	firstKey       string
 }
 
-type segmentFooter struct {
+type runFooter struct {
 	entries int64
 	pages   []pageRef
 	lastKey string
@@ -103,7 +103,7 @@ func encodeSegment(entries []indexEntry) []byte {
 	return buf.Bytes()
 }
 
-var errCorruptIndex = errors.New("table: corrupt key index segment")
+var errCorruptIndex = errors.New("table: corrupt key index run")
 
 type byteReader struct {
 	b   []byte
@@ -138,9 +138,9 @@ func (r *byteReader) bytes(n uint64) []byte {
 
 func (r *byteReader) string() string { return string(r.bytes(r.uvarint())) }
 
-func decodeFooter(data []byte) (*segmentFooter, error) {
+func decodeFooter(data []byte) (*runFooter, error) {
 	r := &byteReader{b: data}
-	f := &segmentFooter{entries: int64(r.uvarint())}
+	f := &runFooter{entries: int64(r.uvarint())}
 	n := r.uvarint()
 	if r.err == nil && n > uint64(len(data)) {
 		return nil, errCorruptIndex
@@ -203,25 +203,25 @@ func decodePage(data []byte) ([]indexEntry, error) {
 	return out, nil
 }
 
-// writeSegment stores entries as a new segment.
-func (t *Table) writeSegment(ctx context.Context, entries []indexEntry) (IndexSegment, error) {
+// writeRun stores entries as a new run.
+func (t *Table) writeRun(ctx context.Context, entries []indexEntry) (IndexRun, error) {
 	data := encodeSegment(entries)
 	path := indexDir + randomName() + ".kix"
 	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
-		return IndexSegment{}, fmt.Errorf("table: write key index segment: %w", err)
+		return IndexRun{}, fmt.Errorf("table: write key index run: %w", err)
 	}
-	return IndexSegment{Path: path, Entries: int64(len(entries)), Bytes: int64(len(data))}, nil
+	return IndexRun{Path: path, Entries: int64(len(entries)), Bytes: int64(len(data))}, nil
 }
 
-// footer loads (and caches) a segment's footer: two ranged reads, once per handle.
-func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, error) {
-	if f, ok := cache.Get[*segmentFooter](t.cache, "index", seg.Path); ok {
+// footer loads (and caches) a run's footer: two ranged reads, once per handle.
+func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
+	if f, ok := cache.Get[*runFooter](t.cache, "index", seg.Path); ok {
 		return f, nil
 	}
-	if seg.Bytes < int64(segmentTailSize) {
+	if seg.Bytes < int64(runTailSize) {
 		return nil, fmt.Errorf("%w: %s is %d bytes", errCorruptIndex, seg.Path, seg.Bytes)
 	}
-	tail, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(segmentTailSize), int64(segmentTailSize))
+	tail, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(runTailSize), int64(runTailSize))
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
@@ -229,10 +229,10 @@ func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, e
 		return nil, fmt.Errorf("%w: %s has no magic", errCorruptIndex, seg.Path)
 	}
 	flen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if flen > seg.Bytes-int64(segmentTailSize) {
+	if flen > seg.Bytes-int64(runTailSize) {
 		return nil, fmt.Errorf("%w: %s footer length", errCorruptIndex, seg.Path)
 	}
-	data, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(segmentTailSize)-flen, flen)
+	data, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(runTailSize)-flen, flen)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
@@ -244,8 +244,8 @@ func (t *Table) footer(ctx context.Context, seg IndexSegment) (*segmentFooter, e
 	return f, nil
 }
 
-// readPage reads one page of a segment.
-func (t *Table) readPage(ctx context.Context, seg IndexSegment, p pageRef) ([]indexEntry, error) {
+// readPage reads one page of a run.
+func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef) ([]indexEntry, error) {
 	data, err := t.store.GetRange(ctx, seg.Path, p.offset, p.length)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
@@ -257,8 +257,8 @@ func (t *Table) readPage(ctx context.Context, seg IndexSegment, p pageRef) ([]in
 	return entries, nil
 }
 
-// readSegment reads every entry of a segment (for merging segments).
-func (t *Table) readSegment(ctx context.Context, seg IndexSegment) ([]indexEntry, error) {
+// readRun reads every entry of a run (for merging runs).
+func (t *Table) readRun(ctx context.Context, seg IndexRun) ([]indexEntry, error) {
 	f, err := t.footer(ctx, seg)
 	if err != nil {
 		return nil, err
@@ -311,13 +311,13 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 		return found, nil
 	}
 	lv := liveness{t, m}
-	for si := len(m.KeyIndex.Segments) - 1; si >= 0; si-- {
-		seg := m.KeyIndex.Segments[si]
+	for si := len(m.KeyIndex.Runs) - 1; si >= 0; si-- {
+		seg := m.KeyIndex.Runs[si]
 		f, err := t.footer(ctx, seg)
 		if err != nil {
 			return nil, err
 		}
-		// Group the still-unresolved keys that may be in this segment by page.
+		// Group the still-unresolved keys that may be in this run by page.
 		byPage := map[int][]string{}
 		for _, k := range keys {
 			if _, done := found[k]; done || len(f.pages) == 0 || k < f.pages[0].firstKey || k > f.lastKey || !f.bloom.TestString(k) {

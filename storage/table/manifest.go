@@ -55,18 +55,18 @@ type Fragment struct {
 // LiveRows is the number of rows not deleted.
 func (f Fragment) LiveRows() int64 { return f.Rows - f.DeletedRows }
 
-// IndexSegment is one immutable sorted run of the key index.
-type IndexSegment struct {
+// IndexRun is one immutable sorted run of the key index.
+type IndexRun struct {
 	Path    string `json:"path"`
 	Entries int64  `json:"entries"`
 	Bytes   int64  `json:"bytes"`
 }
 
-// KeyIndex describes the exact key index: its segments, oldest first (a newer segment's entry
+// KeyIndex describes the exact key index: its runs, oldest first (a newer run's entry
 // for a key supersedes an older one's), and the fragments whose every row it indexes.
 type KeyIndex struct {
-	Segments []IndexSegment `json:"segments"`
-	Covered  []uint64       `json:"covered_fragments"`
+	Runs    []IndexRun `json:"segments"` // stored as "segments" (the name of earlier releases)
+	Covered []uint64   `json:"covered_fragments"`
 }
 
 // Counters accumulate over a table's life.
@@ -105,7 +105,7 @@ func (m *Manifest) approxBytes() int64 {
 		n += 256 + int64(len(f.Path)+len(f.DeletionFile))
 	}
 	if m.KeyIndex != nil {
-		n += 192 * int64(len(m.KeyIndex.Segments))
+		n += 192 * int64(len(m.KeyIndex.Runs))
 	}
 	return n
 }
@@ -233,7 +233,7 @@ func (m *Manifest) next(op string, now time.Time) *Manifest {
 	n.Fields = slices.Clone(m.Fields)
 	n.Fragments = slices.Clone(m.Fragments)
 	if m.KeyIndex != nil {
-		n.KeyIndex = &KeyIndex{Segments: slices.Clone(m.KeyIndex.Segments), Covered: slices.Clone(m.KeyIndex.Covered)}
+		n.KeyIndex = &KeyIndex{Runs: slices.Clone(m.KeyIndex.Runs), Covered: slices.Clone(m.KeyIndex.Covered)}
 	}
 	n.WALWatermarks = make(map[string]uint64, len(m.WALWatermarks))
 	for k, v := range m.WALWatermarks {

@@ -127,7 +127,7 @@ func TestRandomizedModel(t *testing.T) {
 		if step%250 == 0 {
 			segs := 0
 			if after.KeyIndex != nil {
-				segs = len(after.KeyIndex.Segments)
+				segs = len(after.KeyIndex.Runs)
 			}
 			t.Logf("step %d: v%d, %d fragments, %d index segments", step, after.Version, len(after.Fragments), segs)
 		}

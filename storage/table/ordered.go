@@ -1,5 +1,5 @@
 // Key-ordered access to a version: iterate live keys in key order from a cursor (through the key
-// index's sorted segments, plus an in-memory sort of any uncovered fragments' keys), and read
+// index's sorted runs, plus an in-memory sort of any uncovered fragments' keys), and read
 // specific rows back by location. This is what keyset-paginated scans are built on: a page costs
 // I/O proportional to the page, not to the table.
 package table
@@ -30,18 +30,18 @@ type keyCursor interface {
 	advance()
 }
 
-// segmentCursor walks one index segment page by page, starting at the page holding after.
-type segmentCursor struct {
+// runCursor walks one index run page by page, starting at the page holding after.
+type runCursor struct {
 	t       *Table
-	seg     IndexSegment
-	footer  *segmentFooter
+	seg     IndexRun
+	footer  *runFooter
 	page    int
 	entries []indexEntry
 	i       int
 	after   string
 }
 
-func (c *segmentCursor) peek(ctx context.Context) (indexEntry, bool, error) {
+func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 	for {
 		if c.i < len(c.entries) {
 			e := c.entries[c.i]
@@ -63,7 +63,7 @@ func (c *segmentCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 	}
 }
 
-func (c *segmentCursor) advance() { c.i++ }
+func (c *runCursor) advance() { c.i++ }
 
 // sliceCursor walks entries held in memory.
 type sliceCursor struct {
@@ -104,7 +104,7 @@ func (h *cursorHeap) Pop() any {
 func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn func(RowRef) bool) error {
 	var cursors []keyCursor
 	if m.KeyIndex != nil {
-		for _, seg := range m.KeyIndex.Segments {
+		for _, seg := range m.KeyIndex.Runs {
 			f, err := t.footer(ctx, seg)
 			if err != nil {
 				return err
@@ -113,7 +113,7 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 				continue
 			}
 			start := max(sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > after })-1, 0)
-			cursors = append(cursors, &segmentCursor{t: t, seg: seg, footer: f, page: start, after: after})
+			cursors = append(cursors, &runCursor{t: t, seg: seg, footer: f, page: start, after: after})
 		}
 	}
 	var uncovered []indexEntry

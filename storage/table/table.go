@@ -1,5 +1,5 @@
 // The Table handle: creating and opening tables, reading manifests, and the handle's namespace in
-// the process-wide object cache (manifests, Parquet footers, deletion vectors, key-index segment
+// the process-wide object cache (manifests, Parquet footers, deletion vectors, key-index run
 // footers). The cache holds only immutable data keyed by path or version, so it needs no
 // invalidation.
 package table
@@ -136,7 +136,7 @@ func (t *Table) Latest(ctx context.Context) (*Manifest, error) {
 
 // forgetSuperseded drops from the cache what the newer latest manifest m no longer references
 // and the manifest of version prev: the footers of fragments a merge or compaction replaced,
-// replaced deletion vectors, compacted key-index segments. Readers of older versions read them
+// replaced deletion vectors, compacted key-index runs. Readers of older versions read them
 // again if they need them; without this the cache would fill with what no live read touches
 // before evicting anything.
 func (t *Table) forgetSuperseded(prev uint64, m *Manifest) {
@@ -164,11 +164,11 @@ func (t *Table) forgetSuperseded(prev uint64, m *Manifest) {
 	}
 	segs := map[string]bool{}
 	if m.KeyIndex != nil {
-		for _, s := range m.KeyIndex.Segments {
+		for _, s := range m.KeyIndex.Runs {
 			segs[s.Path] = true
 		}
 	}
-	for _, s := range old.KeyIndex.Segments {
+	for _, s := range old.KeyIndex.Runs {
 		if !segs[s.Path] {
 			cache.Remove(t.cache, s.Path)
 		}

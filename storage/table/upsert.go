@@ -390,30 +390,30 @@ func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.RecordBa
 	return f, nil
 }
 
-// extendIndex adds entries for fragment id as a new segment, merging it into the tail segments
+// extendIndex adds entries for fragment id as a new run, merging it into the tail runs
 // while they are small by comparison (tierRatio), and marks the fragment covered.
 func (p *PreparedUpsert) extendIndex(ctx context.Context, next *Manifest, id uint64, entries []indexEntry) error {
-	segs, files, err := p.t.appendSegment(ctx, next, next.KeyIndex.Segments, entries)
+	segs, files, err := p.t.appendRun(ctx, next, next.KeyIndex.Runs, entries)
 	for _, f := range files {
 		p.addFile(f)
 	}
 	if err != nil {
 		return err
 	}
-	next.KeyIndex.Segments = segs
+	next.KeyIndex.Runs = segs
 	next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, id)
 	return nil
 }
 
-// appendSegment returns segs with entries appended as a new segment, tail segments merged in
+// appendRun returns segs with entries appended as a new run, tail runs merged in
 // while they hold fewer than tierRatio times the new run's entries. It returns the files written.
-func (t *Table) appendSegment(ctx context.Context, m *Manifest, segs []IndexSegment, entries []indexEntry) ([]IndexSegment, []string, error) {
+func (t *Table) appendRun(ctx context.Context, m *Manifest, segs []IndexRun, entries []indexEntry) ([]IndexRun, []string, error) {
 	segs = slices.Clone(segs)
 	runs := [][]indexEntry{entries}
 	total := int64(len(entries))
 	for len(segs) > 0 && segs[len(segs)-1].Entries <= total*tierRatio {
 		last := segs[len(segs)-1]
-		older, err := t.readSegment(ctx, last)
+		older, err := t.readRun(ctx, last)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -428,7 +428,7 @@ func (t *Table) appendSegment(ctx context.Context, m *Manifest, segs []IndexSegm
 		}
 		entries = merged
 	}
-	seg, err := t.writeSegment(ctx, entries)
+	seg, err := t.writeRun(ctx, entries)
 	if err != nil {
 		return nil, nil, err
 	}
