@@ -48,7 +48,7 @@ run: build tools
 ## DuckDB Parquet interop check and the browser check (make e2e)
 test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
-	STRATA_TEST_WAL_LAYOUT=entries $(GO) test $(RACE) -count=1 ./storage/memwal/
+	STRATA_TEST_WAL_LAYOUT=entries $(GO) test $(RACE) -count=1 ./storage/lsm/
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
 

@@ -20,10 +20,18 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/workflows"
+)
+
+// Activity phases shown in heartbeat details (a merge also reports its own: lsm.MergePhase).
+const (
+	PhaseIndexing   = string(lsm.MergeIndexing)
+	PhaseCompacting = "compacting"
+	PhaseCleaning   = "cleaning"
+	PhaseStats      = "stats"
 )
 
 // HeartbeatDetails are recorded with every heartbeat (visible in the UI's pending activity).
@@ -41,7 +49,7 @@ type Activities struct {
 	Stores            *stores.Manager
 	Request           Requester     // queues maintenance requests (the sweep's output)
 	HeartbeatInterval time.Duration // default 5s
-	Merge             memwal.MergeOptions
+	Merge             lsm.MergeOptions
 	Compaction        table.CompactionConfig
 	Cleanup           table.CleanupOptions
 	Metrics           *Metrics // maintenance outcome metrics (nil: not counted)
@@ -49,14 +57,15 @@ type Activities struct {
 
 // heartbeater records the latest details on an interval until stopped.
 type heartbeater struct {
-	mu      sync.Mutex
+	ctx     context.Context
+	mu      sync.Mutex // guards details
 	details HeartbeatDetails
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 func (a *Activities) startHeartbeats(ctx context.Context, phase string) *heartbeater {
-	h := &heartbeater{details: HeartbeatDetails{Phase: phase}, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &heartbeater{ctx: ctx, details: HeartbeatDetails{Phase: phase}, stop: make(chan struct{}), done: make(chan struct{})}
 	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
@@ -86,10 +95,17 @@ func (h *heartbeater) snapshot() HeartbeatDetails {
 	return h.details
 }
 
+// set updates the details; a new phase is recorded at once (not at the next tick), so the UI
+// never shows a phase the activity has left.
 func (h *heartbeater) set(f func(*HeartbeatDetails)) {
 	h.mu.Lock()
+	before := h.details.Phase
 	f(&h.details)
+	changed, d := h.details.Phase != before, h.details
 	h.mu.Unlock()
+	if changed {
+		activity.RecordHeartbeat(h.ctx, d)
+	}
 }
 
 func (h *heartbeater) close() {
@@ -98,7 +114,7 @@ func (h *heartbeater) close() {
 }
 
 // open acquires the store; a store that is not registered (deleted) is non-retryable.
-func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*memwal.Store, func(), error) {
+func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Store, func(), error) {
 	kind, err := catalog.ParseKind(ref.Kind)
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrStoreGone, err)
@@ -112,7 +128,7 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*memwal.
 
 // withStore acquires the store, heartbeats (starting in phase) while fn runs, and releases both.
 func (a *Activities) withStore(ctx context.Context, ref workflows.StoreRef, phase string,
-	fn func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
+	fn func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
 	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
 	s, release, err := a.open(ctx, ref)
 	if err != nil {
@@ -124,49 +140,31 @@ func (a *Activities) withStore(ctx context.Context, ref workflows.StoreRef, phas
 	return fn(s, hb)
 }
 
-// MergeWAL folds every shard's sealed generations into the base table, building the key index
-// first when it does not cover the table (index-before-merge: a merge never falls back to
-// scanning key columns).
+// MergeWAL folds every shard's sealed generations into the base table (the store builds the key
+// index first when it does not cover the table: index before merge).
 func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, "indexing", func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+	// A merge starts with the key index (checked, and built when it does not cover the table).
+	return a.withStore(ctx, in.Store, PhaseIndexing, func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		var res workflows.ActivityResult
-		m, err := s.Table().Latest(ctx)
-		if err != nil {
-			return res, err
-		}
-		if m.KeyIndex == nil || !m.IndexCoversAll() {
-			if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
-				return res, err
-			}
-		}
-		shards, err := s.ListShards(ctx)
-		if err != nil {
-			return res, err
-		}
 		opts := a.Merge
-		opts.OnPhase = func(p memwal.MergeProgress) {
+		var merged int // generations merged by the passes before this one
+		opts.OnPhase = func(p lsm.MergeProgress) {
 			hb.set(func(d *HeartbeatDetails) {
-				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = p.Phase, p.Shard, p.ReservedBytes, p.WaitingForBudget
-				d.GenerationsRead = res.GenerationsMerged + p.GenerationsRead
+				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = string(p.Phase), p.Shard, p.ReservedBytes, p.WaitingForBudget()
+				d.GenerationsRead = merged + p.GenerationsRead
+				if p.Phase == lsm.MergeDone {
+					merged += p.GenerationsRead
+					d.RowsMerged += p.RowsMerged
+					d.ReservedBytes = 0
+				}
 			})
 		}
-		passes := 0
-		for _, shard := range shards {
-			for in.Request.MaxPasses == 0 || passes < in.Request.MaxPasses {
-				r, err := s.MergeShard(ctx, shard, opts)
-				if err != nil {
-					return res, err
-				}
-				passes++
-				res.GenerationsMerged += r.Generations
-				res.RowsMerged += r.Rows
-				hb.set(func(d *HeartbeatDetails) { d.RowsMerged, d.ReservedBytes = res.RowsMerged, 0 })
-				if r.Generations == 0 || r.Remaining == 0 {
-					break
-				}
-			}
+		sum, err := s.Merge(ctx, opts, in.Request.MaxPasses)
+		res.GenerationsMerged, res.RowsMerged = sum.Generations, sum.Rows
+		if err != nil {
+			return res, err
 		}
-		hb.set(func(d *HeartbeatDetails) { d.Phase = "stats" })
+		hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseStats })
 		res.TableVersion, err = a.refresh(ctx, in.Store, s)
 		return res, err
 	})
@@ -174,8 +172,8 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 
 // BuildKeyIndex makes the key index cover every fragment.
 func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, "indexing", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
-		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+	return a.withStore(ctx, in.Store, PhaseIndexing, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		if _, err := s.BuildKeyIndex(ctx); err != nil {
 			return workflows.ActivityResult{}, err
 		}
 		v, err := a.refresh(ctx, in.Store, s)
@@ -185,16 +183,11 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, "compacting", func(s *memwal.Store, hb *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Table().Compact(ctx, a.Compaction)
+	return a.withStore(ctx, in.Store, PhaseCompacting, func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction,
+			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) }})
 		if err != nil {
 			return workflows.ActivityResult{}, err
-		}
-		if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
-			hb.set(func(d *HeartbeatDetails) { d.Phase = "indexing" })
-			if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
-				return workflows.ActivityResult{}, err
-			}
 		}
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
@@ -203,8 +196,8 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
 func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, "cleaning", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Table().CleanupVersions(ctx, a.Cleanup)
+	return a.withStore(ctx, in.Store, PhaseCleaning, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		r, err := s.CleanupVersions(ctx, a.Cleanup)
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -214,24 +207,24 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 
 // StatsRefresh observes the store's table and shards and upserts its catalog stats.
 func (a *Activities) StatsRefresh(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, "stats", func(s *memwal.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in.Store, PhaseStats, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{TableVersion: v}, err
 	})
 }
 
 // refresh writes the store's table and shard stats to the catalog; it returns the table version.
-func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *memwal.Store) (uint64, error) {
+func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm.Store) (uint64, error) {
 	snap, err := s.Snapshot(ctx)
-	if err != nil && !errors.Is(err, memwal.ErrOverloaded) {
+	if err != nil && !errors.Is(err, lsm.ErrOverloaded) {
 		return 0, err
 	}
 	if snap == nil { // overloaded: report the table alone
-		m, err := s.Table().Latest(ctx)
+		m, err := s.TableManifest(ctx)
 		if err != nil {
 			return 0, err
 		}
-		snap = &memwal.Snapshot{Table: m}
+		snap = &lsm.Snapshot{Table: m}
 	}
 	m := snap.Table
 	kind := catalog.Kind(ref.Kind)

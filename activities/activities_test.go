@@ -26,7 +26,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/workflows"
@@ -47,7 +47,7 @@ func newFixture(t *testing.T, budgetBytes int64) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	f := &fixture{cat: cat, budget: budget.New(budgetBytes, nil), metrics: table.NewMetrics(nil)}
-	f.mgr, err = stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: memwal.Options{Instance: "writer",
+	f.mgr, err = stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "writer",
 		Budget: f.budget, Table: table.Options{Metrics: f.metrics}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.mgr.Close(context.Background()) })
@@ -150,7 +150,7 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	f := newFixture(t, 0)
 	f.seed(t, "c", 4, 5)
 	ref := workflows.StoreRef{Kind: "rollout", Name: "c"}
-	f.acts.Merge = memwal.MergeOptions{MaxGenerations: 1}
+	f.acts.Merge = lsm.MergeOptions{MaxGenerations: 1}
 	for range 4 { // one merge per generation: four fragments
 		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref, Request: workflows.Request{MaxPasses: 1}})
 		require.NoError(t, err)
@@ -257,7 +257,7 @@ func TestRegistryCleanupPurgesLongDeletedStoresOnly(t *testing.T) {
 	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "kept")
 	require.NoError(t, err)
 	defer release()
-	rec, err := s.Scan(ctx, memwal.ScanOptions{})
+	rec, err := s.Scan(ctx, lsm.ScanOptions{})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, rec.Rows.NumRows(), "other stores are untouched")
 	rec.Rows.Release()
@@ -299,9 +299,9 @@ func TestMergeOnAnUnindexed100kRowStoreBuildsTheIndexFirst(t *testing.T) {
 		require.NoError(t, s.Flush(ctx))
 	}
 	appendN("base", 100_000)
-	_, err = s.MergeShard(ctx, s.Shard(), memwal.MergeOptions{}) // into an empty table: no index
+	_, err = s.MergeShard(ctx, s.Shard(), lsm.MergeOptions{}) // into an empty table: no index
 	require.NoError(t, err)
-	m, err := s.Table().Latest(ctx)
+	m, err := s.TableManifest(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 100_000, m.Rows())
 	require.Nil(t, m.KeyIndex, "the base table starts unindexed")
@@ -311,7 +311,7 @@ func TestMergeOnAnUnindexed100kRowStoreBuildsTheIndexFirst(t *testing.T) {
 	_, err = f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "big"}})
 	require.NoError(t, err)
 	require.Equal(t, before, testutil.ToFloat64(f.metrics.UnindexedKeyScans), "the no-index fallback counter did not move")
-	m, err = s.Table().Latest(ctx)
+	m, err = s.TableManifest(ctx)
 	require.NoError(t, err)
 	require.True(t, m.IndexCoversAll())
 	require.EqualValues(t, 101_000, m.Rows())
@@ -347,7 +347,7 @@ func TestRegistryCleanupReportsAndAdoptsOrphans(t *testing.T) {
 	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "lost")
 	require.NoError(t, err)
 	defer release()
-	page, err := s.Scan(ctx, memwal.ScanOptions{})
+	page, err := s.Scan(ctx, lsm.ScanOptions{})
 	require.NoError(t, err)
 	defer page.Rows.Release()
 	require.EqualValues(t, 3, page.Rows.NumRows(), "the adopted store has its data")

@@ -22,7 +22,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 const (
@@ -214,7 +214,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		}
 		_ = s.Flush(ctx)
 		for {
-			res, err := s.MergeShard(ctx, s.Shard(), memwal.MergeOptions{MaxGenerations: -1, MaxBytes: -1})
+			res, err := s.MergeShard(ctx, s.Shard(), lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 				break
 			}
 		}
-		if _, err := s.Table().BuildKeyIndex(ctx); err != nil {
+		if _, err := s.BuildKeyIndex(ctx); err != nil {
 			b.Fatal(err)
 		}
 		release()

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -47,12 +47,12 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 	if req.TargetRowsPerFragment < 0 {
 		return invalid("target_rows_per_fragment must be positive")
 	}
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		cfg := table.CompactionConfig{MinFragments: 2, TargetRowsPerFragment: req.TargetRowsPerFragment}
 		if req.MaterializeDeletions != nil && !*req.MaterializeDeletions {
 			cfg.DeletionRatio = 1.01 // never rewrite a fragment for its deletions alone
 		}
-		res, err := s.Table().Compact(c.Request().Context(), cfg)
+		res, err := s.Compact(c.Request().Context(), lsm.CompactOptions{Compaction: cfg})
 		if err != nil {
 			return err
 		}
@@ -62,8 +62,8 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 }
 
 func (h *handlers) compactStats(c echo.Context) error {
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		m, err := s.Table().Latest(c.Request().Context())
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+		m, err := s.TableManifest(c.Request().Context())
 		if err != nil {
 			return err
 		}

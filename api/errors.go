@@ -17,7 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -99,13 +99,13 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: he.Code, Code: code, Message: msg, Err: err}
 	}
 	switch {
-	case errors.Is(err, memwal.ErrOverloaded):
+	case errors.Is(err, lsm.ErrOverloaded):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: 5 * time.Second, Err: err}
-	case errors.Is(err, memwal.ErrFenced):
+	case errors.Is(err, lsm.ErrFenced):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeFenced, Err: err,
 			Message: "another process with this worker's instance id has claimed the store's write shard, so this worker can no longer append to it; " +
 				"an operator must give each process its own --instance-id and restart this worker (other workers can serve the store meanwhile)"}
-	case errors.Is(err, memwal.ErrClosed):
+	case errors.Is(err, lsm.ErrClosed):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is being closed on this worker; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, table.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 // CreateGenericRequest is the body of POST /api/v1/generic.
@@ -62,7 +62,7 @@ func (h *handlers) createGeneric(c echo.Context) error {
 }
 
 // genericCodec is the codec of a generic store's schema.
-func genericCodec(s *memwal.Store) codec {
+func genericCodec(s *lsm.Store) codec {
 	var fields = s.Schema().Fields()
 	user := fields[:0:0]
 	for _, f := range fields {
@@ -84,7 +84,7 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 	if err := checkJSONSyntax(body); err != nil { // 400 before the store is looked up
 		return err
 	}
-	return h.withStoreEntry(c, catalog.KindGeneric, func(s *memwal.Store, st catalog.Store) error {
+	return h.withStoreEntry(c, catalog.KindGeneric, func(s *lsm.Store, st catalog.Store) error {
 		var opts genericOptions
 		_ = json.Unmarshal(st.Options, &opts)
 		flush := opts.SealOnAdd || flushRequested(c)
@@ -105,7 +105,7 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 }
 
 // genericFilter parses ?filter={"col": value, ...} (equality, ANDed) against the schema.
-func genericFilter(c echo.Context, s *memwal.Store) (map[string]any, error) {
+func genericFilter(c echo.Context, s *lsm.Store) (map[string]any, error) {
 	raw := c.QueryParam("filter")
 	if raw == "" {
 		return nil, nil
@@ -137,7 +137,7 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindGeneric, func(s *lsm.Store) error {
 		filters, err := genericFilter(c, s)
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindGeneric, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindGeneric, func(s *lsm.Store) error {
 		var columns []string
 		if v := c.QueryParam("columns"); v != "" {
 			columns = strings.Split(v, ",")

@@ -15,17 +15,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 // withStore validates the name before anything touches storage, acquires the store and runs fn.
-func (h *handlers) withStore(c echo.Context, kind catalog.Kind, fn func(*memwal.Store) error) error {
-	return h.withStoreEntry(c, kind, func(s *memwal.Store, _ catalog.Store) error { return fn(s) })
+func (h *handlers) withStore(c echo.Context, kind catalog.Kind, fn func(*lsm.Store) error) error {
+	return h.withStoreEntry(c, kind, func(s *lsm.Store, _ catalog.Store) error { return fn(s) })
 }
 
 // withStoreEntry is withStore for handlers that also need the store's registry row (from the
 // store cache: no catalog query for a resident store).
-func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*memwal.Store, catalog.Store) error) error {
+func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*lsm.Store, catalog.Store) error) error {
 	name := c.Param("name")
 	if err := catalog.ValidateName(name); err != nil {
 		return err
@@ -36,7 +36,7 @@ func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*me
 	}
 	defer release()
 	err = fn(s, entry)
-	if errors.Is(err, memwal.ErrFenced) {
+	if errors.Is(err, lsm.ErrFenced) {
 		h.deps.Stores.ReportFenced(kind, name)
 	}
 	return err
@@ -75,7 +75,7 @@ func flushRequested(c echo.Context) bool {
 
 // appendRecord appends a decoded batch durably and, when asked, seals so that every worker sees
 // it before the response.
-func (h *handlers) appendRecord(ctx context.Context, s *memwal.Store, rec arrow.RecordBatch, flush bool) error {
+func (h *handlers) appendRecord(ctx context.Context, s *lsm.Store, rec arrow.RecordBatch, flush bool) error {
 	if _, err := s.Append(ctx, rec); err != nil {
 		return err
 	}
@@ -86,8 +86,8 @@ func (h *handlers) appendRecord(ctx context.Context, s *memwal.Store, rec arrow.
 }
 
 // tableVersion is the base table's version, reported by create/get/append responses.
-func tableVersion(ctx context.Context, s *memwal.Store) (uint64, error) {
-	m, err := s.Table().Latest(ctx)
+func tableVersion(ctx context.Context, s *lsm.Store) (uint64, error) {
+	m, err := s.TableManifest(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -116,9 +116,9 @@ func pageParams(c echo.Context) (limit, offset int, cursor string, err error) {
 
 // page reads limit rows after cursor, skipping the first offset matching rows; version > 0 reads
 // a read-only checkout of that base-table version.
-func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, filters map[string]any, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
+func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filters map[string]any, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
 	for offset > 0 {
-		p, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000), Version: version})
+		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000), Version: version})
 		if err != nil {
 			return nil, "", err
 		}
@@ -129,14 +129,14 @@ func (h *handlers) page(ctx context.Context, s *memwal.Store, columns []string, 
 		}
 		cursor = p.Next
 	}
-	p, err := s.Scan(ctx, memwal.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit, Version: version})
+	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit, Version: version})
 	if err != nil {
 		return nil, "", err
 	}
 	return p.Rows, p.Next, nil
 }
 
-func (h *handlers) emptyBatch(s *memwal.Store, columns []string) arrow.RecordBatch {
+func (h *handlers) emptyBatch(s *lsm.Store, columns []string) arrow.RecordBatch {
 	fields := make([]arrow.Field, len(columns))
 	for i, c := range columns {
 		fields[i] = s.Schema().Field(s.Schema().FieldIndices(c)[0])
@@ -147,7 +147,7 @@ func (h *handlers) emptyBatch(s *memwal.Store, columns []string) arrow.RecordBat
 }
 
 // columnsExcept lists the store's user columns minus the excluded ones.
-func columnsExcept(s *memwal.Store, exclude map[string]bool) []string {
+func columnsExcept(s *lsm.Store, exclude map[string]bool) []string {
 	var out []string
 	for _, f := range s.Schema().Fields() {
 		if !strings.HasPrefix(f.Name, "_") && !exclude[f.Name] {
@@ -158,7 +158,7 @@ func columnsExcept(s *memwal.Store, exclude map[string]bool) []string {
 }
 
 // binaryColumns are the store's binary columns (excluded from listings).
-func binaryColumns(s *memwal.Store) map[string]bool {
+func binaryColumns(s *lsm.Store) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range s.Schema().Fields() {
 		if f.Type.ID() == arrow.BINARY || f.Type.ID() == arrow.LARGE_BINARY {

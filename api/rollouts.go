@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 )
 
@@ -130,7 +130,7 @@ func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 
 func (h *handlers) getStore(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return h.withStoreEntry(c, kind, func(s *memwal.Store, st catalog.Store) error {
+		return h.withStoreEntry(c, kind, func(s *lsm.Store, st catalog.Store) error {
 			v, err := tableVersion(c.Request().Context(), s)
 			if err != nil {
 				return err
@@ -155,7 +155,7 @@ func (h *handlers) deleteStore(kind catalog.Kind) echo.HandlerFunc {
 
 func (h *handlers) flushStore(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return h.withStore(c, kind, func(s *memwal.Store) error {
+		return h.withStore(c, kind, func(s *lsm.Store) error {
 			if err := s.Flush(c.Request().Context()); err != nil {
 				return err
 			}
@@ -231,7 +231,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 	}
 	defer rec.Release()
 	ids := stringColumn(rec, "id")
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		if err := h.appendRecord(c.Request().Context(), s, rec, flushRequested(c)); err != nil {
 			return err
 		}
@@ -283,7 +283,7 @@ func (h *handlers) listRollouts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		version, err := versionParam(c)
 		if err != nil {
 			return err
@@ -305,7 +305,7 @@ func (h *handlers) getRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		version, err := versionParam(c)
 		if err != nil {
 			return err
@@ -327,7 +327,7 @@ func (h *handlers) getRolloutBlob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		version, err := versionParam(c)
 		if err != nil {
 			return err
@@ -366,7 +366,7 @@ func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return h.withStore(c, kind, func(s *memwal.Store) error {
+		return h.withStore(c, kind, func(s *lsm.Store) error {
 			if _, err := s.Delete(c.Request().Context(), []string{id}); err != nil {
 				return err
 			}
@@ -400,7 +400,7 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 		return err
 	}
 	defer full.Release()
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		if _, err := s.Append(c.Request().Context(), full); err != nil {
 			return err
 		}
@@ -433,8 +433,8 @@ func (h *handlers) checkoutRollouts(c echo.Context) error {
 	if req.Version == 0 {
 		return invalid("version must be a positive integer")
 	}
-	return h.withStore(c, catalog.KindRollout, func(s *memwal.Store) error {
-		if _, err := s.Table().Version(c.Request().Context(), req.Version); err != nil {
+	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+		if _, err := s.TableVersion(c.Request().Context(), req.Version); err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, CheckoutRequest{Version: req.Version})

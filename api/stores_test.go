@@ -29,7 +29,7 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
@@ -66,9 +66,9 @@ type worker struct {
 func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(c.cat, stores.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: memwal.Options{
+	mgr, err := stores.New(c.cat, stores.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: lsm.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
-		Metrics: memwal.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
+		Metrics: lsm.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
 		AppendMaxGenerations: c.appendMaxGenerations,
 	}}, reg, log)
 	require.NoError(c.t, err)
@@ -533,7 +533,7 @@ func TestCompactAndStats(t *testing.T) {
 	require.NoError(t, err)
 	for i := range 3 {
 		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/c/records?flush=true", map[string]any{"records": []any{rollout(fmt.Sprint(i), "t")}}, nil))
-		_, err := s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+		_, err := s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
 		require.NoError(t, err)
 	}
 	release()
@@ -562,13 +562,13 @@ func TestCheckoutReadsAnOldVersion(t *testing.T) {
 	require.NoError(t, err)
 	defer release()
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/v/records?flush=true", map[string]any{"records": []any{rollout("a", "t")}}, nil))
-	_, err = s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+	_, err = s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
 	require.NoError(t, err)
 	var info api.StoreInfo
 	w.do(t, "GET", "/api/v1/rollouts/v", nil, &info)
 	old := *info.Version
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/v/records?flush=true", map[string]any{"records": []any{rollout("b", "t")}}, nil))
-	_, err = s.MergeShard(context.Background(), s.Shard(), memwal.MergeOptions{})
+	_, err = s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
 	require.NoError(t, err)
 
 	var co api.CheckoutRequest

@@ -19,7 +19,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/client"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/workflows"
 )
@@ -33,7 +33,7 @@ func server(t *testing.T, mod func(*api.Deps)) string {
 	t.Cleanup(cat.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
-	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: memwal.Options{Instance: "w"}}, reg, log)
+	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "w"}}, reg, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
 	d := api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: "test"}

@@ -1,4 +1,4 @@
-// Package stores is the process's registry of open stores: a bounded LRU of open memwal.Stores
+// Package stores is the process's registry of open stores: a bounded LRU of open lsm.Stores
 // resolved through the PostgreSQL catalog, shared by the HTTP API and the maintenance
 // activities, and the process-wide flush sweeper.
 //
@@ -24,16 +24,16 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
 
 // Config configures a Manager.
 type Config struct {
-	DataURL  string         // where every store lives: an object store URL (objstore.Open) or a local directory
-	Capacity int            // open stores kept resident (default 2000)
-	Store    memwal.Options // process-wide clock, budget, metrics, instance id
+	DataURL  string      // where every store lives: an object store URL (objstore.Open) or a local directory
+	Capacity int         // open stores kept resident (default 2000)
+	Store    lsm.Options // process-wide clock, budget, metrics, instance id
 	// WrapObjects, when set, wraps the data directory's object store (fault injection and I/O
 	// accounting in tests; the e2e build's slow fragment writes).
 	WrapObjects func(objstore.Store) objstore.Store
@@ -67,7 +67,7 @@ type handle struct {
 	kind    catalog.Kind
 	name    string
 	entry   catalog.Store // the registry row it was opened from (rows never change once created)
-	store   *memwal.Store
+	store   *lsm.Store
 	refs    int  // guarded by Manager.mu
 	evicted bool // guarded by Manager.mu
 }
@@ -131,7 +131,7 @@ func (m *Manager) close(h *handle) {
 
 // Acquire returns the open store kind/name (catalog.ErrNotFound when it is not registered) and
 // the function that releases it.
-func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (*memwal.Store, func(), error) {
+func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (*lsm.Store, func(), error) {
 	s, _, release, err := m.AcquireEntry(ctx, kind, name)
 	return s, release, err
 }
@@ -139,7 +139,7 @@ func (m *Manager) Acquire(ctx context.Context, kind catalog.Kind, name string) (
 // AcquireEntry is Acquire that also returns the store's registry row, as read when the store was
 // opened: a resident store answers without a catalog round trip, so PostgreSQL being slow or down
 // never blocks its appends and reads.
-func (m *Manager) AcquireEntry(ctx context.Context, kind catalog.Kind, name string) (*memwal.Store, catalog.Store, func(), error) {
+func (m *Manager) AcquireEntry(ctx context.Context, kind catalog.Kind, name string) (*lsm.Store, catalog.Store, func(), error) {
 	key := cacheKey(kind, name)
 	for {
 		m.mu.Lock()
@@ -203,7 +203,7 @@ func (m *Manager) prefix(st catalog.Store) (string, error) {
 
 // open opens a registered store, creating its table if the process that registered it died
 // before doing so.
-func (m *Manager) open(ctx context.Context, st catalog.Store) (*memwal.Store, error) {
+func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error) {
 	prefix, err := m.prefix(st)
 	if err != nil {
 		return nil, err
@@ -212,13 +212,13 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*memwal.Store, er
 	if err != nil {
 		return nil, err
 	}
-	s, err := memwal.Open(ctx, objects, m.cfg.Store)
+	s, err := lsm.Open(ctx, objects, m.cfg.Store)
 	if errors.Is(err, table.ErrNotFound) {
 		schema, serr := SchemaOf(st)
 		if serr != nil {
 			return nil, serr
 		}
-		return memwal.Create(ctx, objects, schema, "id", m.cfg.Store)
+		return lsm.Create(ctx, objects, schema, "id", m.cfg.Store)
 	}
 	return s, err
 }

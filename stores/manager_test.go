@@ -18,7 +18,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
@@ -28,14 +28,14 @@ func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *promet
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	reg := prometheus.NewRegistry()
-	m, err := New(cat, Config{DataURL: t.TempDir(), Capacity: capacity, Store: memwal.Options{Instance: "w"}},
+	m, err := New(cat, Config{DataURL: t.TempDir(), Capacity: capacity, Store: lsm.Options{Instance: "w"}},
 		reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return m, cat, reg
 }
 
-func appendOne(t *testing.T, s *memwal.Store, id string) {
+func appendOne(t *testing.T, s *lsm.Store, id string) {
 	rec := MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
@@ -47,7 +47,7 @@ func TestConcurrentFirstOpensOpenOnce(t *testing.T) {
 	_, _, err := m.Create(context.Background(), catalog.KindRollout, "s", nil, nil)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	got := make([]*memwal.Store, 12)
+	got := make([]*lsm.Store, 12)
 	for i := range got {
 		wg.Add(1)
 		go func() {
@@ -142,7 +142,7 @@ func TestCloseSealsEveryResidentStore(t *testing.T) {
 	require.NoError(t, m.Close(context.Background()))
 
 	// Another worker (another instance id) sees the row: it was sealed at shutdown, not left to a replay.
-	other, err := New(cat, Config{DataURL: m.DataURL(), Store: memwal.Options{Instance: "other"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other, err := New(cat, Config{DataURL: m.DataURL(), Store: lsm.Options{Instance: "other"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer other.Close(context.Background())
 	s2, release2, err := other.Acquire(context.Background(), catalog.KindRollout, "s")
@@ -157,7 +157,7 @@ func TestCloseSealsEveryResidentStore(t *testing.T) {
 func TestAStoreDeletedThroughAnotherWorkerIsClosedByTheNextFlushPass(t *testing.T) {
 	ctx := context.Background()
 	a, cat, _ := newManager(t, 10)
-	b, err := New(cat, Config{DataURL: a.DataURL(), Capacity: 10, Store: memwal.Options{Instance: "b"}},
+	b, err := New(cat, Config{DataURL: a.DataURL(), Capacity: 10, Store: lsm.Options{Instance: "b"}},
 		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close(ctx) })

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 // SweeperMetrics count flush outcomes.
@@ -83,7 +83,7 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 			switch {
 			case sctx.Err() == context.DeadlineExceeded:
 				outcome = "timeout"
-			case errors.Is(err, memwal.ErrFenced):
+			case errors.Is(err, lsm.ErrFenced):
 				outcome = "fenced"
 				m.ReportFenced(h.kind, h.name)
 			case err != nil:

@@ -19,7 +19,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
@@ -48,7 +48,7 @@ func BenchmarkP6MaintenanceStaleness(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		mgr, err := stores.New(cat, stores.Config{DataURL: b.TempDir(), Capacity: 2000, Store: memwal.Options{Instance: "api"}}, nil, log)
+		mgr, err := stores.New(cat, stores.Config{DataURL: b.TempDir(), Capacity: 2000, Store: lsm.Options{Instance: "api"}}, nil, log)
 		if err != nil {
 			b.Fatal(err)
 		}

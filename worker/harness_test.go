@@ -13,7 +13,7 @@ import (
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
 )
@@ -42,7 +42,7 @@ func newHarness(t testing.TB) *harness {
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
-	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: memwal.Options{Instance: "api"}}, nil,
+	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "api"}}, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })

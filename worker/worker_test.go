@@ -19,7 +19,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
@@ -99,7 +99,7 @@ func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond, "the sweep merged the store")
 }
 
-func appendRow(t testing.TB, s *memwal.Store, id string) {
+func appendRow(t testing.TB, s *lsm.Store, id string) {
 	rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
@@ -204,7 +204,7 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	hold, err := budgetA.Reserve(ctx, 1<<20)
 	require.NoError(t, err)
 	defer hold.Release()
-	mgrA, err := stores.New(h.cat, stores.Config{DataURL: h.mgr.DataURL(), Store: memwal.Options{Instance: "maint-a", Budget: budgetA}}, nil,
+	mgrA, err := stores.New(h.cat, stores.Config{DataURL: h.mgr.DataURL(), Store: lsm.Options{Instance: "maint-a", Budget: budgetA}}, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer func() { _ = mgrA.Close(ctx) }()
@@ -229,11 +229,11 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	s, release, err = h.mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)
 	defer release()
-	page, err := s.Scan(ctx, memwal.ScanOptions{Columns: []string{"id"}})
+	page, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{"id"}})
 	require.NoError(t, err)
 	defer page.Rows.Release()
 	require.EqualValues(t, 3, page.Rows.NumRows(), "no row lost or duplicated")
-	m, err := s.Table().Latest(ctx)
+	m, err := s.TableManifest(ctx)
 	require.NoError(t, err)
-	require.NoError(t, s.Table().Check(ctx, m))
+	require.NoError(t, s.CheckTable(ctx, m))
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 )
 
@@ -217,7 +217,7 @@ func TestServeAndWorkerWithOneInstanceIDDoNotFenceEachOther(t *testing.T) {
 
 		m, release, err := workerRT.stores.Acquire(ctx, catalog.KindRollout, "shared")
 		require.NoError(t, err)
-		res, err := m.MergeShard(ctx, shard, memwal.MergeOptions{})
+		res, err := m.MergeShard(ctx, shard, lsm.MergeOptions{})
 		release()
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Generations)

@@ -28,8 +28,9 @@ import (
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
-	"github.com/strata-store/strata/storage/memwal"
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/worker"
@@ -268,7 +269,7 @@ type runtime struct {
 	catalog     *catalog.Catalog
 	registry    *prometheus.Registry
 	stores      *stores.Manager
-	writeBuffer *memwal.WriteBuffer // closed after the stores
+	writeBuffer *shard.WriteBuffer // closed after the stores
 	log         *slog.Logger
 }
 
@@ -281,18 +282,18 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	writeBuffer := memwal.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
+	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
 	mgr, err := stores.New(cat, stores.Config{
 		DataURL:     cfg.DataURL,
 		Capacity:    cfg.StoreCacheCapacity,
 		WrapObjects: objectsWrapper(),
-		Store: memwal.Options{
+		Store: lsm.Options{
 			Instance:    cfg.InstanceID,
 			ReadOnly:    cfg.readOnlyStores,
 			Clock:       hlc.New(nil),
 			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
 			WriteBuffer: writeBuffer,
-			Metrics:     memwal.NewMetrics(reg),
+			Metrics:     lsm.NewMetrics(reg),
 			Table:       table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(cacheLimit(cfg.CacheBytes), reg)},
 		},
 	}, reg, log)

@@ -1,0 +1,373 @@
+package lsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/shard"
+)
+
+// appendUntilError appends one new id at a time from each of n goroutines until an append fails
+// or stop is closed; it returns every acknowledged id and the errors seen.
+func appendUntilError(t *testing.T, s *Store, e *env, n int, stop <-chan struct{}) (acked []string, errs []error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("g%02d-%05d", g, i)
+				rec := rows(e.mem, []string{id}, int64(i))
+				_, err := s.Append(context.Background(), rec)
+				rec.Release()
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					acked = append(acked, id)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return acked, errs
+}
+
+func TestAClaimWhileGroupsAreInFlightKeepsEveryAcknowledgedAppend(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+			e := newEnv(t, faulty)
+			inFlight := func(o *Options) { o.Writer.CommitsInFlight = 4 }
+			old := e.open("same-id", inFlight)
+			// Entry and frame writes take a while, so several groups are in flight when the claim
+			// lands.
+			faulty.AddRule(objstoretest.Rule{Match: groupWrite(old.Shard()), Latency: time.Duration(1+round) * time.Millisecond})
+			claimed := make(chan error, 1)
+			var newer *Store
+			go func() {
+				// Claim once the old writer has acknowledged something (its first appender's
+				// first row is readable there), while later groups are in flight.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+					if rec, err := old.Get(context.Background(), "g00-00000", nil); err == nil && rec != nil {
+						rec.Release()
+						break
+					}
+				}
+				time.Sleep(time.Duration(round) * time.Millisecond)
+				o := e.opts("same-id")
+				inFlight(&o)
+				var err error
+				newer, err = Open(context.Background(), e.objects, o)
+				claimed <- err
+			}()
+			acked, errs := appendUntilError(t, old, e, 8, nil)
+			require.NotEmpty(t, acked)
+			require.Len(t, errs, 8, "every appender stops at a fenced write")
+			for _, err := range errs {
+				require.ErrorIs(t, err, ErrFenced)
+			}
+			require.NoError(t, <-claimed)
+			t.Cleanup(func() { _ = newer.Close(context.Background()) })
+			faulty.Reset()
+			require.NoError(t, newer.Flush(context.Background()))
+			reader := e.open("reader")
+			for _, id := range acked {
+				require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged before the claim: %s", id)
+			}
+		})
+	}
+}
+
+func TestSealsBetweenGroupsInFlightLoseNothingAcrossACrash(t *testing.T) {
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+	e := newEnv(t, faulty)
+	s := e.open("a", func(o *Options) { o.Writer.CommitsInFlight = 4 })
+	faulty.AddRule(objstoretest.Rule{Match: groupWrite(s.Shard()), Latency: time.Millisecond})
+	stop := make(chan struct{})
+	var seals atomic.Int64
+	var sealer sync.WaitGroup
+	sealer.Add(1)
+	go func() {
+		defer sealer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+				if err := s.Flush(context.Background()); err == nil {
+					seals.Add(1)
+				}
+			}
+		}
+	}()
+	// Stop after 150 ms and at least four seals (however slow the machine), or at 10 s.
+	go func() {
+		start := time.Now()
+		for (time.Since(start) < 150*time.Millisecond || seals.Load() < 4) && time.Since(start) < 10*time.Second {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(stop)
+	}()
+	acked, errs := appendUntilError(t, s, e, 8, stop)
+	sealer.Wait()
+	require.Empty(t, errs)
+	require.Greater(t, seals.Load(), int64(3))
+	crash(s)
+	faulty.Reset()
+
+	// The restarted process replays what was not sealed; another process sees it after a flush.
+	again := e.open("a")
+	require.NoError(t, again.Flush(context.Background()))
+	reader := e.open("reader")
+	for _, id := range acked {
+		require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged: %s", id)
+	}
+}
+
+func TestAFailedGroupWriteFailsOnlyItsAppends(t *testing.T) {
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+	e := newEnv(t, faulty)
+	s := e.open("a")
+	appendIDs(t, s, e.mem, 0, "claimed") // the shard is claimed (its fence entry written) first
+	faulty.AddRule(objstoretest.Rule{Match: groupWrite(s.Shard()), Err: objstoretest.ErrInjected, Times: 1})
+	rec := rows(e.mem, []string{"lost"}, 1)
+	_, err := s.Append(context.Background(), rec)
+	rec.Release()
+	require.True(t, errors.Is(err, objstoretest.ErrInjected), "got %v", err)
+	appendIDs(t, s, e.mem, 2, "kept")
+	require.NoError(t, s.Flush(context.Background()))
+	reader := e.open("reader")
+	require.EqualValues(t, -1, value(t, reader, "lost"))
+	require.EqualValues(t, 2, value(t, reader, "kept"))
+}
+
+func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	s := e.open("a")
+	b := array.NewRecordBuilder(e.mem, arrow.NewSchema(userSchema.Fields()[:2], nil)) // no payload
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	rec := b.NewRecordBatch()
+	b.Release()
+	_, err := s.Append(ctx, rec)
+	rec.Release()
+	require.NoError(t, err)
+
+	entries := walPayloads(t, e.objects, s.Shard())
+	data := entries[uint64(len(entries))] // the claim's fence, then this append
+	require.NotNil(t, data)
+	parts, stored, err := arrowutil.ReadBytesBatchesCopy(data, e.mem, 0)
+	require.NoError(t, err)
+	defer releaseAll(parts)
+	require.Empty(t, stored.FieldIndices("payload"), "an all-null column is not written")
+	require.NotEmpty(t, stored.FieldIndices("value"))
+
+	require.NoError(t, s.Flush(ctx))
+	got, err := e.open("reader").Get(ctx, "y", nil)
+	require.NoError(t, err)
+	defer got.Release()
+	require.True(t, got.Column(got.Schema().FieldIndices("payload")[0]).IsNull(0), "restored as null on read")
+	require.EqualValues(t, 2, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0))
+}
+
+// hookedWrites calls before() ahead of every group write of shard — an entry object's
+// put-if-absent, or a segment frame's payload write — and what it returns after the write.
+// shard is set (and cleared) while no write is in flight.
+type hookedWrites struct {
+	objstore.Store
+	sh     string
+	before func() (after func())
+}
+
+func (h *hookedWrites) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if h.sh != "" && strings.HasPrefix(key, shard.EntryPrefix(h.sh)) {
+		defer h.before()()
+	}
+	return h.Store.PutIfAbsent(ctx, key, data)
+}
+
+func (h *hookedWrites) WritesInPlace() bool { return objstore.WritesInPlace(h.Store) }
+
+func (h *hookedWrites) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, h.Store, key)
+	return &hookedFrames{ObjectWriter: w, h: h, key: key}, err
+}
+
+type hookedFrames struct {
+	objstore.ObjectWriter
+	h   *hookedWrites
+	key string
+}
+
+func (f *hookedFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if f.h.sh != "" && strings.HasPrefix(f.key, shard.SegmentPrefix(f.h.sh)) && len(p) > shard.FrameHeaderSize {
+		defer f.h.before()()
+	}
+	return f.ObjectWriter.WriteAt(ctx, p, off)
+}
+
+func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
+	// Each group write waits (up to a second) until a second one is in flight.
+	var inFlight, most atomic.Int32
+	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() {
+		n := inFlight.Add(1)
+		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
+		}
+		for deadline := time.Now().Add(time.Second); most.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return func() { inFlight.Add(-1) }
+	}}
+	e := newEnv(t, store)
+	s := e.open("a")                     // default CommitsInFlight
+	appendIDs(t, s, e.mem, 0, "claimed") // the first write claims the shard (its fence entry)
+	store.sh = s.Shard()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 1 {
+				time.Sleep(20 * time.Millisecond) // after the first group has been taken
+			}
+			appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 2, most.Load(), "two group commits were in flight at once")
+	require.EqualValues(t, 1, value(t, s, "k1"))
+}
+
+func TestGroupsOfAppendsAreReadBackRowByRow(t *testing.T) {
+	// 3-row appends are joined into one memtable batch per group; 40-row appends stay a batch
+	// each, located in the entry by their first row.
+	for _, perAppend := range []int{3, 40} /* below and above the rows per append under which a group's appends are joined */ {
+		t.Run(fmt.Sprint(perAppend, "-rows"), func(t *testing.T) { testGroupsReadBack(t, perAppend) })
+	}
+}
+
+func testGroupsReadBack(t *testing.T, perAppend int) {
+	ctx := context.Background()
+	// Group writes wait for the phase's gate, so that appends arriving meanwhile form groups.
+	var gate chan struct{}
+	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() { <-gate; return func() {} }}
+	e := newEnv(t, store)
+	s := e.open("a")
+	appendIDs(t, s, e.mem, 0, "claimed")
+	store.sh = s.Shard()
+	noPayload := arrow.NewSchema(userSchema.Fields()[:2], nil)
+	idsOf := func(i int) []string {
+		ids := make([]string, perAppend)
+		for j := range ids {
+			ids[j] = fmt.Sprint("k", i, "-", j)
+		}
+		return ids
+	}
+	appendShape := func(i int, withPayload bool) {
+		if withPayload {
+			appendIDs(t, s, e.mem, int64(i), idsOf(i)...)
+			return
+		}
+		b := array.NewRecordBuilder(e.mem, noPayload)
+		defer b.Release()
+		for _, id := range idsOf(i) {
+			b.Field(0).(*array.StringBuilder).Append(id)
+			b.Field(1).(*array.Int64Builder).Append(int64(i))
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		_, err := s.Append(ctx, rec)
+		require.NoError(t, err)
+	}
+	// Phase 1: one shape (entries spliced from the appends' encodings); phase 2: two shapes in
+	// the same groups (entries re-encoded from the concatenated records).
+	for phase, mixed := range []bool{false, true} {
+		gate = make(chan struct{})
+		var wg sync.WaitGroup
+		for i := phase * 100; i < phase*100+12; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				appendShape(i, !mixed || i%2 == 0)
+			}()
+		}
+		time.Sleep(50 * time.Millisecond) // the appends queue up behind the held writes
+		close(gate)
+		wg.Wait()
+	}
+	store.sh = ""
+
+	// Some entry holds several appends, each still its own record batch when spliced.
+	most := 0
+	for _, data := range walPayloads(t, e.objects, s.Shard()) {
+		r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(e.mem))
+		require.NoError(t, err)
+		n := 0
+		for r.Next() {
+			n++
+		}
+		require.NoError(t, r.Err())
+		r.Release()
+		most = max(most, n)
+	}
+	require.Greater(t, most, 1, "appends were grouped and spliced into one entry")
+
+	check := func(reader *Store) {
+		for phase, mixed := range []bool{false, true} {
+			for i := phase * 100; i < phase*100+12; i++ {
+				for _, id := range idsOf(i) {
+					got, err := reader.Get(ctx, id, nil)
+					require.NoError(t, err)
+					require.NotNil(t, got, id)
+					require.EqualValues(t, i, got.Column(got.Schema().FieldIndices("value")[0]).(*array.Int64).Value(0), id)
+					payload := got.Column(got.Schema().FieldIndices("payload")[0])
+					if !mixed || i%2 == 0 {
+						require.Equal(t, "payload-"+id, payload.(*array.String).Value(0), id)
+					} else {
+						require.True(t, payload.IsNull(0), id)
+					}
+					got.Release()
+				}
+			}
+		}
+	}
+	check(s) // from the memtable
+	// A crash before any seal: the restarted process replays the spliced entries (several
+	// batches each) into its memtable, then seals them by (entry, row).
+	crash(s)
+	s = e.open("a")
+	check(s)
+	require.NoError(t, s.Flush(ctx))
+	check(e.open("reader")) // through the generation's key file: (entry, row) across appends
+	res, err := s.MergeShard(ctx, s.Shard(), MergeOptions{MaxGenerations: -1, MaxBytes: -1})
+	require.NoError(t, err)
+	require.Positive(t, res.Generations)
+	check(e.open("after-merge")) // from the base table
+}

@@ -1,0 +1,124 @@
+// The maintenance jobs of a store, with their ordering rules stated once, here, for every caller
+// (the maintenance activities, the manual compaction route, tools):
+//
+//   - index before merge: a merge upserts by key, and without a key index covering every
+//     fragment the table would have to scan key columns (O(table) per merge); Merge builds the
+//     index first when it does not cover the table;
+//   - re-cover after compaction: a compaction of an indexed table extends the key index over the
+//     fragments it wrote, so the next merge finds it covering again;
+//   - version cleanup deletes only what no version within the TTL references (table.Cleanup).
+package lsm
+
+import (
+	"context"
+
+	"github.com/strata-store/strata/storage/table"
+)
+
+// MergeIndexing is the phase a merge reports while it builds the key index first.
+const MergeIndexing MergePhase = "indexing"
+
+// MergeSummary reports Merge.
+type MergeSummary struct {
+	Generations int   // generations folded into the table
+	Rows        int64 // rows read from them
+	Passes      int   // merge passes run (one per shard with pending generations, at least)
+}
+
+// Merge folds every shard's pending generations into the table, in passes of at most
+// opts.MaxGenerations generations and opts.MaxBytes of merge memory, running at most maxPasses
+// passes in all (0: until every shard is drained). It builds the key index first when the index
+// does not cover the table (index before merge).
+func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (MergeSummary, error) {
+	var sum MergeSummary
+	if err := s.ensureKeyIndex(ctx, func() { report(opts, MergeProgress{Phase: MergeIndexing}) }); err != nil {
+		return sum, err
+	}
+	shards, err := s.ListShards(ctx)
+	if err != nil {
+		return sum, err
+	}
+	for _, sh := range shards {
+		for maxPasses == 0 || sum.Passes < maxPasses {
+			r, err := s.MergeShard(ctx, sh, opts)
+			if err != nil {
+				return sum, err
+			}
+			sum.Passes++
+			sum.Generations += r.Generations
+			sum.Rows += r.Rows
+			if r.Generations == 0 || r.Remaining == 0 {
+				break
+			}
+		}
+	}
+	return sum, nil
+}
+
+func report(opts MergeOptions, p MergeProgress) {
+	if opts.OnPhase != nil {
+		opts.OnPhase(p)
+	}
+}
+
+// ensureKeyIndex builds the key index when it does not cover every fragment; onBuild is called
+// before building.
+func (s *Store) ensureKeyIndex(ctx context.Context, onBuild func()) error {
+	m, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	if m.KeyIndex != nil && m.IndexCoversAll() {
+		return nil
+	}
+	onBuild()
+	_, err = s.tbl.BuildKeyIndex(ctx)
+	return err
+}
+
+// BuildKeyIndex makes the key index cover every fragment.
+func (s *Store) BuildKeyIndex(ctx context.Context) (*table.Manifest, error) {
+	return s.tbl.BuildKeyIndex(ctx)
+}
+
+// CompactOptions configure Compact.
+type CompactOptions struct {
+	Compaction table.CompactionConfig
+	OnIndexing func() // called before the key index is extended over the new fragments
+}
+
+// Compact compacts the table, then extends the key index over the fragments it wrote when the
+// table had an index (re-cover after compaction).
+func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.CompactionResult, error) {
+	r, err := s.tbl.Compact(ctx, opts.Compaction)
+	if err != nil {
+		return r, err
+	}
+	if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
+		if opts.OnIndexing != nil {
+			opts.OnIndexing()
+		}
+		m, err := s.tbl.BuildKeyIndex(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.Manifest = m
+	}
+	return r, nil
+}
+
+// CleanupVersions deletes expired table versions and the files only they referenced.
+func (s *Store) CleanupVersions(ctx context.Context, opts table.CleanupOptions) (table.CleanupResult, error) {
+	return s.tbl.CleanupVersions(ctx, opts)
+}
+
+// TableManifest is the newest version of the base table's manifest.
+func (s *Store) TableManifest(ctx context.Context) (*table.Manifest, error) { return s.tbl.Latest(ctx) }
+
+// TableVersion is version v of the base table's manifest (table.ErrNotFound when it is gone).
+func (s *Store) TableVersion(ctx context.Context, v uint64) (*table.Manifest, error) {
+	return s.tbl.Version(ctx, v)
+}
+
+// CheckTable verifies the table's invariants at manifest m (tests and tools).
+func (s *Store) CheckTable(ctx context.Context, m *table.Manifest) error { return s.tbl.Check(ctx, m) }

@@ -1,0 +1,197 @@
+package lsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/shard"
+)
+
+func TestReadYourWritesHereVisibleElsewhereAfterSeal(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a, b := e.open("worker-a"), e.open("worker-b")
+	appendIDs(t, a, e.mem, 7, "x", "y")
+	require.EqualValues(t, 7, value(t, a, "x"), "read-your-writes on the appending worker")
+	require.EqualValues(t, -1, value(t, b, "x"), "not visible to another worker before the seal")
+	require.NoError(t, a.Flush(context.Background()))
+	require.EqualValues(t, 7, value(t, b, "x"))
+	require.EqualValues(t, 7, value(t, b, "y"))
+	require.EqualValues(t, -1, value(t, b, "z"))
+}
+
+func TestDeleteWritesATombstone(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a")
+	appendIDs(t, a, e.mem, 1, "x")
+	require.NoError(t, a.Flush(context.Background()))
+	_, err := a.Delete(context.Background(), []string{"x"})
+	require.NoError(t, err)
+	require.EqualValues(t, -1, value(t, a, "x"))
+	require.NoError(t, a.Flush(context.Background()))
+	_, err = a.MergeShard(context.Background(), a.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.EqualValues(t, -1, value(t, e.open("b"), "x"), "the delete survives the merge")
+}
+
+func TestReplayAfterACrashRestoresUnsealedRows(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a")
+	appendIDs(t, a, e.mem, 1, ids("k", 50)...)
+	require.NoError(t, a.Flush(context.Background()))
+	appendIDs(t, a, e.mem, 2, ids("k", 10)...) // durable, unsealed
+	crash(a)
+
+	reader := e.open("reader")
+	require.EqualValues(t, 1, value(t, reader, "k0003"), "unsealed rows are not visible elsewhere yet")
+	again := e.open("a") // the restarted process claims its shard and replays the WAL
+	require.EqualValues(t, 2, value(t, again, "k0003"))
+	require.EqualValues(t, 1, value(t, again, "k0030"))
+	require.NoError(t, again.Flush(context.Background()))
+	require.EqualValues(t, 2, value(t, reader, "k0003"))
+	require.EqualValues(t, 2, value(t, reader, "k0009"))
+	require.EqualValues(t, 1, value(t, reader, "k0010"))
+}
+
+// crash abandons s's writer as a dying process would: nothing is sealed, memory is gone.
+func crash(s *Store) {
+	s.mu.Lock()
+	w := s.writer
+	s.writer, s.closed = nil, true
+	s.mu.Unlock()
+	w.Abandon()
+}
+
+func TestFencingKeepsEverythingAcknowledged(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	old := e.open("same-id")
+	appendIDs(t, old, e.mem, 1, ids("old", 20)...)
+	// A second process with the same instance id claims the shard.
+	newer := e.open("same-id")
+	appendIDs(t, newer, e.mem, 2, "fresh")
+	rec := rows(e.mem, []string{"late"}, 3)
+	_, err := old.Append(context.Background(), rec)
+	rec.Release()
+	require.ErrorIs(t, err, ErrFenced)
+	require.ErrorIs(t, old.Flush(context.Background()), ErrFenced)
+
+	require.NoError(t, newer.Flush(context.Background()))
+	reader := e.open("reader")
+	for _, id := range ids("old", 20) {
+		require.EqualValues(t, 1, value(t, reader, id), "acknowledged by the fenced writer: %s", id)
+	}
+	require.EqualValues(t, 2, value(t, reader, "fresh"))
+	require.EqualValues(t, -1, value(t, reader, "late"))
+}
+
+func TestConcurrentAppendsShareGroupCommits(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a", func(o *Options) { o.Writer.GroupCommitWindow = 5 * time.Millisecond })
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				appendIDs(t, a, e.mem, int64(w*100+i), ids(string(rune('a'+w)), i+1)[i])
+			}
+		}()
+	}
+	wg.Wait()
+	require.Less(t, len(walPayloads(t, e.objects, a.Shard())), 160, "160 appends must share WAL entries")
+	require.NoError(t, a.Flush(context.Background()))
+	for w := range 16 {
+		for i := range 10 {
+			require.EqualValues(t, w*100+i, value(t, e.open("r"), ids(string(rune('a'+w)), i+1)[i]))
+		}
+	}
+}
+
+func TestOverloadGuardRails(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a", func(o *Options) { o.AppendMaxGenerations = 3; o.ReadMaxGenerations = 2 })
+	for i := range 3 {
+		appendIDs(t, a, e.mem, int64(i), "k")
+		require.NoError(t, a.Flush(context.Background()))
+	}
+	rec := rows(e.mem, []string{"k"}, 9)
+	_, err := a.Append(context.Background(), rec)
+	rec.Release()
+	require.ErrorIs(t, err, ErrOverloaded, "appends are refused past the pending limit")
+	_, err = a.Get(context.Background(), "k", nil)
+	require.ErrorIs(t, err, ErrOverloaded, "reads are refused past the hard cap")
+
+	res, err := a.MergeShard(context.Background(), a.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Generations)
+	require.EqualValues(t, 2, value(t, a, "k"))
+	appendIDs(t, a, e.mem, 10, "k")
+}
+
+func TestAHungStoreCallIsBoundedAndReleasesEverything(t *testing.T) {
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+	e := newEnv(t, faulty)
+	a := e.open("a")
+	appendIDs(t, a, e.mem, 1, "k")
+	require.NoError(t, a.Flush(context.Background()))
+	faulty.AddRule(objstoretest.Rule{Match: objstoretest.MatchKeyPrefix(shard.WALDir, objstoretest.OpGet), Hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	e.budget = nil
+	_, err := a.MergeShard(ctx, a.Shard(), MergeOptions{})
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	require.Zero(t, a.opts.Budget.Reserved(), "the reservation was released")
+	faulty.Reset()
+	res, err := a.MergeShard(context.Background(), a.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Generations)
+}
+
+func TestSealIfDueSealsOnlyOldMemtables(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a")
+	sealed, err := a.SealIfDue(context.Background(), time.Hour)
+	require.NoError(t, err)
+	require.False(t, sealed, "no writer yet")
+	appendIDs(t, a, e.mem, 1, "k")
+	sealed, err = a.SealIfDue(context.Background(), time.Hour)
+	require.NoError(t, err)
+	require.False(t, sealed, "rows are younger than the interval")
+	time.Sleep(5 * time.Millisecond)
+	sealed, err = a.SealIfDue(context.Background(), time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, sealed)
+	require.EqualValues(t, 1, value(t, e.open("b"), "k"))
+}
+
+func TestSizeTriggeredSeal(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a", func(o *Options) { o.Writer.SealRows = 10 })
+	appendIDs(t, a, e.mem, 1, ids("k", 25)...)
+	require.Eventually(t, func() bool { return pendingGens(t, a) == 1 }, 2*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 1, value(t, e.open("b"), "k0024"))
+}
+
+func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	e := newEnv(t, objstoretest.NewMemory())
+	a := e.open("a", func(o *Options) { o.ReadWarnGenerations = 2 })
+	for i := range 3 {
+		appendIDs(t, a, e.mem, int64(i), "k")
+		require.NoError(t, a.Flush(context.Background()))
+	}
+	require.EqualValues(t, 2, value(t, a, "k"))
+	require.EqualValues(t, 2, value(t, a, "k"))
+	require.Equal(t, 1, strings.Count(buf.String(), "many pending generations"), "warned, and rate-limited: %s", buf.String())
+}

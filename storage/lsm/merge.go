@@ -1,0 +1,256 @@
+// WAL merge: fold one shard's oldest sealed generations into the base table.
+//
+// planMerge (pure) chooses the batch; MergeShard carries it out.
+//
+// Prepare takes the oldest pending generations up to MaxGenerations and MaxBytes of merge memory
+// (a generation is never split; an oversized first one is taken whole, alone), reserves exactly
+// that batch's footprint from the process budget BEFORE reading anything, and reads them.
+// Commit is one table upsert that also advances the shard's watermark to the last merged
+// generation, so after a crash anywhere either nothing happened or the merge is complete. Only
+// then are the merged generations dropped from the shard manifest (a relative edit any process
+// may make) and their files deleted, detached and best effort; generations already at or below
+// the watermark (a merge that crashed before dropping them) are dropped by the next merge.
+//
+// Two merges of one shard may race: the table commit re-checks the watermark, so the loser
+// commits nothing and reports 0. The shard's owner need not take part, and appends never wait.
+package lsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-store/strata/storage/shard"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// MergeOptions bound one merge pass.
+type MergeOptions struct {
+	MaxGenerations int   // default 8; negative = no limit
+	MaxBytes       int64 // merge memory cap (file bytes x mergeMemoryFactor), default 1 GiB; negative = no limit
+	// OnPhase, when set, is told what the merge is doing (for activity heartbeats).
+	OnPhase func(MergeProgress)
+}
+
+// MergePhase is what a merge is doing; activities report it in their heartbeat details.
+type MergePhase string
+
+// The phases of one merge pass, in order.
+const (
+	MergePlanning         MergePhase = "planning"
+	MergeWaitingForBudget MergePhase = "waiting_for_budget" // for merge memory from the process budget
+	MergeReading          MergePhase = "reading"
+	MergeCommitting       MergePhase = "committing" // the table upsert that advances the watermark
+	MergeDropping         MergePhase = "dropping"   // the merged generations, from the shard manifest and storage
+	MergeDone             MergePhase = "done"
+)
+
+// MergeProgress is a merge's state, as reported to OnPhase.
+type MergeProgress struct {
+	Phase           MergePhase
+	Shard           string
+	ReservedBytes   int64
+	GenerationsRead int
+	RowsMerged      int64
+}
+
+// WaitingForBudget reports whether the merge waits for merge memory.
+func (p MergeProgress) WaitingForBudget() bool { return p.Phase == MergeWaitingForBudget }
+
+// MergeResult reports a merge pass.
+type MergeResult struct {
+	Generations int   // generations folded into the table by this pass (0 when none, or a racing merge won)
+	Rows        int64 // rows read from them
+	Remaining   int   // pending generations left in the shard
+	Version     uint64
+}
+
+var errAlreadyMerged = errors.New("generations already merged by another merge")
+
+// MergeShard runs one bounded merge pass over shard.
+func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOptions) (MergeResult, error) {
+	start := time.Now()
+	if opts.MaxGenerations == 0 {
+		opts.MaxGenerations = 8
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = 1 << 30
+	}
+	progress := MergeProgress{Phase: MergePlanning, Shard: shardID}
+	report := func() {
+		if opts.OnPhase != nil {
+			opts.OnPhase(progress)
+		}
+	}
+	report()
+
+	sm, err := s.shards.LatestManifest(ctx, shardID)
+	if err != nil || sm == nil {
+		return MergeResult{}, err
+	}
+	base, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	plan := planMerge(sm, base.WALWatermarks[shardID], opts)
+	pending, batch := plan.pending, plan.batch
+	if len(batch) == 0 {
+		if plan.dropCovered {
+			s.dropMerged(ctx, shardID, plan.watermark)
+		}
+		return MergeResult{Version: base.Version}, nil
+	}
+
+	// Reserve the batch's footprint (known from the shardID manifest) before reading anything, in
+	// one acquire: a small merge holds little, so concurrency is bounded by bytes, not by the cap.
+	progress.Phase = MergeWaitingForBudget
+	report()
+	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch))
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer res.Release()
+	progress.Phase, progress.ReservedBytes = MergeReading, res.Bytes()
+	report()
+
+	rec, err := s.readGenerations(ctx, shardID, batch, &progress, report)
+	if errors.Is(err, objstore.ErrNotFound) {
+		// A racing merge folded and deleted it: confirm through the watermark.
+		if latest, lerr := s.tbl.Latest(ctx); lerr == nil && latest.WALWatermarks[shardID] >= batch[0].Gen {
+			s.metrics.merges.WithLabelValues("lost_race").Inc()
+			return MergeResult{Remaining: len(pending)}, nil
+		}
+	}
+	if err != nil {
+		return MergeResult{}, err
+	}
+	rows := rec.NumRows()
+	progress.Phase, progress.RowsMerged = MergeCommitting, rows
+	report()
+	first, last := batch[0].Gen, batch[len(batch)-1].Gen
+	up, err := s.tbl.Upsert(ctx, rec, table.UpsertOptions{
+		Merge:      true,
+		Watermarks: map[string]uint64{shardID: last},
+		Precondition: func(m *table.Manifest) error {
+			if m.WALWatermarks[shardID] >= first {
+				return errAlreadyMerged
+			}
+			return nil
+		},
+	})
+	rec.Release()
+	res.Release() // the commit has consumed the batches
+	if errors.Is(err, errAlreadyMerged) {
+		s.metrics.merges.WithLabelValues("lost_race").Inc()
+		s.dropMerged(ctx, shardID, last)
+		return MergeResult{Remaining: len(pending)}, nil
+	}
+	if err != nil {
+		s.metrics.merges.WithLabelValues("error").Inc()
+		return MergeResult{}, err
+	}
+	progress.Phase = MergeDropping
+	report()
+	s.dropMerged(ctx, shardID, last)
+	s.metrics.merges.WithLabelValues("merged").Inc()
+	s.metrics.generationsMerged.Add(float64(len(batch)))
+	s.metrics.rowsMerged.Add(float64(rows))
+	s.metrics.mergeDuration.Observe(time.Since(start).Seconds())
+	progress.Phase = MergeDone
+	report()
+	return MergeResult{Generations: len(batch), Rows: rows, Remaining: len(pending) - len(batch), Version: up.Manifest.Version}, nil
+}
+
+// mergeMemoryFactor converts a generation's bytes (its WAL entries, or a format 1 file) into the
+// memory merging it takes at peak: the fetched bytes, the decoded Arrow batches, and their
+// concatenation that the upsert sorts and deduplicates. Caps and budget reservations are in
+// these bytes, so the budget bounds real memory.
+const mergeMemoryFactor = 3
+
+func footprint(g shard.Generation) int64 { return g.Bytes * mergeMemoryFactor }
+
+// selectGenerations takes the oldest generations up to maxGens and maxBytes of merge footprint
+// (negative = no limit). A generation is never split and never pushes the batch past maxBytes,
+// except that the first one is always taken (an oversized generation still progresses, alone).
+func selectGenerations(pending []shard.Generation, maxGens int, maxBytes int64) []shard.Generation {
+	var out []shard.Generation
+	var bytes int64
+	for _, g := range pending {
+		if maxGens > 0 && len(out) == maxGens {
+			break
+		}
+		if maxBytes > 0 && len(out) > 0 && bytes+footprint(g) > maxBytes {
+			break
+		}
+		out = append(out, g)
+		bytes += footprint(g)
+	}
+	return out
+}
+
+func totalFootprint(gens []shard.Generation) int64 {
+	var n int64
+	for _, g := range gens {
+		n += footprint(g)
+	}
+	return n
+}
+
+// readGenerations reads and concatenates the generations' rows (the upsert dedupes them).
+func (s *Store) readGenerations(ctx context.Context, shardID string, gens []shard.Generation, progress *MergeProgress, report func()) (arrow.RecordBatch, error) {
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, g := range gens {
+		recs, err := s.shards.GenerationRows(ctx, shardID, g)
+		if err != nil {
+			return nil, fmt.Errorf("lsm: read generation %d of shard: %w", g.Gen, err)
+		}
+		parts = append(parts, recs...)
+		progress.GenerationsRead++
+		report()
+	}
+	return arrowutil.Concat(s.schema, parts, s.mem)
+}
+
+// mergePlan is what one merge pass of a shard does, decided from its manifest and the table's
+// watermark for it: fold batch (the oldest pending generations within the caps), or, when
+// nothing is pending, drop the generations the watermark already covers (a merge that committed
+// and then failed to drop them).
+type mergePlan struct {
+	pending     []shard.Generation // generations above the watermark, oldest first
+	batch       []shard.Generation // the ones this pass folds
+	watermark   uint64
+	dropCovered bool
+}
+
+// planMerge plans a merge pass (pure: no I/O).
+func planMerge(m *shard.ShardManifest, watermark uint64, opts MergeOptions) mergePlan {
+	p := mergePlan{watermark: watermark}
+	for _, g := range m.Generations {
+		if g.Gen > watermark {
+			p.pending = append(p.pending, g)
+		}
+	}
+	p.batch = selectGenerations(p.pending, opts.MaxGenerations, opts.MaxBytes)
+	p.dropCovered = len(p.batch) == 0 && len(p.pending) < len(m.Generations)
+	return p
+}
+
+// dropMerged drops the shard's generations at or below gen (see shard.Access.DropMerged) and,
+// when the shard is this process's, tells its writer.
+func (s *Store) dropMerged(ctx context.Context, shardID string, gen uint64) {
+	n := s.shards.DropMerged(ctx, shardID, gen)
+	if w := s.residentWriter(); w != nil && w.ShardID() == shardID && n > 0 {
+		w.NoteMerged(n)
+	}
+}

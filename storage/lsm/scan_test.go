@@ -1,0 +1,180 @@
+package lsm
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/table"
+)
+
+// scanAll pages through s with the given page size and filters, returning id -> value.
+func scanAll(t *testing.T, s *Store, pageSize int, filters map[string]any) ([]string, map[string]int64) {
+	t.Helper()
+	var order []string
+	got := map[string]int64{}
+	after := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10_000)
+		page, err := s.Scan(context.Background(), ScanOptions{Columns: []string{"value", "id"}, After: after, Limit: pageSize, Filters: filters})
+		require.NoError(t, err)
+		require.LessOrEqual(t, int(page.Rows.NumRows()), pageSize)
+		vals := page.Rows.Column(0).(*array.Int64)
+		keys := page.Rows.Column(1).(*array.String)
+		for i := 0; i < keys.Len(); i++ {
+			order = append(order, keys.Value(i))
+			got[keys.Value(i)] = vals.Value(i)
+		}
+		page.Rows.Release()
+		if page.Next == "" {
+			return order, got
+		}
+		after = page.Next
+	}
+}
+
+// A randomized model of the whole engine: appends and deletes through two shards, seals, merges
+// in either order, index builds and compactions; after every step point reads and paginated
+// scans (with and without filters) must match the model.
+func TestRandomizedLSMModel(t *testing.T) {
+	steps := 300
+	if testing.Short() {
+		steps = 80
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	e := newEnv(t, objstoretest.NewMemory())
+	writers := []*Store{e.open("w0"), e.open("w1")}
+	reader := e.open("reader")
+	model := map[string]int64{}
+	ctx := context.Background()
+	for step := range steps {
+		w := writers[rng.IntN(2)]
+		switch op := rng.IntN(10); {
+		case op < 5:
+			n := 1 + rng.IntN(8)
+			var keys []string
+			for range n {
+				keys = append(keys, fmt.Sprintf("k%03d", rng.IntN(120)))
+			}
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
+			v := int64(step)
+			appendIDs(t, w, e.mem, v, keys...)
+			for _, k := range keys {
+				model[k] = v
+			}
+		case op < 6:
+			k := fmt.Sprintf("k%03d", rng.IntN(120))
+			_, err := w.Delete(ctx, []string{k})
+			require.NoError(t, err)
+			delete(model, k)
+		case op < 8:
+			require.NoError(t, w.Flush(ctx))
+		case op < 9:
+			_, err := reader.MergeShard(ctx, writers[rng.IntN(2)].Shard(), MergeOptions{MaxGenerations: 1 + rng.IntN(4)})
+			require.NoError(t, err)
+		default:
+			if rng.IntN(2) == 0 {
+				_, err := reader.tbl.BuildKeyIndex(ctx)
+				require.NoError(t, err)
+			} else {
+				_, err := reader.tbl.Compact(ctx, table.CompactionConfig{MinFragments: 2})
+				require.NoError(t, err)
+			}
+		}
+		if step%10 != 9 {
+			continue
+		}
+		// Every writer's rows are visible everywhere once both have flushed.
+		for _, w := range writers {
+			require.NoError(t, w.Flush(ctx))
+		}
+		wantKeys := make([]string, 0, len(model))
+		for k := range model {
+			wantKeys = append(wantKeys, k)
+		}
+		slices.Sort(wantKeys)
+		order, got := scanAll(t, reader, 1+rng.IntN(30), nil)
+		require.Equal(t, wantKeys, order, "step %d", step)
+		require.Equal(t, model, got, "step %d", step)
+		for _, k := range wantKeys[:min(5, len(wantKeys))] {
+			require.Equal(t, model[k], value(t, reader, k))
+		}
+		// A filter applies to the newest version of each key only.
+		if len(wantKeys) > 0 {
+			v := model[wantKeys[rng.IntN(len(wantKeys))]]
+			_, filtered := scanAll(t, reader, 7, map[string]any{"value": v})
+			for k, fv := range filtered {
+				require.Equal(t, v, fv)
+				require.Equal(t, v, model[k])
+			}
+			n := 0
+			for _, mv := range model {
+				if mv == v {
+					n++
+				}
+			}
+			require.Len(t, filtered, n)
+		}
+	}
+	checkTable(t, reader)
+}
+
+func TestScanRejectsBadFiltersAndColumns(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	s := e.open("a")
+	for _, opts := range []ScanOptions{
+		{Filters: map[string]any{"nope": "x"}},
+		{Filters: map[string]any{"value": "not a number"}},
+		{Filters: map[string]any{"_seq": 1}},
+		{Columns: []string{"missing"}},
+	} {
+		_, err := s.Scan(context.Background(), opts)
+		require.ErrorIs(t, err, table.ErrSchema, "%+v", opts)
+	}
+	page, err := s.Scan(context.Background(), ScanOptions{})
+	require.NoError(t, err)
+	require.Zero(t, page.Rows.NumRows())
+	require.Empty(t, page.Next)
+	page.Rows.Release()
+}
+
+func TestCheckoutReadsAnOldVersionWithoutTheWAL(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	s := e.open("a")
+	ctx := context.Background()
+	appendIDs(t, s, e.mem, 1, "x", "y")
+	require.NoError(t, s.Flush(ctx))
+	_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	m, err := s.tbl.Latest(ctx)
+	require.NoError(t, err)
+	old := m.Version
+	appendIDs(t, s, e.mem, 2, "x", "z")
+	require.NoError(t, s.Flush(ctx))
+	_, err = s.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	appendIDs(t, s, e.mem, 3, "w") // in the memtable only
+
+	page, err := s.Scan(ctx, ScanOptions{Columns: []string{"id", "value"}, Version: old})
+	require.NoError(t, err)
+	defer page.Rows.Release()
+	require.EqualValues(t, 2, page.Rows.NumRows())
+	require.Equal(t, int64(1), page.Rows.Column(1).(*array.Int64).Value(0))
+	rec, err := s.GetAt(ctx, old, "x", []string{"value"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, rec.Column(0).(*array.Int64).Value(0))
+	rec.Release()
+	rec, err = s.GetAt(ctx, old, "w", nil)
+	require.NoError(t, err)
+	require.Nil(t, rec, "a checkout excludes the WAL")
+	require.EqualValues(t, 3, value(t, s, "w"), "the live view still sees it")
+	_, err = s.GetAt(ctx, 999, "x", nil)
+	require.ErrorIs(t, err, table.ErrNotFound)
+}

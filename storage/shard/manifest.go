@@ -1,0 +1,261 @@
+// Shard manifests: a chain of small JSON documents per shard, version v+1 created with
+// put-if-absent on top of v (that write is the commit). The latest version is found by listing
+// the shard's manifest directory, which stays small: after each commit, versions more than
+// keepManifests behind are deleted.
+//
+// Ownership rule: only the writer holding the shard's current epoch adds generations; anyone
+// (a merge in any process) may remove merged generations, as a relative edit that keeps the
+// epoch. Every edit is re-applied to the latest manifest when a commit loses the race.
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/objstore"
+)
+
+// keepManifests is how many recent shard manifest versions survive each commit.
+const keepManifests = 4
+
+// Generation is one sealed, immutable generation of a shard. Format 2 (entry-backed): its rows
+// stay in the shard's WAL entries FirstEntry..LastEntry, which live until the generation is
+// merged, and its key file says where each key's row is. Format 1 (Path set, earlier releases):
+// its rows are in the Arrow IPC file at Path.
+type Generation struct {
+	Gen        uint64    `json:"generation"`
+	Path       string    `json:"path,omitempty"`
+	KeysPath   string    `json:"keys_path"`
+	FirstEntry uint64    `json:"first_entry,omitempty"`
+	LastEntry  uint64    `json:"last_entry,omitempty"`
+	Rows       int64     `json:"rows"`  // keys (one row each, the newest)
+	Bytes      int64     `json:"bytes"` // max(rows in memory, entries encoded); format 1: its file
+	MinSeq     uint64    `json:"min_seq"`
+	MaxSeq     uint64    `json:"max_seq"`
+	MinKey     string    `json:"min_key"`
+	MaxKey     string    `json:"max_key"`
+	SealedAt   time.Time `json:"sealed_at"`
+}
+
+// EntryBacked reports a format 2 generation (its rows live in the shard's WAL entries).
+func (g Generation) EntryBacked() bool { return g.Path == "" }
+
+// holdsEntry reports whether the WAL entry at pos belongs to the generation (format 2).
+func (g Generation) holdsEntry(pos uint64) bool {
+	return g.EntryBacked() && g.FirstEntry <= pos && pos <= g.LastEntry
+}
+
+// ShardManifest is one version of a shard's state.
+type ShardManifest struct {
+	Version        uint64       `json:"version"`
+	Shard          string       `json:"shard"`
+	Instance       string       `json:"instance"`
+	Epoch          uint64       `json:"epoch"`
+	NextGeneration uint64       `json:"next_generation"`
+	ReplayAfter    uint64       `json:"replay_after"` // WAL entries at or below this position are sealed
+	Generations    []Generation `json:"generations"`  // oldest first
+	// Segments lists the shard's closed WAL segments (see segmentlife.go): a segment is read only
+	// up to its Length. A segment of an epoch below SegmentsClosedBelow that is not listed was
+	// created by a fenced writer after the claim that closed its epoch: nothing in it counts.
+	Segments            []SegmentRef `json:"segments,omitempty"`
+	SegmentsClosedBelow uint64       `json:"segments_closed_below,omitempty"`
+	UpdatedAt           time.Time    `json:"updated_at"`
+}
+
+// SegmentRef describes a closed WAL segment: its frames up to Length are the valid ones, and
+// they hold positions First..Last (Last 0: none).
+type SegmentRef struct {
+	Name   string `json:"name"`
+	First  uint64 `json:"first"`
+	Last   uint64 `json:"last"`
+	Length int64  `json:"length"`
+}
+
+// PendingBytes is the size of the shard's sealed, unmerged generations.
+func (m *ShardManifest) PendingBytes() int64 {
+	var n int64
+	for _, g := range m.Generations {
+		n += g.Bytes
+	}
+	return n
+}
+
+// PendingRows is the number of rows in the shard's sealed, unmerged generations.
+func (m *ShardManifest) PendingRows() int64 {
+	var n int64
+	for _, g := range m.Generations {
+		n += g.Rows
+	}
+	return n
+}
+
+func (m *ShardManifest) clone() *ShardManifest {
+	c := *m
+	c.Generations = append([]Generation(nil), m.Generations...)
+	c.Segments = append([]SegmentRef(nil), m.Segments...)
+	return &c
+}
+
+// manifestCache holds decoded shard manifests by object key (each version is immutable).
+type manifestCache interface {
+	Get(key string) (*ShardManifest, bool)
+	Add(key string, m *ShardManifest) bool
+}
+
+// shardManifestCache is a store's view of the object cache for shard manifests. Only the newest
+// version of each shard seen is kept: adding a newer one drops the one before (every version is
+// immutable, but only the newest is read again).
+type shardManifestCache struct {
+	ns     cache.Namespace
+	mu     sync.Mutex        // guards newest
+	newest map[string]string // shard -> the key of its newest manifest cached
+}
+
+func newShardManifestCache(ns cache.Namespace) *shardManifestCache {
+	return &shardManifestCache{ns: ns, newest: map[string]string{}}
+}
+
+func (c *shardManifestCache) Get(key string) (*ShardManifest, bool) {
+	return cache.Get[*ShardManifest](c.ns, "shard_manifest", key)
+}
+
+func (c *shardManifestCache) Add(key string, m *ShardManifest) bool {
+	cache.Add(c.ns, "shard_manifest", key, m, int64(512+256*len(m.Generations)+128*len(m.Segments)))
+	c.mu.Lock()
+	prev := c.newest[m.Shard]
+	if prev == "" || manifestVersionOf(prev) < manifestVersionOf(key) {
+		c.newest[m.Shard] = key
+	} else {
+		prev = ""
+	}
+	c.mu.Unlock()
+	if prev != "" && prev != key {
+		cache.Remove(c.ns, prev)
+	}
+	return false
+}
+
+// manifestVersionOf is the version in a shard manifest's key (0 when it has none).
+func manifestVersionOf(key string) uint64 {
+	i := strings.LastIndexByte(key, '/')
+	v, _ := strconv.ParseUint(strings.TrimSuffix(key[i+1:], ".json"), 10, 64)
+	return v
+}
+
+// latestShardManifest returns the newest manifest of shard, or nil when the shard has none, and
+// every version present. With a cache, an unchanged shard costs one listing and no read.
+func latestShardManifest(ctx context.Context, store objstore.Store, shard string, cache ...manifestCache) (*ShardManifest, []uint64, error) {
+	objs, err := objstore.ListAll(ctx, store, manifestPrefix(shard))
+	if err != nil {
+		return nil, nil, err
+	}
+	var versions []uint64
+	var latest uint64
+	for _, o := range objs {
+		if v, ok := parseNumbered(o.Key, manifestPrefix(shard), ".json"); ok {
+			versions = append(versions, v)
+			latest = max(latest, v)
+		}
+	}
+	if latest == 0 {
+		return nil, nil, nil
+	}
+	key := ManifestKey(shard, latest)
+	if len(cache) > 0 {
+		if m, ok := cache[0].Get(key); ok {
+			return m, versions, nil
+		}
+	}
+	data, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m ShardManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil, fmt.Errorf("shard: corrupt shard manifest %s: %w", key, err)
+	}
+	if len(cache) > 0 {
+		cache[0].Add(key, &m)
+	}
+	return &m, versions, nil
+}
+
+// errStopEdit aborts UpdateManifest without error.
+var errStopEdit = errors.New("no change")
+
+// UpdateManifest applies edit to the latest manifest of shard and commits the result as the next
+// version, re-reading and re-applying on conflict. edit may return errStopEdit (nothing to do;
+// the latest manifest is returned) or any other error (returned as is).
+func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edit func(cur *ShardManifest) (*ShardManifest, error)) (*ShardManifest, error) {
+	for attempt := 0; attempt < 64; attempt++ {
+		cur, versions, err := latestShardManifest(ctx, store, shard)
+		if err != nil {
+			return nil, err
+		}
+		base := cur
+		if base == nil {
+			base = &ShardManifest{Shard: shard, NextGeneration: 1}
+		}
+		next, err := edit(base.clone())
+		if errors.Is(err, errStopEdit) {
+			return cur, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		next.Version = base.Version + 1
+		next.UpdatedAt = time.Now().UTC()
+		data, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		err = store.PutIfAbsent(ctx, ManifestKey(shard, next.Version), data)
+		if errors.Is(err, objstore.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range versions {
+			if v+keepManifests < next.Version {
+				_ = store.Delete(ctx, ManifestKey(shard, v))
+			}
+		}
+		return next, nil
+	}
+	return nil, fmt.Errorf("shard: shard %s manifest kept changing under concurrent updates", shard)
+}
+
+// LatestManifest returns the newest manifest of shard (nil when the shard has none), through the
+// process's manifest cache: an unchanged shard costs one listing and no read.
+func (a *Access) LatestManifest(ctx context.Context, shard string) (*ShardManifest, error) {
+	m, _, err := latestShardManifest(ctx, a.Objects, shard, a.manifests)
+	return m, err
+}
+
+// ListShards returns the ids of every shard that ever wrote to the store.
+func (a *Access) ListShards(ctx context.Context) ([]string, error) {
+	objs, err := objstore.ListAll(ctx, a.Objects, shardsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, strings.TrimPrefix(o.Key, shardsDir))
+	}
+	return out, nil
+}
+
+// ReadManifest returns the newest manifest of shard (nil when the shard has none), read from
+// objects without any cache.
+func ReadManifest(ctx context.Context, objects objstore.Store, shard string) (*ShardManifest, error) {
+	m, _, err := latestShardManifest(ctx, objects, shard)
+	return m, err
+}
