@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -40,8 +41,9 @@ func scanAll(t *testing.T, s *Store, pageSize int, filters map[string]any) ([]st
 }
 
 // A randomized model of the whole engine: appends and deletes through two shards, seals, merges
-// in either order, index builds and compactions; after every step point reads and paginated
-// scans (with and without filters) must match the model.
+// in either order, index builds and compactions; after every step the WAL invariant checker
+// passes, and every tenth step point reads and paginated scans (with and without filters) must
+// match the model.
 func TestRandomizedLSMModel(t *testing.T) {
 	steps := 300
 	if testing.Short() {
@@ -87,6 +89,10 @@ func TestRandomizedLSMModel(t *testing.T) {
 				_, err := reader.tbl.Compact(ctx, table.CompactionConfig{MinFragments: 2})
 				require.NoError(t, err)
 			}
+		}
+		// The WAL's invariants hold after every step, in both shards.
+		for _, w := range writers {
+			require.NoError(t, shard.Check(ctx, e.objects, w.Shard()), "step %d", step)
 		}
 		if step%10 != 9 {
 			continue

@@ -48,7 +48,7 @@ func TestReadsOvertakenByAMergeStartAgainOnAFreshSnapshot(t *testing.T) {
 				e := newEnv(t, objstoretest.NewMemory())
 				// k0..k3 = 1 in the table, then = 2 in a pending generation spread over retired
 				// segments (one per group commit) or entry objects.
-				w := e.open("w", tc.layout, segmentBytes(1))
+				w := e.open("w", segmentBytes(1), tc.layout) // the layout last: segmentBytes selects segments
 				keys := ids("k", 4)
 				appendIDs(t, w, e.mem, 1, keys...)
 				require.NoError(t, w.Flush(ctx))
