@@ -32,7 +32,7 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 type fixture struct {
 	cat     *catalog.Catalog

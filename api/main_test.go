@@ -6,4 +6,4 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 func openCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()

@@ -24,7 +24,7 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 // server is a real API worker (real PostgreSQL catalog, local data directory) behind httptest.
 func server(t *testing.T, mod func(*api.Deps)) string {

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-store/strata/storage/lsm"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *prometheus.Registry) {
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))

@@ -25,7 +25,7 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 // Against the real Temporal dev server (make test starts it; STRATA_TEST_TEMPORAL_ADDRESS): a
 // merge request queued with signal-with-start is run by the maintenance worker and folds the

@@ -25,7 +25,7 @@ import (
 	"github.com/strata-store/strata/stores"
 )
 
-func TestMain(m *testing.M) { testenv.RunMain(m, testenv.RunWithPostgres) }
+func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
 // Every flag of every subcommand is settable through its STRATA_* variable.
 func TestEveryFlagIsSettableFromTheEnvironment(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
 
 // adminURL is the server-level URL (database "postgres") that test databases are created from;
@@ -149,3 +150,19 @@ func Database(tb testing.TB) string {
 
 // RunMain runs a TestMain body and exits with its code.
 func RunMain(m *testing.M, run func(*testing.M) int) { os.Exit(run(m)) }
+
+// WithLeakCheck wraps a TestMain body: when the tests pass, no goroutine may be left running
+// (go.uber.org/goleak), beyond the ignored ones named.
+func WithLeakCheck(run func(*testing.M) int, ignore ...goleak.Option) func(*testing.M) int {
+	return func(m *testing.M) int {
+		code := run(m)
+		if code != 0 {
+			return code
+		}
+		if err := goleak.Find(ignore...); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: goroutines left running after the tests:", err)
+			return 1
+		}
+		return 0
+	}
+}
