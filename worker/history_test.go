@@ -30,9 +30,9 @@ const (
 // break running workflows (non-determinism) fails here.
 func TestReplayRecordedHistories(t *testing.T) {
 	r := sdkworker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
-	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
-	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
+	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
+	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
+	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
 	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile} {
 		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
 	}
@@ -66,10 +66,10 @@ func TestRecordSweepHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cat.UpsertShardStats(ctx, []catalog.ShardStats{{Kind: catalog.KindRollout, Name: name, Shard: "s", PendingGenerations: 9}}))
 	h.startWorker(t)
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep-" + name, TaskQueue: workflows.TaskQueue}, "Sweep", workflows.SweepInput{})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep-" + name, TaskQueue: workflows.TaskQueue}, workflows.WorkflowSweep, workflows.SweepInput{})
 	require.NoError(t, err)
 	require.NoError(t, run.Get(ctx, nil))
-	cleanup, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-cleanup-" + name, TaskQueue: workflows.TaskQueue}, "RegistryCleanup", workflows.RegistryCleanupInput{})
+	cleanup, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-cleanup-" + name, TaskQueue: workflows.TaskQueue}, workflows.WorkflowRegistryCleanup, workflows.RegistryCleanupInput{})
 	require.NoError(t, err)
 	require.NoError(t, cleanup.Get(ctx, nil))
 	writeHistory(t, c, cleanup.GetID(), cleanup.GetRunID(), cleanupHistFile)

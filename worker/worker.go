@@ -60,9 +60,9 @@ func Register(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, acts *activities.Activities) {
-	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
-	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
-	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
+	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
+	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
+	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
 	for name, fn := range map[string]any{
 		workflows.ActivityMergeWAL:        acts.MergeWAL,
 		workflows.ActivityBuildKeyIndex:   acts.BuildKeyIndex,
@@ -86,23 +86,23 @@ func RequestMaintenance(ctx context.Context, c client.Client, store workflows.St
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
 		},
-		"StoreMaintenance", workflows.StoreMaintenanceInput{Store: store})
+		workflows.WorkflowStoreMaintenance, workflows.StoreMaintenanceInput{Store: store})
 }
 
 // EnsureSchedules creates the maintenance schedules unless they exist (visible on the Temporal
 // UI's Schedules page): strata-sweep every sweepEvery, strata-registry-cleanup hourly.
 func EnsureSchedules(ctx context.Context, c client.Client, sweepEvery time.Duration) error {
-	if err := ensureSchedule(ctx, c, workflows.SweepScheduleID, sweepEvery, "Sweep", workflows.SweepInput{},
+	if err := ensureSchedule(ctx, c, workflows.SweepScheduleID, sweepEvery, workflows.WorkflowSweep, workflows.SweepInput{},
 		"Strata: queue maintenance for stores whose catalog stats need it"); err != nil {
 		return err
 	}
-	return ensureSchedule(ctx, c, workflows.RegistryCleanupScheduleID, time.Hour, "RegistryCleanup", workflows.RegistryCleanupInput{},
+	return ensureSchedule(ctx, c, workflows.RegistryCleanupScheduleID, time.Hour, workflows.WorkflowRegistryCleanup, workflows.RegistryCleanupInput{},
 		"Strata: purge long-deleted stores and quiet shard rows")
 }
 
 // EnsureSweepSchedule creates the sweep schedule alone (tests use a short interval).
 func EnsureSweepSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.SweepInput) error {
-	return ensureSchedule(ctx, c, workflows.SweepScheduleID, interval, "Sweep", in,
+	return ensureSchedule(ctx, c, workflows.SweepScheduleID, interval, workflows.WorkflowSweep, in,
 		"Strata: queue maintenance for stores whose catalog stats need it")
 }
 

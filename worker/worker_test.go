@@ -61,7 +61,7 @@ func TestMergeRequestRunsOnTheRealTemporalServer(t *testing.T) {
 	}, 60*time.Second, 100*time.Millisecond, "the scheduled merge folds all three generations")
 	desc, err := c.DescribeWorkflow(ctx, ref.WorkflowID(), "")
 	require.NoError(t, err)
-	require.Equal(t, "StoreMaintenance", desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
+	require.Equal(t, workflows.WorkflowStoreMaintenance, desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
 	summary, err := desc.GetStaticSummary()
 	require.NoError(t, err)
 	require.Equal(t, "maintenance of rollout/"+name, summary, "the UI shows which store")
@@ -145,7 +145,7 @@ func TestRequestsForOneStoreNeverOverlap(t *testing.T) {
 		return workflows.ActivityResult{}, nil
 	}
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{MaxConcurrentActivityExecutionSize: 8})
-	w.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	w.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
 	for _, name := range []string{workflows.ActivityMergeWAL, workflows.ActivityBuildKeyIndex, workflows.ActivityCompact,
 		workflows.ActivityCleanupVersions, workflows.ActivityStatsRefresh} {
 		w.RegisterActivityWithOptions(detector, activity.RegisterOptions{Name: name})

@@ -16,7 +16,6 @@ import (
 const RegistryCleanupScheduleID = "strata-registry-cleanup"
 
 // ActivityRegistryCleanup names the registry cleanup activity.
-const ActivityRegistryCleanup = "RegistryCleanup"
 
 // RegistryCleanupInput tunes a cleanup; zero fields take the defaults.
 type RegistryCleanupInput struct {

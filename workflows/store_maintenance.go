@@ -28,15 +28,6 @@ const (
 	cooldownMax  = 30 * time.Minute
 )
 
-// Activity names (registered by package activities with these names).
-const (
-	ActivityMergeWAL        = "MergeWAL"
-	ActivityBuildKeyIndex   = "BuildKeyIndex"
-	ActivityCompact         = "Compact"
-	ActivityCleanupVersions = "CleanupVersions"
-	ActivityStatsRefresh    = "StatsRefresh"
-)
-
 var activityFor = map[Op]string{
 	OpMergeWAL: ActivityMergeWAL, OpBuildKeyIndex: ActivityBuildKeyIndex, OpCompact: ActivityCompact,
 	OpCleanupVersions: ActivityCleanupVersions, OpStatsRefresh: ActivityStatsRefresh,

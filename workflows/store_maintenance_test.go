@@ -49,7 +49,7 @@ func (f *fakeActivities) run(op workflows.Op) func(context.Context, workflows.Ac
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeActivities) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: "StoreMaintenance"})
+	env.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
 	f := &fakeActivities{env: env}
 	for op, name := range map[workflows.Op]string{
 		workflows.OpMergeWAL: workflows.ActivityMergeWAL, workflows.OpBuildKeyIndex: workflows.ActivityBuildKeyIndex,
@@ -136,7 +136,7 @@ func TestCooldownGrowsAndIsCapped(t *testing.T) {
 func TestSweepRunsTheCandidateActivityWithDefaults(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: "Sweep"})
+	env.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
 	var got workflows.SweepInput
 	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.SweepInput) (workflows.SweepResult, error) {
 		got = in
@@ -155,7 +155,7 @@ func TestSweepRunsTheCandidateActivityWithDefaults(t *testing.T) {
 func TestRegistryCleanupRunsItsActivityWithDefaults(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: "RegistryCleanup"})
+	env.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
 	var got workflows.RegistryCleanupInput
 	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.RegistryCleanupInput) (workflows.RegistryCleanupResult, error) {
 		got = in

@@ -16,7 +16,6 @@ import (
 const SweepScheduleID = "strata-sweep"
 
 // ActivitySweep names the sweep activity.
-const ActivitySweep = "SweepCandidates"
 
 // SweepInput tunes one sweep; zero fields take the defaults.
 type SweepInput struct {
