@@ -25,6 +25,7 @@ import (
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
@@ -67,7 +68,7 @@ func (f *fixture) seed(t *testing.T, name string, gens, rowsPerGen int) {
 		for r := range ids {
 			ids[r] = fmt.Sprintf("%s-%d-%d", name, g, r)
 		}
-		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
+		rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
 		_, err := s.Append(context.Background(), rec)
 		rec.Release()
 		require.NoError(t, err)
@@ -292,7 +293,7 @@ func TestMergeOnAnUnindexed100kRowStoreBuildsTheIndexFirst(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("%s-%06d", prefix, i)
 		}
-		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
+		rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, ids...)
 		defer rec.Release()
 		_, err := s.Append(ctx, rec)
 		require.NoError(t, err)

@@ -15,9 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/arrowutil"
-
-	"github.com/strata-store/strata/stores"
 )
 
 // Decoders must turn any input into rows or a 400, never panic or leak; the streaming JSON
@@ -32,7 +31,7 @@ func FuzzDecodeRolloutRows(f *testing.F) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
 		now := []byte(`"2026-01-01T00:00:00Z"`)
-		cd := codec{schema: stores.RolloutSchema, json: stores.RolloutJSONColumns}
+		cd := codec{schema: kinds.RolloutSchema, json: kinds.RolloutJSONColumns}
 		streamed, err := cd.decodeRowsJSON(data, "records", rolloutFill(now), mem)
 		if err != nil {
 			return

@@ -12,11 +12,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
 )
 
-var rolloutCodec = codec{schema: stores.RolloutSchema, json: stores.RolloutJSONColumns}
+var rolloutCodec = codec{schema: kinds.RolloutSchema, json: kinds.RolloutJSONColumns}
 
 // rolloutAlways are the DTO fields present even when null-able defaults apply.
 var rolloutAlways = map[string]bool{"problem_id": true, "sequence_order": true, "role": true, "created_at": true, "content_type": true}

@@ -19,6 +19,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/client"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
 	"github.com/strata-store/strata/workflows"
@@ -108,7 +109,7 @@ func TestRolloutStoreLifecycle(t *testing.T) {
 	}))
 	require.EqualValues(t, 5, arrowRows)
 
-	rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, "a1", "a2")
+	rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, "a1", "a2")
 	defer rec.Release()
 	res, err = c.AppendArrow(ctx, client.KindRollout, "run-1", rec, false)
 	require.NoError(t, err)

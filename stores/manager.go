@@ -18,12 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
@@ -214,24 +214,13 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 	}
 	s, err := lsm.Open(ctx, objects, m.cfg.Store)
 	if errors.Is(err, table.ErrNotFound) {
-		schema, serr := SchemaOf(st)
+		schema, serr := kinds.SchemaOf(st)
 		if serr != nil {
 			return nil, serr
 		}
-		return lsm.Create(ctx, objects, schema, "id", m.cfg.Store)
+		return lsm.Create(ctx, objects, schema, kinds.KeyColumn, m.cfg.Store)
 	}
 	return s, err
-}
-
-// SchemaOf returns the Arrow schema of a registered store.
-func SchemaOf(st catalog.Store) (*arrow.Schema, error) {
-	switch st.Kind {
-	case catalog.KindRollout:
-		return RolloutSchema, nil
-	case catalog.KindGeneric:
-		return ParseSchemaSpec(st.Schema)
-	}
-	return nil, fmt.Errorf("%w: %s stores are not served yet", catalog.ErrInvalid, st.Kind)
 }
 
 // Create registers a store (idempotently) and creates its table. schemaSpec is nil for kinds
@@ -240,17 +229,13 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 	if err := catalog.ValidateName(name); err != nil {
 		return catalog.Store{}, false, err
 	}
-	var schema *arrow.Schema
-	var err error
-	switch kind {
-	case catalog.KindRollout:
-		schema = RolloutSchema
-	case catalog.KindGeneric:
-		if schema, err = ParseSchemaSpec(schemaSpec); err != nil {
-			return catalog.Store{}, false, err
-		}
-	default:
-		return catalog.Store{}, false, fmt.Errorf("%w: %s stores are not served yet", catalog.ErrInvalid, kind)
+	k, err := kinds.Of(kind)
+	if err != nil {
+		return catalog.Store{}, false, err
+	}
+	schema, err := k.Schema(schemaSpec)
+	if err != nil {
+		return catalog.Store{}, false, err
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -268,7 +253,7 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 		if err != nil {
 			return st, false, err
 		}
-		if _, err := table.Create(ctx, objects, schema, "id", m.cfg.Store.Table); err != nil {
+		if _, err := table.Create(ctx, objects, schema, kinds.KeyColumn, m.cfg.Store.Table); err != nil {
 			return st, false, err
 		}
 	}

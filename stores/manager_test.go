@@ -3,7 +3,6 @@ package stores
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 )
 
@@ -36,7 +36,7 @@ func newManager(t *testing.T, capacity int) (*Manager, *catalog.Catalog, *promet
 }
 
 func appendOne(t *testing.T, s *lsm.Store, id string) {
-	rec := MinimalRolloutBatch(memory.DefaultAllocator, id)
+	rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
 	require.NoError(t, err)
@@ -116,19 +116,6 @@ func TestFlushPassSealsAndReportsShardStats(t *testing.T) {
 	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("sealed")))
 	m.FlushPass(context.Background(), time.Second, metrics)
 	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("idle")))
-}
-
-func TestGenericSchemaSpec(t *testing.T) {
-	s, err := ParseSchemaSpec(json.RawMessage(`{"columns": [["score", "float64"], ["tags", {"type": "list", "item": "string"}], ["n", {"type": "int64", "nullable": false}]]}`))
-	require.NoError(t, err)
-	require.Equal(t, "id", s.Field(0).Name)
-	require.False(t, s.Field(3).Nullable)
-	for _, bad := range []string{`{}`, `{"columns": []}`, `{"columns": [["_x", "string"]]}`, `{"columns": [["a", "string"], ["a", "int64"]]}`,
-		`{"columns": [["a", "decimal"]]}`, `{"columns": [["a", {"type": "list", "item": {"type": "list", "item": "string"}}]]}`,
-		`{"columns": [["id", "int64"]]}`, `{"columns": [["v", {"type": "vector", "dim": 3}]]}`, `{"columns": [["a"]]}`, `{"cols": []}`} {
-		_, err := ParseSchemaSpec(json.RawMessage(bad))
-		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
-	}
 }
 
 func TestCloseSealsEveryResidentStore(t *testing.T) {

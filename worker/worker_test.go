@@ -18,6 +18,7 @@ import (
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/stores"
@@ -100,7 +101,7 @@ func TestTheScheduledSweepMergesPendingGenerations(t *testing.T) {
 }
 
 func appendRow(t testing.TB, s *lsm.Store, id string) {
-	rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, id)
+	rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, id)
 	defer rec.Release()
 	_, err := s.Append(context.Background(), rec)
 	require.NoError(t, err)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
 )
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
@@ -207,7 +207,7 @@ func TestServeAndWorkerWithOneInstanceIDDoNotFenceEachOther(t *testing.T) {
 	for round := range 3 {
 		s, release, err := serveRT.stores.Acquire(ctx, catalog.KindRollout, "shared")
 		require.NoError(t, err)
-		rec := stores.MinimalRolloutBatch(memory.DefaultAllocator, fmt.Sprintf("r%d", round))
+		rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, fmt.Sprintf("r%d", round))
 		_, err = s.Append(ctx, rec)
 		rec.Release()
 		require.NoError(t, err, "round %d: the API worker's append", round)

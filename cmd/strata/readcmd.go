@@ -25,7 +25,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-store/strata/client"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/kinds"
 )
 
 func getCommand() *ffcli.Command {
@@ -222,7 +222,7 @@ func scanGenericRecords(ctx context.Context, c *client.Client, name string, opts
 	if err != nil {
 		return err
 	}
-	full, err := stores.ParseSchemaSpec(info.Schema)
+	full, err := kinds.ParseSchemaSpec(info.Schema)
 	if err != nil {
 		return err
 	}
