@@ -22,7 +22,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -46,7 +46,7 @@ type HeartbeatDetails struct {
 
 // Activities are the maintenance activities; register them on the maintenance worker.
 type Activities struct {
-	Stores            *stores.Manager
+	Stores            *storecache.Manager
 	Request           Requester     // queues maintenance requests (the sweep's output)
 	HeartbeatInterval time.Duration // default 5s
 	Merge             lsm.MergeOptions

@@ -29,7 +29,7 @@ import (
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.R
 
 type fixture struct {
 	cat     *catalog.Catalog
-	mgr     *stores.Manager
+	mgr     *storecache.Manager
 	budget  *budget.Budget
 	metrics *table.Metrics
 	acts    *activities.Activities
@@ -48,7 +48,7 @@ func newFixture(t *testing.T, budgetBytes int64) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	f := &fixture{cat: cat, budget: budget.New(budgetBytes, nil), metrics: table.NewMetrics(nil)}
-	f.mgr, err = stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "writer",
+	f.mgr, err = storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "writer",
 		Budget: f.budget, Table: table.Options{Metrics: f.metrics}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.mgr.Close(context.Background()) })

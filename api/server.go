@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 )
 
 // Pinger reports whether a dependency answers (the catalog, for health).
@@ -31,7 +31,7 @@ type Pinger interface {
 type Deps struct {
 	Log       *slog.Logger
 	Catalog   Pinger
-	Stores    *stores.Manager      // nil serves only health, metrics and the OpenAPI document
+	Stores    *storecache.Manager      // nil serves only health, metrics and the OpenAPI document
 	Registry  *prometheus.Registry // metrics are registered here and served from it
 	Version   string
 	Allocator memory.Allocator // Arrow memory for request batches (default memory.DefaultAllocator)

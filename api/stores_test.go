@@ -32,7 +32,7 @@ import (
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -59,14 +59,14 @@ func newCluster(t *testing.T) *cluster {
 
 type worker struct {
 	e   *echo.Echo
-	mgr *stores.Manager
+	mgr *storecache.Manager
 	reg *prometheus.Registry
 }
 
 func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := stores.New(c.cat, stores.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: lsm.Options{
+	mgr, err := storecache.New(c.cat, storecache.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: lsm.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
 		Metrics: lsm.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
 		AppendMaxGenerations: c.appendMaxGenerations,

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -34,7 +34,7 @@ func server(t *testing.T, mod func(*api.Deps)) string {
 	t.Cleanup(cat.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
-	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "w"}}, reg, log)
+	mgr, err := storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "w"}}, reg, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
 	d := api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: "test"}

@@ -24,14 +24,14 @@ func deps(t *testing.T, pkg string) []string {
 // deterministic code) touch no storage; no production package links the test doubles.
 func TestPackagesImportOnlyDownward(t *testing.T) {
 	above := []string{module + "api", module + "catalog", module + "activities", module + "workflows",
-		module + "worker", module + "stores", module + "cmd", module + "client"}
+		module + "worker", module + "storecache", module + "kinds", module + "cmd", module + "client"}
 	foreign := []string{"go.temporal.io/", "github.com/labstack/echo", "github.com/jackc/pgx", "net/http/httptest"}
 	forbidden := map[string][]string{
 		"storage/...":          append(append([]string{}, above...), foreign...),
 		"storage/objstore":     {module + "storage/table", module + "storage/shard", module + "storage/lsm"},
 		"storage/table":        {module + "storage/shard", module + "storage/lsm"},
 		"storage/shard":        {module + "storage/lsm"},
-		"workflows":            {module + "storage", module + "stores", module + "catalog", "github.com/jackc/pgx", "github.com/labstack/echo"},
+		"workflows":            {module + "storage", module + "storecache", module + "catalog", "github.com/jackc/pgx", "github.com/labstack/echo"},
 		"api":                  {module + "activities", module + "worker"},
 		"cmd/strata":           {module + "storage/objstore/objstoretest"},
 		"worker":               {module + "storage/objstore/objstoretest"},

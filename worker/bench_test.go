@@ -20,7 +20,7 @@ import (
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -48,7 +48,7 @@ func BenchmarkP6MaintenanceStaleness(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		mgr, err := stores.New(cat, stores.Config{DataURL: b.TempDir(), Capacity: 2000, Store: lsm.Options{Instance: "api"}}, nil, log)
+		mgr, err := storecache.New(cat, storecache.Config{DataURL: b.TempDir(), Capacity: 2000, Store: lsm.Options{Instance: "api"}}, nil, log)
 		if err != nil {
 			b.Fatal(err)
 		}

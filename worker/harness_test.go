@@ -14,14 +14,14 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 )
 
 // harness is a catalog, a store manager and a client of the real Temporal dev server.
 type harness struct {
 	cat *catalog.Catalog
-	mgr *stores.Manager
+	mgr *storecache.Manager
 	c   client.Client
 }
 
@@ -42,7 +42,7 @@ func newHarness(t testing.TB) *harness {
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
-	mgr, err := stores.New(cat, stores.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "api"}}, nil,
+	mgr, err := storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "api"}}, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -205,7 +205,7 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	hold, err := budgetA.Reserve(ctx, 1<<20)
 	require.NoError(t, err)
 	defer hold.Release()
-	mgrA, err := stores.New(h.cat, stores.Config{DataURL: h.mgr.DataURL(), Store: lsm.Options{Instance: "maint-a", Budget: budgetA}}, nil,
+	mgrA, err := storecache.New(h.cat, storecache.Config{DataURL: h.mgr.DataURL(), Store: lsm.Options{Instance: "maint-a", Budget: budgetA}}, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer func() { _ = mgrA.Close(ctx) }()

@@ -32,7 +32,7 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -182,7 +182,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	sweeperDone := make(chan struct{})
 	go func() {
 		defer close(sweeperDone)
-		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, stores.NewSweeperMetrics(reg))
+		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, storecache.NewSweeperMetrics(reg))
 	}()
 	// The admin maintenance route talks to Temporal through a lazy client: serving data never
 	// waits for (or fails because of) Temporal.
@@ -268,7 +268,7 @@ func openRuntimeRetrying(ctx context.Context, cfg serveConfig, log *slog.Logger,
 type runtime struct {
 	catalog     *catalog.Catalog
 	registry    *prometheus.Registry
-	stores      *stores.Manager
+	stores      *storecache.Manager
 	writeBuffer *shard.WriteBuffer // closed after the stores
 	log         *slog.Logger
 }
@@ -283,7 +283,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
-	mgr, err := stores.New(cat, stores.Config{
+	mgr, err := storecache.New(cat, storecache.Config{
 		DataURL:     cfg.DataURL,
 		Capacity:    cfg.StoreCacheCapacity,
 		WrapObjects: objectsWrapper(),

@@ -20,7 +20,7 @@ import (
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/api"
-	"github.com/strata-store/strata/stores"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 )
 
@@ -48,7 +48,7 @@ func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
 }
 
 // startMaintenanceWorker starts the maintenance worker; stop it with the returned function.
-func startMaintenanceWorker(cfg temporalConfig, mgr *stores.Manager, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
+func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	c, err := dialTemporal(cfg, log)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 // What the store cache knows of this worker's health: whether its storage answers (a probe
 // object written, read back and deleted), and which stores it can no longer write because another
 // process with the same instance id claimed their write shards (fenced).
-package stores
+package storecache
 
 import (
 	"bytes"

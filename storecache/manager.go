@@ -5,7 +5,7 @@
 // Lifecycle rule: a store handed out by Acquire stays open until its release function is called,
 // even if it is evicted meanwhile; an evicted store is sealed and closed when its last user
 // releases it. Concurrent first opens of one store open it once (singleflight).
-package stores
+package storecache
 
 import (
 	"context"

@@ -4,7 +4,7 @@
 // one cannot stall the pass. After sealing it reports the shards' pending work to the catalog in
 // one batch and closes resident stores that were deleted through another worker; a slow or
 // unreachable PostgreSQL delays only those two steps, never appends or reads.
-package stores
+package storecache
 
 import (
 	"context"
