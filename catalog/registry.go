@@ -273,30 +273,6 @@ func (c *Catalog) ListDeletedStores(ctx context.Context, olderThan time.Time, li
 	return stores, nil
 }
 
-// RestoreStore brings back the most recently deleted incarnation of kind/name. ErrNotFound when
-// there is none (or it was purged); ErrConflict when a live store already holds the name.
-func (c *Catalog) RestoreStore(ctx context.Context, kind Kind, name string) (Store, error) {
-	s, err := scanStore(c.pool.QueryRow(ctx, `
-		UPDATE stores SET deleted_at = NULL
-		WHERE id = (SELECT id FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NOT NULL
-		            ORDER BY deleted_at DESC LIMIT 1)
-		  AND NOT EXISTS (SELECT 1 FROM stores WHERE kind = $1 AND name = $2 AND deleted_at IS NULL)
-		RETURNING `+storeColumns, string(kind), name))
-	if err == nil {
-		return s, nil
-	}
-	if isUniqueViolation(err) {
-		return Store{}, fmt.Errorf("%w: store %s/%s was re-created; cannot restore over it", ErrConflict, kind, name)
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return Store{}, errorf("catalog: restore store %s/%s: %w", kind, name, err)
-	}
-	if _, gerr := c.GetStore(ctx, kind, name); gerr == nil {
-		return Store{}, fmt.Errorf("%w: store %s/%s is live; nothing to restore", ErrConflict, kind, name)
-	}
-	return Store{}, fmt.Errorf("%w: no deleted store %s/%s", ErrNotFound, kind, name)
-}
-
 // PurgeStore removes the registry row of a soft-deleted store once its data is gone. A live
 // store is never purged (ErrNotFound).
 func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {

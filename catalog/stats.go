@@ -238,28 +238,6 @@ func (c *Catalog) GetStoreStats(ctx context.Context, kind Kind, name string) (St
 	return s, nil
 }
 
-// ListShardStats returns every shard row of kind/name, by shard.
-func (c *Catalog) ListShardStats(ctx context.Context, kind Kind, name string) ([]ShardStats, error) {
-	rows, err := c.pool.Query(ctx, `
-		SELECT kind, name, shard, pending_generations, pending_rows, pending_bytes, oldest_pending_at, updated_at
-		FROM shard_stats WHERE kind = $1 AND name = $2 ORDER BY shard`, string(kind), name)
-	if err != nil {
-		return nil, errorf("catalog: list shard stats of %s/%s: %w", kind, name, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ShardStats, error) {
-		var s ShardStats
-		var kind string
-		var gens int32
-		err := r.Scan(&kind, &s.Name, &s.Shard, &gens, &s.PendingRows, &s.PendingBytes, &s.OldestPendingAt, &s.UpdatedAt)
-		s.Kind, s.PendingGenerations = Kind(kind), int(gens)
-		return s, err
-	})
-	if err != nil {
-		return nil, errorf("catalog: list shard stats of %s/%s: %w", kind, name, err)
-	}
-	return out, nil
-}
-
 // Candidates (the sweeps' work lists). Each query reads one partial index in rank order and stops
 // after limit rows; the literal "> 0" style predicates let the planner prove the partial index
 // applies even for a generic prepared plan. Deleted stores are never candidates.

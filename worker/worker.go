@@ -100,12 +100,6 @@ func EnsureSchedules(ctx context.Context, c client.Client, sweepEvery time.Durat
 		"Strata: purge long-deleted stores and quiet shard rows")
 }
 
-// EnsureSweepSchedule creates the sweep schedule alone (tests use a short interval).
-func EnsureSweepSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.SweepInput) error {
-	return ensureSchedule(ctx, c, workflows.SweepScheduleID, interval, workflows.WorkflowSweep, in,
-		"Strata: queue maintenance for stores whose catalog stats need it")
-}
-
 func ensureSchedule(ctx context.Context, c client.Client, id string, every time.Duration, workflowType string, arg any, note string) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:      id,

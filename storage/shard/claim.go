@@ -62,10 +62,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 			return nil, err
 		}
 	}
-	empty, err := emptyRecord(a.Schema, a.Allocator)
-	if err != nil {
-		return nil, err
-	}
+	empty := emptyRecord(a.Schema, a.Allocator)
 	fenceData, err := encodeEntry(empty, a.Allocator)
 	empty.Release()
 	if err != nil {
@@ -163,7 +160,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 }
 
 // emptyRecord is a record of schema with no rows (a claim's fence entry).
-func emptyRecord(schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
+func emptyRecord(schema *arrow.Schema, mem memory.Allocator) arrow.RecordBatch {
 	cols := make([]arrow.Array, schema.NumFields())
 	for i, f := range schema.Fields() {
 		cols[i] = array.MakeArrayOfNull(mem, f.Type, 0)
@@ -172,5 +169,5 @@ func emptyRecord(schema *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch,
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec, nil
+	return rec
 }

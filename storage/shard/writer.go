@@ -203,16 +203,7 @@ func (w *Writer) commitLoop() {
 			if last > 0 {
 				target = min(target, last)
 			}
-			deadline := time.Now().Add(w.opts.GroupCommitWindow)
-			for {
-				w.mu.Lock()
-				queued := w.queued
-				w.mu.Unlock()
-				if queued >= target || !time.Now().Before(deadline) {
-					break
-				}
-				time.Sleep(w.opts.GroupCommitWindow / 8)
-			}
+			w.gather(target)
 			g := w.takeGroup()
 			if g == nil {
 				<-slots
@@ -220,6 +211,28 @@ func (w *Writer) commitLoop() {
 			}
 			last = g.bytes
 			dispatch(g)
+		}
+	}
+}
+
+// gather waits until target bytes are queued or the group commit window has passed, whichever
+// comes first; every enqueue wakes it to check (no polling).
+func (w *Writer) gather(target int64) {
+	timer := time.NewTimer(w.opts.GroupCommitWindow)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		queued := w.queued
+		w.mu.Unlock()
+		if queued >= target {
+			return
+		}
+		select {
+		case <-w.wake:
+		case <-timer.C:
+			return
+		case <-w.quit:
+			return
 		}
 	}
 }
