@@ -1,4 +1,4 @@
-// Object keys of the MemWAL (see the package comment) and shard identities.
+// Object keys of a shard (the layout is in doc.go) and shard identities.
 package shard
 
 import (
