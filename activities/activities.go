@@ -237,16 +237,9 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 	}
 	var shards []catalog.ShardStats
 	for _, sh := range snap.Shards {
-		ss := catalog.ShardStats{Kind: kind, Name: ref.Name, Shard: sh.Shard, PendingGenerations: len(sh.Generations)}
-		for i, g := range sh.Generations {
-			ss.PendingRows += g.Rows
-			ss.PendingBytes += g.Bytes
-			if i == 0 {
-				t := g.SealedAt
-				ss.OldestPendingAt = &t
-			}
-		}
-		shards = append(shards, ss)
+		p := sh.State()
+		shards = append(shards, catalog.ShardStats{Kind: kind, Name: ref.Name, Shard: p.Shard, PendingGenerations: p.PendingGenerations,
+			PendingRows: p.PendingRows, PendingBytes: p.PendingBytes, OldestPendingAt: p.OldestPendingAt})
 	}
 	return m.Version, a.Stores.Catalog().UpsertShardStats(ctx, shards)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -143,10 +144,23 @@ func (s *Store) OwnShardState(ctx context.Context) (ShardState, bool, error) {
 	if err != nil || m == nil {
 		return ShardState{}, false, err
 	}
-	st := ShardState{Shard: m.Shard, PendingGenerations: len(m.Generations), PendingRows: m.PendingRows(), PendingBytes: m.PendingBytes()}
-	if len(m.Generations) > 0 {
-		t := m.Generations[0].SealedAt
-		st.OldestPendingAt = &t
+	return pendingState(m.Shard, m.Generations), true, nil
+}
+
+// State is the shard's pending work as the snapshot sees it.
+func (sh ShardSnapshot) State() ShardState { return pendingState(sh.Shard, sh.Generations) }
+
+// pendingState sums a shard's pending generations (oldest first): the one computation behind
+// every shard_stats row.
+func pendingState(shardID string, gens []shard.Generation) ShardState {
+	st := ShardState{Shard: shardID, PendingGenerations: len(gens)}
+	for i, g := range gens {
+		st.PendingRows += g.Rows
+		st.PendingBytes += g.Bytes
+		if i == 0 {
+			t := g.SealedAt
+			st.OldestPendingAt = &t
+		}
 	}
-	return st, true, nil
+	return st
 }

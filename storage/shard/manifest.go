@@ -78,24 +78,6 @@ type SegmentRef struct {
 	Length int64  `json:"length"`
 }
 
-// PendingBytes is the size of the shard's sealed, unmerged generations.
-func (m *ShardManifest) PendingBytes() int64 {
-	var n int64
-	for _, g := range m.Generations {
-		n += g.Bytes
-	}
-	return n
-}
-
-// PendingRows is the number of rows in the shard's sealed, unmerged generations.
-func (m *ShardManifest) PendingRows() int64 {
-	var n int64
-	for _, g := range m.Generations {
-		n += g.Rows
-	}
-	return n
-}
-
 func (m *ShardManifest) clone() *ShardManifest {
 	c := *m
 	c.Generations = append([]Generation(nil), m.Generations...)
