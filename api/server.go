@@ -31,7 +31,7 @@ type Pinger interface {
 type Deps struct {
 	Log       *slog.Logger
 	Catalog   Pinger
-	Stores    *storecache.Manager      // nil serves only health, metrics and the OpenAPI document
+	Stores    *storecache.Manager  // nil serves only health, metrics and the OpenAPI document
 	Registry  *prometheus.Registry // metrics are registered here and served from it
 	Version   string
 	Allocator memory.Allocator // Arrow memory for request batches (default memory.DefaultAllocator)
