@@ -155,7 +155,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	// Whatever a crash, a lost race or a failed deletion left behind in the WAL directory.
 	w.gc.requestSweep()
 	w.gc.start()
-	go w.commitLoop()
+	go w.groupCommitter()
 	return w, nil
 }
 

@@ -1,7 +1,7 @@
 // The writer's side of WAL segments: the active segment, frame reservation and retirement.
 //
 // Ordering: frames are reserved in position order (commit passes a token from group to group,
-// see commitLoop), so within a segment a lower position sits at a lower offset. A claim reads a
+// see groupCommitter), so within a segment a lower position sits at a lower offset. A claim reads a
 // segment up to its first frame that is not intact; therefore a frame may be acknowledged only
 // if every frame before it in its segment was written and acknowledged too. The ack chain gives
 // the second half (a group is acknowledged after the previous one); the first is the broken

@@ -154,11 +154,12 @@ func (w *Writer) Enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 }
 
-// commitLoop gathers queued appends into groups and writes each group as one WAL entry. Up to
-// CommitsInFlight groups are written concurrently (each at its own position, reserved when the
-// group is taken), but they enter the memtable and are acknowledged strictly in position order:
-// a seal then never covers a position whose rows are still on their way to the memtable.
-func (w *Writer) commitLoop() {
+// groupCommitter is the writer's one committer goroutine: it gathers queued appends into groups
+// and writes each group as one WAL entry. Up to CommitsInFlight groups are written concurrently
+// (each at its own position, reserved when the group is taken), but they enter the memtable and
+// are acknowledged strictly in position order: a seal then never covers a position whose rows
+// are still on their way to the memtable.
+func (w *Writer) groupCommitter() {
 	defer close(w.stopped)
 	slots := make(chan struct{}, w.opts.CommitsInFlight)
 	prev := make(chan struct{}) // closed when the previous group is in the memtable (or failed)

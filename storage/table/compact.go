@@ -173,7 +173,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 		seg = &s
 	}
 
-	m, err := t.commitLoop(ctx, "compact", func(latest *Manifest) (*Manifest, error) {
+	m, err := t.commitWithRetry(ctx, "compact", func(latest *Manifest) (*Manifest, error) {
 		for _, src := range sources {
 			cur, ok := latest.Fragment(src.ID)
 			if !ok || deletionKey(cur) != deletionKey(src) {

@@ -58,7 +58,7 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 	if o.Rebuild && start.KeyIndex != nil {
 		dropped = start.KeyIndex.Runs
 	}
-	m, err := t.commitLoop(ctx, "index", func(base *Manifest) (*Manifest, error) {
+	m, err := t.commitWithRetry(ctx, "index", func(base *Manifest) (*Manifest, error) {
 		next := base.next("index", t.now())
 		if next.KeyIndex == nil {
 			next.KeyIndex = &KeyIndex{}

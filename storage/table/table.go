@@ -201,11 +201,11 @@ func randomName() string {
 // deletes them only if no retained version references them.
 var errCommitUnknown = errors.New("table: commit outcome unknown")
 
-// commitLoop commits the manifest prepare builds on top of the latest version. When another
+// commitWithRetry commits the manifest prepare builds on top of the latest version. When another
 // writer created that version first, it reloads the latest manifest and calls prepare again
 // (which must re-validate its work against the new base), at most t.retries times. prepare
 // returns nil to mean "nothing to commit"; it owns (and cleans up) the files it writes.
-func (t *Table) commitLoop(ctx context.Context, op string, prepare func(base *Manifest) (*Manifest, error)) (*Manifest, error) {
+func (t *Table) commitWithRetry(ctx context.Context, op string, prepare func(base *Manifest) (*Manifest, error)) (*Manifest, error) {
 	for attempt := 0; attempt < t.retries; attempt++ {
 		base, err := t.Latest(ctx)
 		if err != nil {

@@ -114,7 +114,7 @@ func (p *PreparedUpsert) Commit(ctx context.Context) (UpsertResult, error) {
 	if p.rec == nil {
 		return UpsertResult{}, errors.New("table: upsert already released")
 	}
-	m, err := p.t.commitLoop(ctx, "upsert", func(base *Manifest) (*Manifest, error) {
+	m, err := p.t.commitWithRetry(ctx, "upsert", func(base *Manifest) (*Manifest, error) {
 		if base.Version != p.base.Version {
 			p.t.deleteFiles(p.files)
 			p.files = nil
