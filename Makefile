@@ -7,6 +7,8 @@ GO          ?= go
 BIN         := $(CURDIR)/bin
 TEMPORAL    := $(BIN)/temporal
 TEMPORAL_CLI_VERSION := v1.5.1
+VERSITYGW   := $(BIN)/versitygw
+VERSITYGW_VERSION    := v1.8.0
 STATICCHECK_VERSION  := v0.8.2
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
@@ -18,12 +20,17 @@ BENCH       ?=
 
 all: build
 
-## tools: pinned external tools into ./bin (skipped when present)
-tools: $(TEMPORAL)
+## tools: pinned external tools into ./bin (skipped when present): the temporal CLI (dev server
+## and UI) and versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests)
+tools: $(TEMPORAL) $(VERSITYGW)
 
 $(TEMPORAL):
 	@echo "installing temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes the first time)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+$(VERSITYGW):
+	@echo "installing versitygw $(VERSITYGW_VERSION) into bin/ (a few minutes the first time)"
+	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 ## build: the strata binary into ./bin
 build:
@@ -57,10 +64,10 @@ e2e: tools
 	scripts/e2e.sh
 
 test-services: tools
-	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start
+	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start
 
 test-services-stop:
-	@source scripts/test-env.sh && scripts/temporal.sh stop && scripts/pg.sh stop
+	@source scripts/test-env.sh && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
 
 ## lint: gofmt, go vet, staticcheck (installed into ./bin from the module proxy when possible)
 lint:

@@ -9,3 +9,9 @@ export STRATA_TEMPORAL_UI_PORT=${STRATA_TEST_TEMPORAL_UI_PORT:-58233}
 export STRATA_TEMPORAL_DB=${STRATA_TEST_TEMPORAL_DB:-.data/test/temporal.db}
 export STRATA_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:${STRATA_PG_PORT}/postgres?sslmode=disable"
 export STRATA_TEST_TEMPORAL_ADDRESS="127.0.0.1:${STRATA_TEMPORAL_PORT}"
+export STRATA_S3_PORT=${STRATA_TEST_S3_PORT:-57070}
+export STRATA_S3_DIR=${STRATA_TEST_S3_DIR:-.data/test/s3}
+export STRATA_S3_BUCKET=strata-test
+export STRATA_S3_ACCESS_KEY=strata-test STRATA_S3_SECRET_KEY=strata-test-secret
+export STRATA_TEST_S3_URL="s3://${STRATA_S3_BUCKET}?endpoint=http://127.0.0.1:${STRATA_S3_PORT}&path_style=true&region=us-east-1"
+export AWS_ACCESS_KEY_ID=${STRATA_S3_ACCESS_KEY} AWS_SECRET_ACCESS_KEY=${STRATA_S3_SECRET_KEY}

@@ -44,7 +44,8 @@ type Manager struct {
 	cat     *catalog.Catalog
 	root    objstore.Store     // the data directory (as wrapped by Config.WrapObjects)
 	dirs    objstore.DirLister // the same store, unwrapped, for listing datasets (nil: it cannot)
-	rootURL string
+	rootURL string             // where stores live: the data URL without connection options
+	dataURL string             // the data URL as configured (connection options included)
 	cfg     Config
 	log     *slog.Logger
 
@@ -90,7 +91,10 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 		objects = cfg.WrapObjects(root)
 	}
 	dirs, _ := root.(objstore.DirLister)
-	m := &Manager{cat: cat, root: objects, dirs: dirs, rootURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
+	// Stores' URIs name where they live, not how to connect: no query (endpoint, region, ...).
+	location := *u
+	location.RawQuery, location.ForceQuery = "", false
+	m := &Manager{cat: cat, root: objects, dirs: dirs, rootURL: location.String(), dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
 	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
@@ -337,8 +341,9 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	return len(objs), m.cat.PurgeStore(ctx, st.ID)
 }
 
-// DataURL is where the manager's stores live (canonical: a local directory as file:///abs).
-func (m *Manager) DataURL() string { return m.rootURL }
+// DataURL is the data URL the manager was configured with, canonical (a local directory as
+// file:///abs), connection options included.
+func (m *Manager) DataURL() string { return m.dataURL }
 
 // Orphan is a dataset on storage that no registry row (live or deleted) points at.
 type Orphan struct {

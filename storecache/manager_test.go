@@ -196,3 +196,48 @@ func TestAFencedStoreIsLoggedOnce(t *testing.T) {
 	require.Equal(t, 2, strings.Count(logs.String(), "claimed the store's write shard"))
 	require.Equal(t, 2, m.FencedStores())
 }
+
+// Stores can live on S3: two processes (an API worker and a read-only maintenance worker) that
+// share only the bucket and the catalog create, append, seal, merge and read a store, and the
+// store's URI names its place in the bucket without connection options.
+func TestStoresLiveOnS3(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	dataURL := testenv.S3(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	api, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "api"}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = api.Close(ctx) })
+	maint, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "api", ReadOnly: true}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = maint.Close(ctx) })
+
+	st, created, err := api.Create(ctx, catalog.KindRollout, "on-s3", nil, nil)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.True(t, strings.HasPrefix(st.URI, "s3://"), st.URI)
+	require.NotContains(t, st.URI, "?", "no connection options in a store's URI")
+	s, release, err := api.Acquire(ctx, catalog.KindRollout, "on-s3")
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b", "c"} {
+		appendOne(t, s, id)
+	}
+	require.NoError(t, s.Flush(ctx))
+	shard := s.Shard()
+	release()
+
+	m, release, err := maint.Acquire(ctx, catalog.KindRollout, "on-s3")
+	require.NoError(t, err)
+	defer release()
+	res, err := m.MergeShard(ctx, shard, lsm.MergeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Generations)
+	for _, id := range []string{"a", "b", "c"} {
+		rec, err := m.Get(ctx, id, []string{"id"})
+		require.NoError(t, err)
+		require.NotNil(t, rec, id)
+		rec.Release()
+	}
+}

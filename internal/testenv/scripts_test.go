@@ -242,3 +242,34 @@ func TestPgScriptStartsUnderAPrivateParentAsAnotherUser(t *testing.T) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 }
+
+// s3.sh starts versitygw with a bucket, reuses it on a second start, answers objects over the
+// S3 API at the URL it prints, and stops only what it started.
+func TestS3ScriptStartsReusesAndStops(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", "versitygw")); err != nil {
+		t.Skip("bin/versitygw is not installed (make tools)")
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{fmt.Sprintf("STRATA_S3_PORT=%d", port), "STRATA_S3_DIR=" + filepath.Join(t.TempDir(), "s3"), "STRATA_S3_BUCKET=b"}
+	defer func() { _, _ = runScript(t, env, "s3.sh", "stop") }()
+	for i, want := range []string{"versitygw up on", "reusing versitygw"} {
+		out, err := runScript(t, env, "s3.sh", "start")
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("start #%d: %v\n%s", i+1, err, out)
+		}
+	}
+	url, err := runScript(t, env, "s3.sh", "url")
+	if err != nil || !strings.HasPrefix(url, "s3://b?endpoint=http://127.0.0.1:") {
+		t.Fatalf("url: %v %q", err, url)
+	}
+	out, err := runScript(t, env, "s3.sh", "stop")
+	if err != nil || !strings.Contains(out, "stopped versitygw") {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	if out, err := runScript(t, env, "s3.sh", "status"); err == nil {
+		t.Fatalf("status after stop: %s", out)
+	}
+}

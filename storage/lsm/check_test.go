@@ -3,6 +3,7 @@ package lsm
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,20 +16,21 @@ import (
 func TestTheWALCheckerFindsBrokenInvariants(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name   string
-		layout func(*Options)
-		damage func(t *testing.T, e *env, sh string, m *shard.ShardManifest)
+		name     string
+		layout   func(*Options)
+		segments bool
+		damage   func(t *testing.T, e *env, sh string, m *shard.ShardManifest)
 	}{
-		{"missing key file", withSegments, func(t *testing.T, e *env, _ string, m *shard.ShardManifest) {
+		{"missing key file", withSegments, true, func(t *testing.T, e *env, _ string, m *shard.ShardManifest) {
 			require.NoError(t, e.objects.Delete(ctx, m.Generations[0].KeysPath))
 		}},
-		{"listed segment cut short", withSegments, func(t *testing.T, e *env, sh string, m *shard.ShardManifest) {
+		{"listed segment cut short", withSegments, true, func(t *testing.T, e *env, sh string, m *shard.ShardManifest) {
 			ref := m.Segments[0]
 			data, err := e.objects.Get(ctx, shard.SegmentKey(sh, ref.Name))
 			require.NoError(t, err)
 			require.NoError(t, e.objects.Put(ctx, shard.SegmentKey(sh, ref.Name), data[:ref.Length/2]))
 		}},
-		{"missing entry object", withEntryObjects, func(t *testing.T, e *env, sh string, m *shard.ShardManifest) {
+		{"missing entry object", withEntryObjects, false, func(t *testing.T, e *env, sh string, m *shard.ShardManifest) {
 			require.NoError(t, e.objects.Delete(ctx, shard.EntryKey(sh, m.Generations[0].LastEntry)))
 		}},
 	} {
@@ -38,6 +40,10 @@ func TestTheWALCheckerFindsBrokenInvariants(t *testing.T) {
 			appendIDs(t, s, e.mem, 1, "a", "b")
 			appendIDs(t, s, e.mem, 2, "c")
 			appendIDs(t, s, e.mem, 3, "d") // so the segments before are retired and listed
+			if tc.segments {               // a segment is retired once its last group is finished, just after the append returns
+				w := s.residentWriter()
+				require.Eventually(t, func() bool { return w.RetiredSegments() >= 2 }, 2*time.Second, time.Millisecond)
+			}
 			require.NoError(t, s.Flush(ctx))
 			require.NoError(t, shard.Check(ctx, e.objects, s.Shard()))
 			m, err := shard.ReadManifest(ctx, e.objects, s.Shard())

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
@@ -49,8 +51,19 @@ func TestRandomizedLSMModel(t *testing.T) {
 	if testing.Short() {
 		steps = 80
 	}
+	runLSMModel(t, objstoretest.NewMemory(), steps)
+}
+
+// The same model against a real S3 server: the WAL in entry objects (S3 cannot write in place).
+func TestRandomizedLSMModelOnS3(t *testing.T) {
+	s, err := objstore.Open(context.Background(), testenv.S3(t))
+	require.NoError(t, err)
+	runLSMModel(t, s, 60)
+}
+
+func runLSMModel(t *testing.T, objects objstore.Store, steps int) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	e := newEnv(t, objstoretest.NewMemory())
+	e := newEnv(t, objects)
 	writers := []*Store{e.open("w0"), e.open("w1")}
 	reader := e.open("reader")
 	model := map[string]int64{}

@@ -26,12 +26,12 @@ func TestParseURLMakesLocalPathsAbsoluteFileURLs(t *testing.T) {
 		require.NoError(t, err, raw)
 		require.Equal(t, want, u.String(), raw)
 	}
-	for _, bad := range []string{"", "gopher://host/x", "s3://bucket/prefix"} {
+	for _, bad := range []string{"", "gopher://host/x", "gs://bucket/prefix"} {
 		_, err := objstore.ParseURL(bad)
 		require.Error(t, err, "%q", bad)
 	}
 	_, err = objstore.ParseURL("nosuch://bucket/prefix")
-	require.ErrorContains(t, err, "supported: file://")
+	require.ErrorContains(t, err, "s3://")
 }
 
 func TestOpenServesRegisteredSchemes(t *testing.T) {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/hlc"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
@@ -49,12 +51,23 @@ func TestRandomizedModel(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("STRATA_MODEL_STEPS")); err == nil && n > 0 {
 		steps = n
 	}
+	runRandomizedModel(t, objstoretest.NewMemory(), steps)
+}
+
+// The same model, crashes included, against a real S3 server (fewer steps: each is a few round
+// trips to it).
+func TestRandomizedModelOnS3(t *testing.T) {
+	s, err := objstore.Open(context.Background(), testenv.S3(t))
+	require.NoError(t, err)
+	runRandomizedModel(t, s, 120)
+}
+
+func runRandomizedModel(t *testing.T, base objstore.Store, steps int) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx, mem := context.Background(), checkedAlloc(t)
-	mstore := objstoretest.NewMemory()
-	store := objstoretest.NewFaulty(mstore)
+	store := objstoretest.NewFaulty(base)
 	clock := time.Now()
 	opts := Options{Allocator: mem, Now: func() time.Time { return clock }}
 	tbl, err := Create(ctx, store, testSchema, "id", opts)

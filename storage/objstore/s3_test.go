@@ -1,0 +1,106 @@
+package objstore_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+)
+
+func openS3(t *testing.T) objstore.Store {
+	t.Helper()
+	s, err := objstore.Open(context.Background(), testenv.S3(t))
+	require.NoError(t, err)
+	return s
+}
+
+// A real S3 server (versitygw) passes the contract every commit relies on, put-if-absent's single
+// winner under concurrency included.
+func TestS3PassesTheConformanceSuite(t *testing.T) {
+	objstoretest.Conformance(t, openS3(t))
+}
+
+func TestS3PutIfAbsentHasExactlyOneWinner(t *testing.T) {
+	for range 5 {
+		objstoretest.ExactlyOneWinner(t, openS3(t))
+	}
+}
+
+func TestS3ListsDirectoriesAndPagesLongListings(t *testing.T) {
+	ctx := context.Background()
+	s := openS3(t)
+	for _, k := range []string{"rollout/a.1/x", "rollout/a.1/y", "rollout/b.2/x", "generic/c.3/x"} {
+		require.NoError(t, s.Put(ctx, k, []byte("v")))
+	}
+	dirs, err := s.(objstore.DirLister).ListDirs(ctx, "rollout")
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.1", "b.2"}, dirs)
+	for i := range 1200 {
+		require.NoError(t, s.Put(ctx, "many/"+string(rune('a'+i/1000))+"/"+time.Duration(i).String(), nil))
+	}
+	all, err := objstore.ListAll(ctx, s, "many/")
+	require.NoError(t, err)
+	require.Len(t, all, 1200, "listings past one page of 1,000")
+}
+
+// A server that accepts connections and never answers cannot wedge a store: every call ends
+// within its timeout.
+func TestS3CallsToAServerThatStopsAnsweringEndInTime(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	s, err := objstore.NewS3(context.Background(), objstore.S3Options{Bucket: "b", Endpoint: "http://" + l.Addr().String(),
+		PathStyle: true, CallTimeout: 500 * time.Millisecond, MaxAttempts: 3})
+	require.NoError(t, err)
+	for name, call := range map[string]func() error{
+		"get":           func() error { _, err := s.Get(context.Background(), "k"); return err },
+		"put-if-absent": func() error { return s.PutIfAbsent(context.Background(), "k", []byte("v")) },
+		"list":          func() error { _, err := s.List(context.Background(), "", "", 10); return err },
+	} {
+		start := time.Now()
+		require.Error(t, call(), name)
+		require.Less(t, time.Since(start), 3*time.Second, name)
+	}
+	l.Close()
+	mu.Lock()
+	for _, c := range held {
+		c.Close()
+	}
+	mu.Unlock()
+}
+
+func TestS3URLsAreValidatedWhole(t *testing.T) {
+	for _, bad := range []string{"s3:///prefix", "s3://b?endpoint=ftp://x", "s3://b?path_style=maybe", "s3://b?secret=x", "s3://b/../x"} {
+		u, err := url.Parse(bad)
+		require.NoError(t, err)
+		_, err = objstore.ParseS3URL(u)
+		require.Error(t, err, bad)
+	}
+	u, _ := url.Parse("s3://bucket/a/b?endpoint=http://h:1&region=r&path_style=true")
+	o, err := objstore.ParseS3URL(u)
+	require.NoError(t, err)
+	require.Equal(t, objstore.S3Options{Bucket: "bucket", Prefix: "a/b", Endpoint: "http://h:1", Region: "r", PathStyle: true}, o)
+}
