@@ -22,7 +22,10 @@ import (
 )
 
 // startServe runs `strata serve` in-process and returns its base URL and database URL.
-func startServe(t *testing.T) (string, string) {
+func startServe(t *testing.T) (string, string) { return startServeAt(t, t.TempDir()) }
+
+// startServeAt is startServe with its stores at dataURL.
+func startServeAt(t *testing.T, dataURL string) (string, string) {
 	port, err := testenv.FreePort()
 	require.NoError(t, err)
 	db := testenv.Database(t)
@@ -30,7 +33,7 @@ func startServe(t *testing.T) (string, string) {
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, serveConfig{
-			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: db, DataURL: t.TempDir(),
+			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: db, DataURL: dataURL,
 			StoreCacheCapacity: 10, FlushInterval: time.Hour, LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		})
 	}()
@@ -187,4 +190,20 @@ func TestImportProgressShowsRateBytesAndETA(t *testing.T) {
 	require.Equal(t, 1, strings.Count(out.String(), "\n"))
 	_, err = newImportProgress("sometimes", 1, true, &out)
 	require.Error(t, err)
+}
+
+// The README's S3 recipe: `strata serve` with STRATA_DATA_URL set to scripts/s3.sh's URL (here
+// the test S3 server's, with its credentials in the environment) keeps its stores in the bucket.
+func TestServeKeepsItsStoresInAnS3Bucket(t *testing.T) {
+	dataURL := testenv.S3(t)
+	base, _ := startServeAt(t, dataURL)
+	api := "--api-url=" + base
+	require.Contains(t, mustCLI(t, "store", "create", api, "rollout/on-s3"), "rollout/on-s3 created")
+	rows := filepath.Join(t.TempDir(), "rows.jsonl")
+	require.NoError(t, os.WriteFile(rows, []byte(`{"id": "s1", "rollout_id": "r", "content": "in the bucket"}`+"\n"), 0o644))
+	mustCLI(t, "append", api, "rollout/on-s3", rows)
+	require.Contains(t, mustCLI(t, "get", api, "rollout/on-s3", "s1"), `"content": "in the bucket"`)
+	info := mustCLI(t, "store", "list", api, "rollout")
+	require.Contains(t, info, "s3://", "the store's URI names its place in the bucket")
+	require.NotContains(t, info, "endpoint=", "and no connection options")
 }
