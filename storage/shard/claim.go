@@ -41,9 +41,10 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	if err := a.Objects.Put(ctx, shardMarker(shard), nil); err != nil {
 		return nil, err
 	}
-	opts := cfg.Writer.withDefaults()
 	inPlace := objstore.WritesInPlace(a.Objects)
-	w := &Writer{a: a, cfg: cfg, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: inPlace && !opts.EntryObjects,
+	segments := inPlace && !cfg.Writer.EntryObjects
+	opts := cfg.Writer.withDefaults(segments)
+	w := &Writer{a: a, cfg: cfg, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: segments,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}), liveSegments: map[string]bool{}}
 	w.gc = newCollector(w)
 	w.pending.Store(int64(len(m.Generations)))

@@ -39,8 +39,9 @@ type WriterOptions struct {
 	// bytes as the previous group carried are queued.
 	GroupCommitWindow time.Duration
 	GroupCommitBytes  int64 // the most the committer waits for before writing (default 4 MiB)
-	// CommitsInFlight bounds the group commits being written at once (default 2): a group is
-	// gathered and encoded while the previous one syncs.
+	// CommitsInFlight bounds the group commits being written at once (default 2 on a disk, where a
+	// group is gathered and encoded while the previous one syncs; 8 on object stores, where each
+	// group is an independent PUT).
 	CommitsInFlight int
 	SealRows        int64 // seal when the memtable holds this many rows (default 100,000)
 	SealBytes       int64 // ... or this many bytes (default 64 MiB)
@@ -52,7 +53,13 @@ type WriterOptions struct {
 	EntryObjects bool
 }
 
-func (o WriterOptions) withDefaults() WriterOptions {
+// withDefaults fills the unset options; segments says whether groups go to WAL segments (a disk)
+// or to entry objects (an object store, where each group is one PUT of a few milliseconds or
+// more: more groups in flight keep concurrent appenders from queueing behind one another).
+func (o WriterOptions) withDefaults(segments bool) WriterOptions {
+	if o.CommitsInFlight <= 0 && !segments {
+		o.CommitsInFlight = objectStoreCommitsInFlight
+	}
 	if o.GroupCommitWindow <= 0 {
 		o.GroupCommitWindow = 2 * time.Millisecond
 	}
@@ -73,6 +80,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	return o
 }
+
+// objectStoreCommitsInFlight is the default CommitsInFlight when groups are entry objects.
+const objectStoreCommitsInFlight = 8
 
 type pendingAppend struct {
 	rec     arrow.RecordBatch
