@@ -87,6 +87,11 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 		return nil, err
 	}
 	objects := root
+	if !objstore.WritesInPlace(root) {
+		// An object store (S3): objects never change once written, so reads are cached in the
+		// process's object cache; a local disk has the page cache already.
+		objects = objstore.WithReadCache(root, cfg.Store.Table.Cache)
+	}
 	if cfg.WrapObjects != nil {
 		objects = cfg.WrapObjects(root)
 	}

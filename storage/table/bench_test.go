@@ -40,11 +40,18 @@ func newBenchTable(b *testing.B, rows int) *benchTable {
 		b.Fatal(err)
 	}
 	count := objstoretest.NewCounting(local)
-	tbl, err := Create(context.Background(), count, testSchema, "id", Options{})
+	bt := newBenchTableOn(b, count, count, rows)
+	bt.dir = dir
+	return bt
+}
+
+// newBenchTableOn fills a table of rows rows on objects, whose I/O count counts.
+func newBenchTableOn(b *testing.B, objects objstore.Store, count *objstoretest.Counting, rows int) *benchTable {
+	tbl, err := Create(context.Background(), objects, testSchema, "id", Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	bt := &benchTable{tbl: tbl, count: count, dir: dir, nextSeq: 1, rng: rand.New(rand.NewPCG(uint64(rows), 1))}
+	bt := &benchTable{tbl: tbl, count: count, nextSeq: 1, rng: rand.New(rand.NewPCG(uint64(rows), 1))}
 	const chunk = 100_000
 	for start := 0; start < rows; start += chunk {
 		n := min(chunk, rows-start)

@@ -10,6 +10,8 @@
 package table
 
 import (
+	"sync"
+
 	"bytes"
 	"cmp"
 	"context"
@@ -18,6 +20,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/bits-and-blooms/bloom/v3"
 
@@ -326,27 +330,81 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 			p := sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > k }) - 1
 			byPage[p] = append(byPage[p], k)
 		}
+		pages, err := t.readPages(ctx, seg, f, byPage)
+		if err != nil {
+			return nil, err
+		}
+		var matched []indexEntry
 		for p, pageKeys := range byPage {
-			entries, err := t.readPage(ctx, seg, f.pages[p])
+			entries := pages[p]
+			for _, k := range pageKeys {
+				if i, ok := slices.BinarySearchFunc(entries, k, func(e indexEntry, k string) int { return cmp.Compare(e.Key, k) }); ok {
+					matched = append(matched, entries[i])
+				}
+			}
+		}
+		if err := t.prefetchDeletions(ctx, m, matched); err != nil {
+			return nil, err
+		}
+		for _, e := range matched {
+			live, err := lv.live(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			for _, k := range pageKeys {
-				i, ok := slices.BinarySearchFunc(entries, k, func(e indexEntry, k string) int { return cmp.Compare(e.Key, k) })
-				if !ok {
-					continue
-				}
-				live, err := lv.live(ctx, entries[i])
-				if err != nil {
-					return nil, err
-				}
-				if live {
-					found[k] = entries[i]
-				}
+			if live {
+				found[e.Key] = e
 			}
 		}
 	}
 	return found, nil
+}
+
+// lookupConcurrency bounds the index pages and deletion vectors one lookup reads at once: on an
+// object store each is a round trip, and a merge's random keys touch up to one page each.
+const lookupConcurrency = 32
+
+// readPages reads the pages of run seg (footer f) that byPage names, concurrently.
+func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPage map[int][]string) (map[int][]indexEntry, error) {
+	out := make(map[int][]indexEntry, len(byPage))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lookupConcurrency)
+	for p := range byPage {
+		g.Go(func() error {
+			entries, err := t.readPage(gctx, seg, f.pages[p])
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[p] = entries
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// prefetchDeletions loads (into the cache) the deletion vectors of the fragments entries point
+// into, concurrently, so the liveness checks that follow read none one by one.
+func (t *Table) prefetchDeletions(ctx context.Context, m *Manifest, entries []indexEntry) error {
+	need := map[uint64]Fragment{}
+	for _, e := range entries {
+		if f, ok := m.Fragment(e.Fragment); ok && f.DeletionFile != "" {
+			need[f.ID] = f
+		}
+	}
+	if len(need) < 2 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lookupConcurrency)
+	for _, f := range need {
+		g.Go(func() error {
+			_, err := t.deletions(gctx, f)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // mergeEntries merges sorted runs (oldest first) into one sorted run keeping, per key, the live

@@ -1,0 +1,100 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"testing"
+
+	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+)
+
+// BenchmarkP10S3Table is P1's merge (a 1,000-row upsert, half replacing, half new, key index
+// covering) on S3 (the test versitygw, behind the process read cache as a server runs it) into a
+// 20k-row and a 500k-row table: the time ratio, and the requests one merge sends to S3, which
+// must not grow with the table; then point gets on the large table with a warm cache and with an
+// empty one (a fresh process).
+func BenchmarkP10S3Table(b *testing.B) {
+	ctx := context.Background()
+	const bigRows = 500_000
+	for b.Loop() {
+		onS3 := func(rows int) (*benchTable, *objstoretest.Counting) {
+			s3, err := objstore.Open(ctx, testenv.S3(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			count := objstoretest.NewCounting(s3)
+			bt := newBenchTableOn(b, objstore.WithReadCache(count, cache.New(256<<20, nil)), count, rows)
+			if _, err := bt.tbl.BuildKeyIndex(ctx); err != nil {
+				b.Fatal(err)
+			}
+			return bt, count
+		}
+		requests := func(bt *benchTable, count *objstoretest.Counting, n int) (time.Duration, float64) {
+			var total int64
+			var times []time.Duration
+			for range n {
+				rs := bt.mixedBatch()
+				before := count.Stats()
+				start := time.Now()
+				bt.upsert(b, rs)
+				times = append(times, time.Since(start))
+				d := count.Stats().Sub(before)
+				total += d.Reads + d.Writes + d.Lists
+			}
+			return benchfmt.Percentile(times, 50), float64(total) / float64(n)
+		}
+		small, smallCount := onS3(20_000)
+		requests(small, smallCount, 2) // warm, as a long-running worker is
+		smallT, smallReq := requests(small, smallCount, 7)
+		big, bigCount := onS3(bigRows)
+		requests(big, bigCount, 2)
+		bigT, bigReq := requests(big, bigCount, 7)
+		benchfmt.Report("P10-s3-merge-20k", benchfmt.Millis(smallT), "ms", "1,000-row upsert into a 20k-row table on S3, median")
+		benchfmt.Report("P10-s3-merge-500k", benchfmt.Millis(bigT), "ms", "1,000-row upsert into a 500k-row table on S3, median")
+		benchfmt.Report("P10-s3-merge-ratio", float64(bigT)/float64(smallT), "x", "S3 merge time 500k / 20k (goal <= 1.5, as on disk)")
+		benchfmt.Report("P10-s3-requests-per-merge-20k", smallReq, "requests", "S3 requests (GET, PUT, LIST, DELETE) per 1,000-row upsert, 20k rows")
+		benchfmt.Report("P10-s3-requests-per-merge-500k", bigReq, "requests", "S3 requests per 1,000-row upsert, 500k rows (must not grow with the table)")
+
+		m, err := big.tbl.Latest(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gets := func(tbl *Table, n int) time.Duration {
+			times, err := benchfmt.Time(n, func(int) error {
+				rec, err := tbl.Get(ctx, m, benchKey(big.rng.IntN(bigRows)), nil)
+				if err != nil {
+					return err
+				}
+				if rec == nil {
+					return fmt.Errorf("key not found")
+				}
+				rec.Release()
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return benchfmt.Percentile(times, 99)
+		}
+		gets(big.tbl, 500) // warm
+		warm := gets(big.tbl, 1000)
+		var cold []time.Duration
+		for range 50 { // each get from a fresh handle with empty caches: a process that just started
+			fresh, err := Open(ctx, objstore.WithReadCache(big.count, cache.New(256<<20, nil)), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			gets(fresh, 1)
+			cold = append(cold, time.Since(start))
+		}
+		benchfmt.Report("P10-s3-get-p99", benchfmt.Millis(warm), "ms", "point get on a merged 500k-row S3 table, warm caches, p99")
+		benchfmt.Report("P10-s3-get-p99-cold", benchfmt.Millis(benchfmt.Percentile(cold, 99)), "ms", "the same from a fresh process (empty caches), p99")
+	}
+}
