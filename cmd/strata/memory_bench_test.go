@@ -46,29 +46,9 @@ type childServer struct {
 	base string
 }
 
-var childBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 func startChildServer(b *testing.B, env ...string) *childServer {
 	b.Helper()
-	childBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "strata-bench-bin-")
-		if err != nil {
-			childBinary.err = err
-			return
-		}
-		childBinary.path = filepath.Join(dir, "strata")
-		build := exec.Command("go", "build", "-o", childBinary.path, ".")
-		build.Stderr = os.Stderr
-		childBinary.err = build.Run()
-	})
-	if childBinary.err != nil {
-		b.Fatal(childBinary.err)
-	}
-	bin := childBinary.path
+	bin := buildStrata(b)
 	port, err := testenv.FreePort()
 	if err != nil {
 		b.Fatal(err)
