@@ -15,6 +15,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 # Race detector on by default; `make test RACE=` turns it off.
 RACE        ?= -race
 BENCH       ?=
+S3          ?=
 
 .PHONY: all tools build run services services-stop test test-services test-services-stop lint bench clean e2e
 
@@ -46,9 +47,10 @@ services-stop:
 	@scripts/pg.sh stop
 
 ## run: PostgreSQL + Temporal dev server (reused when already running) + `strata dev` (API :3000,
-## maintenance worker, schedules) in the foreground; Ctrl-C stops what it started, data stays in .data/
+## maintenance worker, schedules) in the foreground; Ctrl-C stops what it started, data stays in .data/.
+## `make run S3=1` also starts a local S3 server (versitygw) and keeps every store in it
 run: build tools
-	@scripts/run.sh
+	@S3=$(S3) scripts/run.sh
 
 ## test: tools, test services (separate ports and .data/test), every Go test (the MemWAL's a
 ## second time with WAL entry objects, the layout of stores that cannot write in place), the

@@ -5,7 +5,9 @@
 # and every service this script started; data stays in .data/ for the next run.
 #
 #   env: STRATA_LISTEN_ADDR (127.0.0.1:3000), STRATA_BIN (bin/strata), any STRATA_* flag of
-#        `strata dev`, and the pg.sh / temporal.sh variables.
+#        `strata dev`, and the pg.sh / temporal.sh / s3.sh variables.
+#        S3=1 (`make run S3=1`): also start a local S3 server (versitygw over .data/s3) and keep
+#        every store in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +34,9 @@ if (exec 3<>"/dev/tcp/${listen%:*}/${listen##*:}") 2>/dev/null; then
   echo "run.sh: $listen is already in use (another 'make run' or 'strata dev'?); stop it or set STRATA_LISTEN_ADDR" >&2
   exit 1
 fi
-for svc in pg temporal; do
+services=(pg temporal)
+[ "${S3:-}" = 1 ] && services+=(s3)
+for svc in "${services[@]}"; do
   if "scripts/$svc.sh" status >/dev/null 2>&1; then
     echo "run.sh: reusing the $svc server already running"
   else
@@ -48,6 +52,11 @@ export STRATA_DATABASE_URL=${STRATA_DATABASE_URL:-$(scripts/pg.sh url)}
 export STRATA_TEMPORAL_ADDRESS=${STRATA_TEMPORAL_ADDRESS:-127.0.0.1:${STRATA_TEMPORAL_PORT:-7233}}
 export STRATA_TEMPORAL_UI_URL=${STRATA_TEMPORAL_UI_URL:-http://127.0.0.1:${STRATA_TEMPORAL_UI_PORT:-8233}}
 export STRATA_LISTEN_ADDR=$listen
+if [ "${S3:-}" = 1 ]; then
+  eval "$(scripts/s3.sh env)"
+  export STRATA_DATA_URL=${STRATA_DATA_URL:-$(scripts/s3.sh url)}
+  echo "run.sh: stores live in $STRATA_DATA_URL"
+fi
 "${STRATA_BIN:-bin/strata}" dev &
 strata_pid=$!
 strata_started=1

@@ -80,7 +80,17 @@ func TestTemporalScriptFailsClearlyOnABusyPort(t *testing.T) {
 
 // run.sh (make run): starts PostgreSQL, Temporal and `strata dev`, serves, and on Ctrl-C (SIGINT
 // to its process group) stops everything it started; a busy API port fails clearly at once.
-func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
+func TestRunScriptStartsAndStopsTheStack(t *testing.T) { testRunScript(t, false) }
+
+// `make run S3=1`: the same stack with a local S3 server, which holds the stores.
+func TestRunScriptWithS3KeepsStoresInTheBucket(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", "versitygw")); err != nil {
+		t.Skip("bin/versitygw is not installed (make tools)")
+	}
+	testRunScript(t, true)
+}
+
+func testRunScript(t *testing.T, s3 bool) {
 	for _, b := range []string{"temporal", "strata"} {
 		if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", b)); err != nil {
 			t.Skipf("bin/%s is not built (make build tools)", b)
@@ -94,7 +104,7 @@ func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 4)
+	ports := make([]int, 5)
 	for i := range ports {
 		if ports[i], err = FreePort(); err != nil {
 			t.Fatal(err)
@@ -104,6 +114,11 @@ func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
 		fmt.Sprintf("STRATA_TEMPORAL_PORT=%d", ports[1]), fmt.Sprintf("STRATA_TEMPORAL_UI_PORT=%d", ports[2]),
 		"STRATA_TEMPORAL_DB=" + filepath.Join(dir, "temporal.db"), fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", ports[3]),
 		"STRATA_DATA_URL=file://" + filepath.Join(dir, "stores"), "STRATA_DATABASE_URL=", "STRATA_TEMPORAL_ADDRESS="}
+	if s3 {
+		env[len(env)-3] = "STRATA_DATA_URL=" // run.sh points it at the bucket
+		env = append(env, "S3=1", fmt.Sprintf("STRATA_S3_PORT=%d", ports[4]), "STRATA_S3_DIR="+filepath.Join(dir, "s3"),
+			"STRATA_S3_BUCKET=strata", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
+	}
 
 	busy, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[3]))
 	if err != nil {
@@ -140,6 +155,24 @@ func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if s3 {
+		base := fmt.Sprintf("http://127.0.0.1:%d", ports[3])
+		resp, err := http.Post(base+"/api/v1/rollouts", "application/json", strings.NewReader(`{"name": "in-bucket"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("create: %d\n%s", resp.StatusCode, buf.String())
+		}
+		matches, _ := filepath.Glob(filepath.Join(dir, "s3", "strata", "rollout", "in-bucket.*"))
+		if len(matches) == 0 {
+			t.Fatalf("the store is not in the bucket's directory:\n%s", buf.String())
+		}
+		if !strings.Contains(buf.String(), "stores live in s3://strata") {
+			t.Errorf("run.sh did not say where stores live:\n%s", buf.String())
+		}
+	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
@@ -150,13 +183,18 @@ func TestRunScriptStartsAndStopsTheStack(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("run.sh did not stop after Ctrl-C:\n%s", buf.String())
 	}
-	for _, p := range []int{ports[0], ports[1], ports[3]} {
+	stopped := []int{ports[0], ports[1], ports[3]}
+	want := "stopped strata and pg temporal"
+	if s3 {
+		stopped, want = append(stopped, ports[4]), "stopped strata and pg temporal s3"
+	}
+	for _, p := range stopped {
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
 			c.Close()
 			t.Errorf("port %d still answers after Ctrl-C:\n%s", p, buf.String())
 		}
 	}
-	if !strings.Contains(buf.String(), "stopped strata and pg temporal") {
+	if !strings.Contains(buf.String(), want) {
 		t.Errorf("run.sh did not report what it stopped:\n%s", buf.String())
 	}
 }
