@@ -201,23 +201,10 @@ func (m *Manager) releaser(h *handle) func() {
 	}
 }
 
-// prefix is the store's location relative to the data directory.
-func (m *Manager) prefix(st catalog.Store) (string, error) {
-	rel, ok := strings.CutPrefix(st.URI, m.rootURL+"/")
-	if !ok {
-		return "", fmt.Errorf("store %s/%s lives at %s, outside this process's data directory %s", st.Kind, st.Name, st.URI, m.rootURL)
-	}
-	return rel, nil
-}
-
 // open opens a registered store, creating its table if the process that registered it died
 // before doing so.
 func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error) {
-	prefix, err := m.prefix(st)
-	if err != nil {
-		return nil, err
-	}
-	objects, err := objstore.WithPrefix(m.root, prefix)
+	objects, err := m.objectsOf(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -242,23 +229,26 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 	if err != nil {
 		return catalog.Store{}, false, err
 	}
+	storage, err := storageOptionsOf(options)
+	if err != nil {
+		return catalog.Store{}, false, err
+	}
+	if err := validateStorageOptions(storage); err != nil {
+		return catalog.Store{}, false, err
+	}
 	schema, err := k.Schema(schemaSpec)
 	if err != nil {
 		return catalog.Store{}, false, err
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	uri := fmt.Sprintf("%s/%s/%s.%s", m.rootURL, kind, name, hex.EncodeToString(rnd[:]))
+	uri := fmt.Sprintf("%s/%s/%s.%s", m.locationFor(storage), kind, name, hex.EncodeToString(rnd[:]))
 	st, created, err := m.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: kind, Name: name, URI: uri, Schema: schemaSpec, Options: options})
 	if err != nil {
 		return st, false, err
 	}
 	if created {
-		prefix, err := m.prefix(st)
-		if err != nil {
-			return st, false, err
-		}
-		objects, err := objstore.WithPrefix(m.root, prefix)
+		objects, err := m.objectsOf(ctx, st)
 		if err != nil {
 			return st, false, err
 		}
@@ -330,16 +320,16 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	if st.DeletedAt == nil {
 		return 0, fmt.Errorf("%w: store %s/%s is live", catalog.ErrConflict, st.Kind, st.Name)
 	}
-	prefix, err := m.prefix(st)
+	objects, err := m.objectsOf(ctx, st)
 	if err != nil {
 		return 0, err
 	}
-	objs, err := objstore.ListAll(ctx, m.root, prefix+"/")
+	objs, err := objstore.ListAll(ctx, objects, "")
 	if err != nil {
 		return 0, err
 	}
 	for _, o := range objs {
-		if err := m.root.Delete(ctx, o.Key); err != nil {
+		if err := objects.Delete(ctx, o.Key); err != nil {
 			return 0, err
 		}
 	}

@@ -3,8 +3,10 @@ package storecache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -239,5 +241,79 @@ func TestStoresLiveOnS3(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, rec, id)
 		rec.Release()
+	}
+}
+
+// storage_options put a store under another prefix or in a bucket of its own (reached with the
+// endpoint, region and path style given, never with credentials from the request); unknown keys
+// are refused before anything is registered.
+func TestStorageOptionsPlaceAStore(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	dataURL := testenv.S3(t)
+	m, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "api"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	u, err := url.Parse(dataURL)
+	require.NoError(t, err)
+	q := u.Query()
+
+	for _, bad := range []string{`{"aws_access_key_id": "AKIA"}`, `{"prefix": "../up"}`, `{"endpoint": "http://h:1"}`,
+		`{"bucket": "b", "path_style": "maybe"}`, `{"bucket": ""}`, `{"prefix": 3}`} {
+		_, _, err := m.Create(ctx, catalog.KindRollout, "bad", nil, []byte(bad))
+		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
+	}
+	_, err = cat.GetStore(ctx, catalog.KindRollout, "bad")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "a refused definition registers nothing")
+
+	elsewhere := fmt.Sprintf(`{"bucket": %q, "prefix": "elsewhere-%d", "endpoint": %q, "region": %q, "path_style": "true"}`,
+		u.Host, time.Now().UnixNano(), q.Get("endpoint"), q.Get("region"))
+	for name, options := range map[string]string{"prefixed": `{"prefix": "team-a/stores"}`, "own-bucket": elsewhere} {
+		st, created, err := m.Create(ctx, catalog.KindRollout, name, nil, []byte(options))
+		require.NoError(t, err, name)
+		require.True(t, created)
+		require.NotContains(t, st.URI, "?", "no connection options in the URI")
+		if name == "prefixed" {
+			require.Contains(t, st.URI, "/team-a/stores/rollout/prefixed.")
+		} else {
+			require.True(t, strings.HasPrefix(st.URI, "s3://"+u.Host+"/elsewhere-"), st.URI)
+		}
+		s, release, err := m.Acquire(ctx, catalog.KindRollout, name)
+		require.NoError(t, err)
+		appendOne(t, s, "row-1")
+		require.NoError(t, s.Flush(ctx))
+		release()
+		// Another process finds it through the catalog row alone.
+		other, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "reader", ReadOnly: true}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, err)
+		r, release, err := other.Acquire(ctx, catalog.KindRollout, name)
+		require.NoError(t, err)
+		rec, err := r.Get(ctx, "row-1", []string{"id"})
+		require.NoError(t, err)
+		require.NotNil(t, rec, name)
+		rec.Release()
+		release()
+		require.NoError(t, other.Close(ctx))
+	}
+}
+
+func TestStorageOptionsAreFoundInBothOptionShapes(t *testing.T) {
+	for raw, want := range map[string]map[string]string{
+		``:                nil,
+		`null`:            nil,
+		`{"prefix": "p"}`: {"prefix": "p"},
+		`{"storage_options": {"prefix": "p"}, "seal_on_add": true}`: {"prefix": "p"},
+		`{"seal_on_add": false}`:                                    nil,
+		`{"storage_options": null, "seal_on_add": true}`:            nil,
+	} {
+		got, err := storageOptionsOf([]byte(raw))
+		require.NoError(t, err, raw)
+		require.Equal(t, want, got, raw)
+	}
+	for _, bad := range []string{`[1]`, `{"prefix": 1}`, `{"storage_options": "x", "seal_on_add": true}`} {
+		_, err := storageOptionsOf([]byte(bad))
+		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}
 }
