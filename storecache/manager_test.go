@@ -21,6 +21,7 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
@@ -232,7 +233,6 @@ func TestStoresLiveOnS3(t *testing.T) {
 
 	m, release, err := maint.Acquire(ctx, catalog.KindRollout, "on-s3")
 	require.NoError(t, err)
-	defer release()
 	res, err := m.MergeShard(ctx, shard, lsm.MergeOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Generations)
@@ -242,6 +242,21 @@ func TestStoresLiveOnS3(t *testing.T) {
 		require.NotNil(t, rec, id)
 		rec.Release()
 	}
+	release()
+
+	// Registry cleanup purges a deleted store's objects from the bucket.
+	require.NoError(t, api.Delete(ctx, catalog.KindRollout, "on-s3"))
+	deleted, err := cat.ListDeletedStores(ctx, time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Len(t, deleted, 1)
+	n, err := api.Purge(ctx, deleted[0])
+	require.NoError(t, err)
+	require.Positive(t, n)
+	root, err := objstore.Open(ctx, dataURL)
+	require.NoError(t, err)
+	left, err := objstore.ListAll(ctx, root, "rollout/")
+	require.NoError(t, err)
+	require.Empty(t, left, "nothing of the purged store is left in the bucket")
 }
 
 // storage_options put a store under another prefix or in a bucket of its own (reached with the
