@@ -65,7 +65,7 @@ func TestComposeFileDescribesTheCluster(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	require.Equal(t, []string{"grafana", "postgresql", "prometheus", "strata-api-1", "strata-api-2", "strata-maintenance",
+	require.Equal(t, []string{"grafana", "postgresql", "prometheus", "s3", "strata-api-1", "strata-api-2", "strata-maintenance",
 		"temporal", "temporal-ui"}, names)
 
 	build := c.Services["strata-api-1"].Build
@@ -82,7 +82,11 @@ func TestComposeFileDescribesTheCluster(t *testing.T) {
 		s := c.Services[name]
 		require.Equal(t, "strata:local", s.Image, name)
 		require.Equal(t, []string{want}, s.Command, name)
-		require.Contains(t, s.Volumes, "objects:/data", "%s mounts the shared object storage", name)
+		require.Empty(t, s.Volumes, "%s shares no disk: its data is in S3", name)
+		require.True(t, strings.HasPrefix(s.Environment["STRATA_DATA_URL"], "s3://strata/"), name)
+		require.Contains(t, s.Environment["STRATA_DATA_URL"], "endpoint=http://s3:7070", name)
+		require.Equal(t, c.Services["s3"].Environment["ROOT_ACCESS_KEY"], s.Environment["AWS_ACCESS_KEY_ID"], name)
+		require.Equal(t, c.Services["s3"].Environment["ROOT_SECRET_KEY"], s.Environment["AWS_SECRET_ACCESS_KEY"], name)
 		require.Contains(t, s.Environment["STRATA_DATABASE_URL"], "@postgresql:5432/", name)
 		require.Equal(t, "temporal:7233", s.Environment["STRATA_TEMPORAL_ADDRESS"], name)
 		flags := flagsOf(t, want)
@@ -95,7 +99,9 @@ func TestComposeFileDescribesTheCluster(t *testing.T) {
 	require.NotEqual(t, c.Services["strata-api-1"].Environment["STRATA_INSTANCE_ID"], c.Services["strata-api-2"].Environment["STRATA_INSTANCE_ID"],
 		"each API worker owns its own write shard")
 	require.Contains(t, c.Services["strata-maintenance"].Environment, "GOMEMLIMIT")
-	for _, v := range []string{"pgdata", "objects", "promdata"} {
+	_, err = os.Stat(filepath.Join(dockerDir(), c.Services["s3"].Build.Context, c.Services["s3"].Build.Dockerfile))
+	require.NoError(t, err, "the S3 server's Dockerfile exists")
+	for _, v := range []string{"pgdata", "s3data", "promdata"} {
 		require.Contains(t, c.Volumes, v)
 	}
 }
