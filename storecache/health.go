@@ -61,9 +61,12 @@ func (m *Manager) probeStorage(ctx context.Context) error {
 	}
 }
 
+// healthProbeDir holds each process's storage probe object (written, read back and deleted).
+const healthProbeDir = "_health/"
+
 func (m *Manager) probeOnce(ctx context.Context) error {
 	sum := sha256.Sum256([]byte(m.cfg.Store.Instance))
-	key := "_health/" + hex.EncodeToString(sum[:8])
+	key := healthProbeDir + hex.EncodeToString(sum[:8])
 	want := []byte(time.Now().UTC().Format(time.RFC3339Nano))
 	if err := m.root.Put(ctx, key, want); err != nil {
 		return fmt.Errorf("storage probe write: %w", err)

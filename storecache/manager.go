@@ -39,6 +39,12 @@ type Config struct {
 	WrapObjects func(objstore.Store) objstore.Store
 }
 
+// rewrittenKey names the objects Strata rewrites in place (never kept by the read cache): tables'
+// latest-version hints and storage health probes.
+func rewrittenKey(key string) bool {
+	return table.IsRewrittenKey(key) || strings.HasPrefix(key, healthProbeDir)
+}
+
 // Manager hands out open stores.
 type Manager struct {
 	cat     *catalog.Catalog
@@ -90,7 +96,7 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if !objstore.WritesInPlace(root) {
 		// An object store (S3): objects never change once written, so reads are cached in the
 		// process's object cache; a local disk has the page cache already.
-		objects = objstore.WithReadCache(root, cfg.Store.Table.Cache)
+		objects = objstore.WithReadCache(root, cfg.Store.Table.Cache, rewrittenKey)
 	}
 	if cfg.WrapObjects != nil {
 		objects = cfg.WrapObjects(root)

@@ -4,9 +4,10 @@
 // GetRange returned is kept in the process's byte-bounded object cache (kind "object", with
 // hit/miss metrics), so a point get or a merge does not download again what it read a moment
 // ago. Listings are never cached: the latest manifest version is always found by asking the
-// store. Put and Delete drop what is cached under their key; a GetRange entry is only ever for an
-// object written once (Strata rewrites only markers and probes, which are never range-read).
-// Returned bytes are shared with the cache: callers never modify them.
+// store. The few objects that are rewritten in place (a table's latest-version hint, health
+// probes) are named by a predicate and never cached, since another process may rewrite them; Put
+// and Delete also drop what this process cached under their key. Returned bytes are shared with
+// the cache: callers never modify them.
 package objstore
 
 import (
@@ -23,12 +24,17 @@ const maxCachedObject = 8 << 20
 // ReadCached wraps a Store with a read cache (see the file comment).
 type ReadCached struct {
 	Store
-	ns cache.Namespace
+	ns      cache.Namespace
+	mutable func(key string) bool
 }
 
-// WithReadCache wraps inner; c is the process's object cache (nil: nothing is cached).
-func WithReadCache(inner Store, c *cache.Cache) *ReadCached {
-	return &ReadCached{Store: inner, ns: c.Namespace()}
+// WithReadCache wraps inner; c is the process's object cache (nil: nothing is cached); mutable
+// names the keys that may be rewritten (nil: none).
+func WithReadCache(inner Store, c *cache.Cache, mutable func(key string) bool) *ReadCached {
+	if mutable == nil {
+		mutable = func(string) bool { return false }
+	}
+	return &ReadCached{Store: inner, ns: c.Namespace(), mutable: mutable}
 }
 
 const readCacheKind = "object"
@@ -36,6 +42,9 @@ const readCacheKind = "object"
 func (r *ReadCached) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if r.mutable(key) {
+		return r.Store.Get(ctx, key)
 	}
 	if data, ok := cache.Get[[]byte](r.ns, readCacheKind, key); ok {
 		return data, nil
@@ -50,6 +59,9 @@ func (r *ReadCached) Get(ctx context.Context, key string) ([]byte, error) {
 func (r *ReadCached) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if r.mutable(key) {
+		return r.Store.GetRange(ctx, key, offset, length)
 	}
 	rk := key + "#" + strconv.FormatInt(offset, 10) + "+" + strconv.FormatInt(length, 10)
 	if data, ok := cache.Get[[]byte](r.ns, readCacheKind, rk); ok {

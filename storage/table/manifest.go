@@ -403,3 +403,9 @@ func commitManifest(ctx context.Context, store objstore.Store, m *Manifest) erro
 	_ = store.Put(ctx, latestHint, []byte(strconv.FormatUint(m.Version, 10)))
 	return nil
 }
+
+// IsRewrittenKey reports whether key (under any prefix) is the one table object rewritten in
+// place, the latest-version hint: caches of immutable objects must not keep it.
+func IsRewrittenKey(key string) bool {
+	return key == latestHint || strings.HasSuffix(key, "/"+latestHint)
+}

@@ -29,7 +29,7 @@ func BenchmarkP10S3Table(b *testing.B) {
 				b.Fatal(err)
 			}
 			count := objstoretest.NewCounting(s3)
-			bt := newBenchTableOn(b, objstore.WithReadCache(count, cache.New(256<<20, nil)), count, rows)
+			bt := newBenchTableOn(b, objstore.WithReadCache(count, cache.New(256<<20, nil), IsRewrittenKey), count, rows)
 			if _, err := bt.tbl.BuildKeyIndex(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func BenchmarkP10S3Table(b *testing.B) {
 		warm := gets(big.tbl, 1000)
 		var cold []time.Duration
 		for range 50 { // each get from a fresh handle with empty caches: a process that just started
-			fresh, err := Open(ctx, objstore.WithReadCache(big.count, cache.New(256<<20, nil)), Options{})
+			fresh, err := Open(ctx, objstore.WithReadCache(big.count, cache.New(256<<20, nil), IsRewrittenKey), Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,8 +12,8 @@ import (
 )
 
 func TestTheReadCachePassesTheConformanceSuite(t *testing.T) {
-	objstoretest.Conformance(t, objstore.WithReadCache(objstoretest.NewMemory(), cache.New(1<<20, nil)))
-	objstoretest.ExactlyOneWinner(t, objstore.WithReadCache(objstoretest.NewMemory(), cache.New(1<<20, nil)))
+	objstoretest.Conformance(t, objstore.WithReadCache(objstoretest.NewMemory(), cache.New(1<<20, nil), nil))
+	objstoretest.ExactlyOneWinner(t, objstore.WithReadCache(objstoretest.NewMemory(), cache.New(1<<20, nil), nil))
 }
 
 // What was read once is served from the cache; a write or delete of the key drops it; objects
@@ -21,7 +21,7 @@ func TestTheReadCachePassesTheConformanceSuite(t *testing.T) {
 func TestTheReadCacheServesRepeatedReadsOnce(t *testing.T) {
 	ctx := context.Background()
 	counted := objstoretest.NewCounting(objstoretest.NewMemory())
-	r := objstore.WithReadCache(counted, cache.New(64<<20, nil))
+	r := objstore.WithReadCache(counted, cache.New(64<<20, nil), func(k string) bool { return k == "hint" })
 	require.NoError(t, r.PutIfAbsent(ctx, "data/f.parquet", []byte("0123456789")))
 	reads := func() int64 { return counted.Stats().Reads }
 	for range 3 {
@@ -53,4 +53,13 @@ func TestTheReadCacheServesRepeatedReadsOnce(t *testing.T) {
 	_, err = objstore.ListAll(ctx, r, "")
 	require.NoError(t, err)
 	require.Positive(t, counted.Stats().Lists, "listings reach the store")
+
+	// An object another process may rewrite is read from the store every time.
+	require.NoError(t, counted.Put(ctx, "hint", []byte("1")))
+	_, err = r.Get(ctx, "hint")
+	require.NoError(t, err)
+	require.NoError(t, counted.Put(ctx, "hint", []byte("2"))) // behind the cache's back
+	got, err = r.Get(ctx, "hint")
+	require.NoError(t, err)
+	require.Equal(t, "2", string(got))
 }
