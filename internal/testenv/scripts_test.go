@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func testRunScript(t *testing.T, s3 bool) {
 	cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "run.sh"))
 	cmd.Dir = RepoRoot()
 	cmd.Env = append(os.Environ(), env...)
-	var buf strings.Builder
+	var buf syncBuffer // the stack's output, read while it runs
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -310,4 +311,22 @@ func TestS3ScriptStartsReusesAndStops(t *testing.T) {
 	if out, err := runScript(t, env, "s3.sh", "status"); err == nil {
 		t.Fatalf("status after stop: %s", out)
 	}
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
