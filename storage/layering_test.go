@@ -25,7 +25,8 @@ func deps(t *testing.T, pkg string) []string {
 func TestPackagesImportOnlyDownward(t *testing.T) {
 	above := []string{module + "api", module + "catalog", module + "activities", module + "workflows",
 		module + "worker", module + "storecache", module + "kinds", module + "cmd", module + "client"}
-	foreign := []string{"go.temporal.io/", "github.com/labstack/echo", "github.com/jackc/pgx", "net/http/httptest"}
+	foreign := []string{"go.temporal.io/", "github.com/labstack/echo", "github.com/jackc/pgx", "net/http/httptest",
+		module + "internal/testenv", module + "internal/testrows"}
 	forbidden := map[string][]string{
 		"storage/...":          append(append([]string{}, above...), foreign...),
 		"storage/objstore":     {module + "storage/table", module + "storage/shard", module + "storage/lsm"},
@@ -33,7 +34,7 @@ func TestPackagesImportOnlyDownward(t *testing.T) {
 		"storage/shard":        {module + "storage/lsm"},
 		"workflows":            {module + "storage", module + "storecache", module + "catalog", "github.com/jackc/pgx", "github.com/labstack/echo"},
 		"api":                  {module + "activities", module + "worker"},
-		"cmd/strata":           {module + "storage/objstore/objstoretest"},
+		"cmd/strata":           {module + "storage/objstore/objstoretest", module + "internal/testenv", module + "internal/testrows"},
 		"worker":               {module + "storage/objstore/objstoretest"},
 		"storage/lsm":          {module + "storage/objstore/objstoretest"},
 		"storage/objstore/...": {module + "storage/objstore/objstoretest"},

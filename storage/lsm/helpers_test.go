@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testrows"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/objstore"
@@ -21,17 +22,12 @@ import (
 	"github.com/strata-store/strata/storage/table"
 )
 
-var userSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.BinaryTypes.String},
-	{Name: "value", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "payload", Type: arrow.BinaryTypes.String, Nullable: true},
-}, nil)
-
-func checkedAlloc(t testing.TB) *memory.CheckedAllocator {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return mem
-}
+var (
+	userSchema   = testrows.UserSchema
+	checkedAlloc = testrows.CheckedAlloc
+	rows         = testrows.Rows
+	badOffsets   = testrows.BadOffsets
+)
 
 // env is one object store shared by several simulated processes.
 type env struct {
@@ -89,17 +85,6 @@ func (e *env) open(instance string, mod ...func(*Options)) *Store {
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
-}
-
-func rows(mem memory.Allocator, ids []string, value int64) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, userSchema)
-	defer b.Release()
-	for _, id := range ids {
-		b.Field(0).(*array.StringBuilder).Append(id)
-		b.Field(1).(*array.Int64Builder).Append(value)
-		b.Field(2).(*array.StringBuilder).Append("payload-" + id)
-	}
-	return b.NewRecordBatch()
 }
 
 func appendIDs(t testing.TB, s *Store, mem memory.Allocator, value int64, ids ...string) AppendResult {

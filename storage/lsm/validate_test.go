@@ -3,7 +3,6 @@ package lsm
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,17 +15,6 @@ import (
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/table"
 )
-
-// badOffsets is a utf8 array of two values whose offsets go backwards ([0, 3, 1]).
-func badOffsets() arrow.Array {
-	ob := make([]byte, 12)
-	binary.LittleEndian.PutUint32(ob[4:], 3)
-	binary.LittleEndian.PutUint32(ob[8:], 1)
-	d := array.NewData(arrow.BinaryTypes.String, 2,
-		[]*memory.Buffer{nil, memory.NewBufferBytes(ob), memory.NewBufferBytes([]byte("abc"))}, nil, 0, 0)
-	defer d.Release()
-	return array.MakeFromData(d)
-}
 
 func TestInvalidBatchesAreRefusedBeforeTheWAL(t *testing.T) {
 	e := newEnv(t, objstoretest.NewMemory())
