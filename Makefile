@@ -53,11 +53,14 @@ run: build tools
 	@S3=$(S3) scripts/run.sh
 
 ## test: tools, test services (separate ports and .data/test), every Go test (the MemWAL's a
-## second time with WAL entry objects, the layout of stores that cannot write in place), the
-## DuckDB Parquet interop check and the browser check (make e2e)
+## second time with WAL entry objects, the layout of stores that cannot write in place, and a
+## third time on the test S3 server; the API's a second time on S3), the DuckDB Parquet interop
+## check and the browser check (make e2e)
 test: tools build test-services
 	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
 	STRATA_TEST_WAL_LAYOUT=entries $(GO) test $(RACE) -count=1 ./storage/lsm/
+	STRATA_TEST_LSM_STORAGE=s3 $(GO) test $(RACE) -count=1 ./storage/lsm/
+	STRATA_TEST_API_STORAGE=s3 $(GO) test $(RACE) -count=1 ./api/
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
 

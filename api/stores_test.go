@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,7 +55,11 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(cat.Close)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return &cluster{t: t, cat: cat, dataDir: t.TempDir(), mem: mem}
+	dataDir := t.TempDir()
+	if os.Getenv("STRATA_TEST_API_STORAGE") == "s3" {
+		dataDir = testenv.S3(t) // `make test` runs this package a second time with its stores on S3
+	}
+	return &cluster{t: t, cat: cat, dataDir: dataDir, mem: mem}
 }
 
 type worker struct {

@@ -35,7 +35,7 @@ func TestTheWALCheckerFindsBrokenInvariants(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, objstoretest.NewMemory())
+			e := newInPlaceEnv(t, objstoretest.NewMemory())
 			s := e.open("w", segmentBytes(1), tc.layout) // the layout last: segmentBytes selects segments
 			appendIDs(t, s, e.mem, 1, "a", "b")
 			appendIDs(t, s, e.mem, 2, "c")

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/internal/testrows"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
@@ -39,8 +40,24 @@ type env struct {
 }
 
 func newEnv(t testing.TB, objects objstore.Store) *env {
+	if _, plain := objects.(*objstoretest.Memory); plain && testOnS3 {
+		s3, err := objstore.Open(context.Background(), testenv.S3(t))
+		require.NoError(t, err)
+		objects = s3
+	}
 	return &env{t: t, objects: objects, mem: checkedAlloc(t), clock: hlc.New(nil), budget: budget.New(0, nil)}
 }
+
+// newInPlaceEnv is newEnv for tests of WAL segments, which need a store that writes in place:
+// it never moves to S3.
+func newInPlaceEnv(t testing.TB, objects objstore.Store) *env {
+	return &env{t: t, objects: objects, mem: checkedAlloc(t), clock: hlc.New(nil), budget: budget.New(0, nil)}
+}
+
+// testOnS3: with STRATA_TEST_LSM_STORAGE=s3, the tests that use a plain memory store run on the
+// test S3 server instead (WAL entry objects: S3 cannot write in place); `make test` runs this
+// package that way too.
+var testOnS3 = os.Getenv("STRATA_TEST_LSM_STORAGE") == "s3"
 
 // testEntryObjects: with STRATA_TEST_WAL_LAYOUT=entries the tests run with WAL entry objects
 // on stores that can write in place too (the layout of stores that cannot); `make test` runs

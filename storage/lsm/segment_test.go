@@ -30,7 +30,7 @@ func segmentBytes(n int64) func(*Options) {
 func TestAFencedWritersLaterFramesAreNeverRead(t *testing.T) {
 	segmentSizes(t, func(t *testing.T, size int64) {
 		ctx := context.Background()
-		e := newEnv(t, objstoretest.NewMemory())
+		e := newInPlaceEnv(t, objstoretest.NewMemory())
 		old := e.open("w", segmentBytes(size))
 		appendIDs(t, old, e.mem, 1, "acked-before")
 		// Another process with the same instance id claims the shard (opening does); the old
@@ -130,7 +130,7 @@ func TestAFailedFrameFailsTheFramesAfterItInItsSegment(t *testing.T) {
 
 func TestSegmentsAreDeletedOnceEverythingTheyHoldIsMerged(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstoretest.NewMemory())
+	e := newInPlaceEnv(t, objstoretest.NewMemory())
 	s := e.open("w", segmentBytes(1)) // a segment per group commit
 	for i := range 5 {
 		appendIDs(t, s, e.mem, int64(i), fmt.Sprint("k", i))
@@ -177,7 +177,7 @@ func TestSegmentsAreDeletedOnceEverythingTheyHoldIsMerged(t *testing.T) {
 
 func TestADamagedListedSegmentFailsTheClaimLoudly(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstoretest.NewMemory())
+	e := newInPlaceEnv(t, objstoretest.NewMemory())
 	s := e.open("w", segmentBytes(1))
 	appendIDs(t, s, e.mem, 1, "a")
 	appendIDs(t, s, e.mem, 2, "b")
@@ -257,7 +257,7 @@ func TestACrashAtAnyWriteKeepsEveryAcknowledgedAppend(t *testing.T) {
 // segments, and both kinds of entries end up in one generation, read and merged.
 func TestEntryObjectsAreReplayedAndTheShardContinuesInSegments(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, objstoretest.NewMemory())
+	e := newInPlaceEnv(t, objstoretest.NewMemory())
 	before := e.open("w", withEntryObjects)
 	appendIDs(t, before, e.mem, 1, "sealed-entry")
 	require.NoError(t, before.Flush(ctx)) // a generation of entry objects

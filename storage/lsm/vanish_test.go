@@ -45,7 +45,7 @@ func TestReadsOvertakenByAMergeStartAgainOnAFreshSnapshot(t *testing.T) {
 		for _, read := range []string{"get", "scan"} {
 			t.Run(tc.name+"/"+read, func(t *testing.T) {
 				ctx := context.Background()
-				e := newEnv(t, objstoretest.NewMemory())
+				e := newInPlaceEnv(t, objstoretest.NewMemory())
 				// k0..k3 = 1 in the table, then = 2 in a pending generation spread over retired
 				// segments (one per group commit) or entry objects.
 				w := e.open("w", segmentBytes(1), tc.layout) // the layout last: segmentBytes selects segments
