@@ -1,0 +1,112 @@
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/internal/testenv"
+)
+
+// BenchmarkP10S3HTTP is P3's Arrow IPC load (16 clients, batches of 100 1 KB rows, durable when
+// answered) against one API worker whose stores are on S3 (the test versitygw) and one whose
+// stores are on the local disk, taking turns in the same run: rows/s of each and the request
+// latency on S3.
+func BenchmarkP10S3HTTP(b *testing.B) {
+	const clients, batches, rounds, batchRows = 16, 40, 2, 100
+	for b.Loop() {
+		c := benchCluster(b)
+		local := c.benchWorker(b)
+		onS3 := (&benchClusterT{cat: c.cat, url: c.url, data: testenv.S3(b)}).benchWorker(b)
+		schema := arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+			{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+		body := func(client, batch int) []byte {
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+			defer bld.Release()
+			for i := range batchRows {
+				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
+				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
+				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
+			}
+			rec := bld.NewRecordBatch()
+			defer rec.Release()
+			var buf bytes.Buffer
+			w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+			_ = w.Write(rec)
+			_ = w.Close()
+			return buf.Bytes()
+		}
+		bodies := make([][]byte, clients*batches)
+		for cl := range clients {
+			for bt := range batches {
+				bodies[cl*batches+bt] = body(cl, bt)
+			}
+		}
+		type target struct {
+			name    string // each worker its own store: they share the catalog
+			srv     *httptest.Server
+			elapsed time.Duration
+			lat     []time.Duration
+		}
+		targets := []*target{{name: "p10-local", srv: httptest.NewServer(local.e)}, {name: "p10-s3", srv: httptest.NewServer(onS3.e)}}
+		httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+		post := func(url, ct string, data []byte) time.Duration {
+			start := time.Now()
+			resp, err := httpc.Post(url, ct, bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				b.Fatalf("POST %s: %d", url, resp.StatusCode)
+			}
+			return time.Since(start)
+		}
+		for _, t := range targets {
+			defer t.srv.Close()
+			post(t.srv.URL+"/api/v1/rollouts", "application/json", []byte(fmt.Sprintf(`{"name": %q}`, t.name)))
+		}
+		per := batches / rounds
+		for round := range rounds {
+			for _, t := range targets {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				start := time.Now()
+				for cl := range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for bt := round * per; bt < (round+1)*per; bt++ {
+							d := post(t.srv.URL+"/api/v1/rollouts/"+t.name+"/records", "application/vnd.apache.arrow.stream", bodies[cl*batches+bt])
+							mu.Lock()
+							t.lat = append(t.lat, d)
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				t.elapsed += time.Since(start)
+			}
+		}
+		rows := float64(clients * batches * batchRows)
+		localRate, s3Rate := rows/targets[0].elapsed.Seconds(), rows/targets[1].elapsed.Seconds()
+		slices.Sort(targets[1].lat)
+		benchfmt.Report("P10-s3-http-arrow-rows", s3Rate, "rows/s", "P3's Arrow IPC append load over HTTP, stores on S3")
+		benchfmt.Report("P10-s3-arrow-vs-local", s3Rate/localRate, "x", fmt.Sprintf("S3 rows/s / local-disk rows/s (%.0f), same run, turns taken", localRate))
+		benchfmt.Report("P10-s3-http-append-p99", benchfmt.Millis(benchfmt.Percentile(targets[1].lat, 99)), "ms", "append request latency over HTTP, stores on S3, p99")
+	}
+}
