@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
 )
 
 // S3Options configure an S3 store beyond what the environment says.
@@ -49,6 +50,12 @@ type S3Options struct {
 	// attempts of one call (default 4).
 	CallTimeout time.Duration
 	MaxAttempts int
+	// Objects of MultipartThreshold bytes or more (default 64 MiB) are uploaded in parts of
+	// PartSize bytes (default 16 MiB, at least 5 MiB: S3's minimum), PartConcurrency at a time
+	// (default 4); put-if-absent then applies to the completion.
+	MultipartThreshold int64
+	PartSize           int64
+	PartConcurrency    int
 }
 
 // S3URLOptions are the query parameters an s3:// URL may carry.
@@ -96,6 +103,7 @@ type S3 struct {
 	bucket  string
 	prefix  string // "" or ends with "/"
 	timeout time.Duration
+	opts    S3Options
 }
 
 // NewS3 connects to the bucket o names (no request is made until the first call).
@@ -105,6 +113,16 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 4
+	}
+	if o.MultipartThreshold <= 0 {
+		o.MultipartThreshold = 64 << 20
+	}
+	if o.PartSize <= 0 {
+		o.PartSize = 16 << 20
+	}
+	o.PartSize = max(o.PartSize, 5<<20)
+	if o.PartConcurrency <= 0 {
+		o.PartConcurrency = 4
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -136,7 +154,7 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &S3{client: client, bucket: o.Bucket, prefix: prefix, timeout: o.CallTimeout}, nil
+	return &S3{client: client, bucket: o.Bucket, prefix: prefix, timeout: o.CallTimeout, opts: o}, nil
 }
 
 func openS3(ctx context.Context, u *url.URL) (Store, error) {
@@ -258,6 +276,9 @@ func (s *S3) put(ctx context.Context, key string, data []byte, ifAbsent bool) er
 	if err != nil {
 		return err
 	}
+	if int64(len(data)) >= s.opts.MultipartThreshold {
+		return s.mapErr("put", key, s.putMultipart(ctx, k, data, ifAbsent))
+	}
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := s.call(ctx)
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &k, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
@@ -362,4 +383,54 @@ func (s *S3) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 		}
 		token = page.NextContinuationToken
 	}
+}
+
+// putMultipart uploads data in parts, concurrently, then completes the upload (with
+// If-None-Match: * for put-if-absent, so exactly one of racing uploads becomes the object). A
+// failed upload is aborted: no parts are left behind.
+func (s *S3) putMultipart(ctx context.Context, k string, data []byte, ifAbsent bool) (err error) {
+	cctx, cancel := s.call(ctx)
+	created, err := s.client.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &k})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+			_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &k, UploadId: created.UploadId})
+			cancel()
+		}
+	}()
+	n := (int64(len(data)) + s.opts.PartSize - 1) / s.opts.PartSize
+	parts := make([]types.CompletedPart, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.PartConcurrency)
+	for i := range n {
+		g.Go(func() error {
+			part := data[i*s.opts.PartSize : min(int64(len(data)), (i+1)*s.opts.PartSize)]
+			pctx, cancel := s.call(gctx)
+			defer cancel()
+			num := int32(i + 1)
+			out, err := s.client.UploadPart(pctx, &s3.UploadPartInput{Bucket: &s.bucket, Key: &k, UploadId: created.UploadId,
+				PartNumber: &num, Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part)))})
+			if err != nil {
+				return err
+			}
+			parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: &num}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	in := &s3.CompleteMultipartUploadInput{Bucket: &s.bucket, Key: &k, UploadId: created.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+	if ifAbsent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	cctx, cancel = s.call(ctx)
+	defer cancel()
+	_, err = s.client.CompleteMultipartUpload(cctx, in)
+	return err
 }

@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/url"
@@ -103,4 +104,55 @@ func TestS3URLsAreValidatedWhole(t *testing.T) {
 	o, err := objstore.ParseS3URL(u)
 	require.NoError(t, err)
 	require.Equal(t, objstore.S3Options{Bucket: "bucket", Prefix: "a/b", Endpoint: "http://h:1", Region: "r", PathStyle: true}, o)
+}
+
+// Large objects go up in parts (concurrently); put-if-absent still has exactly one winner, and
+// what is read back is what was written.
+func TestS3UploadsLargeObjectsInParts(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(testenv.S3(t))
+	require.NoError(t, err)
+	o, err := objstore.ParseS3URL(u)
+	require.NoError(t, err)
+	o.MultipartThreshold, o.PartSize = 6<<20, 5<<20
+	s, err := objstore.NewS3(ctx, o)
+	require.NoError(t, err)
+	data := make([]byte, 12<<20+123)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	require.NoError(t, s.PutIfAbsent(ctx, "big/object", data))
+	require.ErrorIs(t, s.PutIfAbsent(ctx, "big/object", data[:7<<20]), objstore.ErrExists)
+	got, err := s.Get(ctx, "big/object")
+	require.NoError(t, err)
+	require.Equal(t, len(data), len(got))
+	require.True(t, bytes.Equal(data, got), "the parts are reassembled in order")
+	part, err := s.GetRange(ctx, "big/object", 5<<20-10, 20)
+	require.NoError(t, err)
+	require.Equal(t, data[5<<20-10:5<<20+10], part)
+	// Racing multipart put-if-absents: one winner, the others see ErrExists.
+	var wg sync.WaitGroup
+	results := make([]error, 4)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.PutIfAbsent(ctx, "big/raced", data[:7<<20+i])
+		}()
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range results {
+		if err == nil {
+			wins++
+		} else {
+			require.ErrorIs(t, err, objstore.ErrExists)
+		}
+	}
+	require.Equal(t, 1, wins)
+	require.NoError(t, s.Put(ctx, "big/replaced", data))
+	require.NoError(t, s.Put(ctx, "big/replaced", data[:6<<20]))
+	got, err = s.Get(ctx, "big/replaced")
+	require.NoError(t, err)
+	require.Len(t, got, 6<<20)
 }
