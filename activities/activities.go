@@ -231,7 +231,10 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 	st := catalog.StoreStats{Kind: kind, Name: ref.Name, TableVersion: int64(m.Version), BaseRows: m.Rows(),
 		Fragments: len(m.Fragments), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(), IndexCoveredFragments: m.CoveredFragments(),
 		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
-		MergesTotal: int64(m.Counters.Merges), CompactionsTotal: int64(m.Counters.Compactions)}
+		MergesTotal: int64(m.Counters.Merges), CompactionsTotal: int64(m.Counters.Compactions),
+		// What a compaction would do now, by the same planner and config the Compact activity
+		// uses: a store whose plan is empty is never queued for compaction.
+		CompactableFragments: len(table.PlanCompaction(m, a.Compaction).Sources)}
 	if err := a.Stores.Catalog().UpsertStoreStats(ctx, []catalog.StoreStats{st}); err != nil {
 		return m.Version, err
 	}

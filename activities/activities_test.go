@@ -157,6 +157,11 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 		require.NoError(t, err)
 	}
 	f.acts.Compaction = table.CompactionConfig{MinFragments: 2}
+	_, err := f.env().ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	before, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
+	require.NoError(t, err)
+	require.Equal(t, 4, before.CompactableFragments, "the planner would rewrite the four small fragments")
 	val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
 	require.NoError(t, err)
 	var res workflows.ActivityResult
@@ -171,6 +176,7 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	require.EqualValues(t, 20, st.BaseRows)
 	require.Equal(t, 1, st.Fragments)
 	require.Equal(t, 1, st.IndexCoveredFragments)
+	require.Zero(t, st.CompactableFragments, "after the compaction a plan would do nothing: no more compactions are queued")
 }
 
 func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
@@ -187,7 +193,9 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "cold", Shard: "s", PendingGenerations: 1, OldestPendingAt: &old},
 	}))
 	require.NoError(t, f.cat.UpsertStoreStats(ctx, []catalog.StoreStats{
-		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 30, IndexCoveredFragments: 30},
+		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 30, IndexCoveredFragments: 30, CompactableFragments: 12},
+		// Many fragments, but a compaction plan would rewrite none: not queued.
+		{Kind: catalog.KindRollout, Name: "hot", Fragments: 40, IndexCoveredFragments: 40},
 	}))
 	var mu sync.Mutex // requests are sent concurrently
 	var got []string

@@ -84,7 +84,7 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 		}},
 		{workflows.OpBuildKeyIndex, func() ([]catalog.StoreStats, error) { return cat.IndexCandidates(ctx, in.MaxRequests) }},
 		{workflows.OpCompact, func() ([]catalog.StoreStats, error) {
-			return cat.CompactCandidates(ctx, in.MinFragments, in.MaxRequests)
+			return cat.CompactCandidates(ctx, in.MaxRequests)
 		}},
 		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {

@@ -74,8 +74,8 @@ func BenchmarkP5Registry(b *testing.B) {
 			{"P5-stale-candidates-p99", "stores with a generation pending > 10 min, top 256", func() ([]catalog.StoreStats, error) {
 				return c.StaleMergeCandidates(ctx, time.Now().Add(-10*time.Minute), 256)
 			}},
-			{"P5-compact-candidates-p99", "stores with >= 16 fragments, top 256", func() ([]catalog.StoreStats, error) {
-				return c.CompactCandidates(ctx, 16, 256)
+			{"P5-compact-candidates-p99", "stores whose compaction plan would rewrite fragments, top 256", func() ([]catalog.StoreStats, error) {
+				return c.CompactCandidates(ctx, 256)
 			}},
 			{"P5-index-candidates-p99", "stores whose key index does not cover every fragment, top 256", func() ([]catalog.StoreStats, error) {
 				return c.IndexCandidates(ctx, 256)
@@ -124,9 +124,9 @@ func seedP5(ctx context.Context, url string, n int) error {
 		 FROM generate_series(0, $1 - 1) AS i, unnest(ARRAY['shard-a', 'shard-b']) AS s,
 		      LATERAL (SELECT CASE WHEN i % 20 = 0 THEN 4 + i % 30 ELSE i % 3 END AS g) AS gen`,
 		`INSERT INTO store_stats (kind, name, table_version, base_rows, fragments, index_covered_fragments,
-		                          pending_generations, oldest_pending_at)
+		                          pending_generations, oldest_pending_at, compactable_fragments)
 		 SELECT kind, name, 10, 100000, f, CASE WHEN (hashtext(name) & 7) = 0 THEN f - 1 ELSE f END,
-		        sum(pending_generations), min(oldest_pending_at)
+		        sum(pending_generations), min(oldest_pending_at), CASE WHEN f >= 16 THEN f / 2 ELSE 0 END
 		 FROM shard_stats, LATERAL (SELECT CASE WHEN hashtext(name) % 33 = 0 THEN 16 + abs(hashtext(name)) % 40
 		                                        ELSE 1 + abs(hashtext(name)) % 12 END AS f) AS frag
 		 GROUP BY kind, name, f`,

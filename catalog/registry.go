@@ -237,13 +237,27 @@ func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (
 	return page, nil
 }
 
-// SoftDeleteStore marks the live store kind/name deleted and returns it. Its data stays until
-// registry cleanup purges it; until then RestoreStore can bring it back.
+// SoftDeleteStore marks the live store kind/name deleted and returns it, dropping its store and
+// shard stats in the same transaction. Its data stays until registry cleanup purges it.
 func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (Store, error) {
-	s, err := scanStore(c.pool.QueryRow(ctx, `
-		UPDATE stores SET deleted_at = now()
-		WHERE kind = $1 AND name = $2 AND deleted_at IS NULL
-		RETURNING `+storeColumns, string(kind), name))
+	var s Store
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var err error
+		s, err = scanStore(tx.QueryRow(ctx, `
+			UPDATE stores SET deleted_at = now()
+			WHERE kind = $1 AND name = $2 AND deleted_at IS NULL
+			RETURNING `+storeColumns, string(kind), name))
+		if err != nil {
+			return err
+		}
+		// Stats describe the live incarnation: a store created again under this name starts
+		// with none (no inherited pending generations, fragments or plans).
+		if _, err := tx.Exec(ctx, `DELETE FROM shard_stats WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM store_stats WHERE kind = $1 AND name = $2`, string(kind), name)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Store{}, fmt.Errorf("%w: store %s/%s", ErrNotFound, kind, name)
 	}

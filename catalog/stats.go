@@ -33,14 +33,17 @@ type StoreStats struct {
 	DeletedRows           int64
 	Bytes                 int64
 	IndexCoveredFragments int
-	LastMergeAt           *time.Time // nil keeps the stored value
-	LastCompactAt         *time.Time // nil keeps the stored value
-	LastIndexAt           *time.Time // nil keeps the stored value
-	MergesTotal           int64
-	CompactionsTotal      int64
-	PendingGenerations    int
-	OldestPendingAt       *time.Time
-	UpdatedAt             time.Time // observation time; zero means now
+	// CompactableFragments is how many fragments the compaction planner would rewrite now (0: a
+	// compaction would do nothing).
+	CompactableFragments int
+	LastMergeAt          *time.Time // nil keeps the stored value
+	LastCompactAt        *time.Time // nil keeps the stored value
+	LastIndexAt          *time.Time // nil keeps the stored value
+	MergesTotal          int64
+	CompactionsTotal     int64
+	PendingGenerations   int
+	OldestPendingAt      *time.Time
+	UpdatedAt            time.Time // observation time; zero means now
 }
 
 // ShardStats describes one write-ahead shard of a store: what it has sealed but not yet merged.
@@ -76,24 +79,24 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 	n := len(batch)
 	kinds, names := make([]string, n), make([]string, n)
 	versions, rows, deleted, bytes, merges, compactions := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	fragments, covered := make([]int32, n), make([]int32, n)
+	fragments, covered, compactable := make([]int32, n), make([]int32, n), make([]int32, n)
 	lastMerge, lastCompact, lastIndex := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 	updated := make([]time.Time, n)
 	for i, s := range batch {
 		kinds[i], names[i] = string(s.Kind), s.Name
 		versions[i], rows[i], deleted[i], bytes[i] = s.TableVersion, s.BaseRows, s.DeletedRows, s.Bytes
 		merges[i], compactions[i] = s.MergesTotal, s.CompactionsTotal
-		fragments[i], covered[i] = int32(s.Fragments), int32(s.IndexCoveredFragments)
+		fragments[i], covered[i], compactable[i] = int32(s.Fragments), int32(s.IndexCoveredFragments), int32(s.CompactableFragments)
 		lastMerge[i], lastCompact[i], lastIndex[i] = s.LastMergeAt, s.LastCompactAt, s.LastIndexAt
 		updated[i] = observedAt(s.UpdatedAt)
 	}
 	_, err := c.pool.Exec(ctx, `
 		INSERT INTO store_stats AS s (kind, name, table_version, base_rows, fragments, deleted_rows, bytes,
 			index_covered_fragments, last_merge_at, last_compact_at, last_index_at, merges_total,
-			compactions_total, updated_at)
+			compactions_total, updated_at, compactable_fragments)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::bigint[],
 			$7::bigint[], $8::int[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[],
-			$12::bigint[], $13::bigint[], $14::timestamptz[])
+			$12::bigint[], $13::bigint[], $14::timestamptz[], $15::int[])
 		ON CONFLICT (kind, name) DO UPDATE SET
 			table_version = EXCLUDED.table_version,
 			base_rows = EXCLUDED.base_rows,
@@ -101,6 +104,7 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 			deleted_rows = EXCLUDED.deleted_rows,
 			bytes = EXCLUDED.bytes,
 			index_covered_fragments = EXCLUDED.index_covered_fragments,
+			compactable_fragments = EXCLUDED.compactable_fragments,
 			last_merge_at = COALESCE(EXCLUDED.last_merge_at, s.last_merge_at),
 			last_compact_at = COALESCE(EXCLUDED.last_compact_at, s.last_compact_at),
 			last_index_at = COALESCE(EXCLUDED.last_index_at, s.last_index_at),
@@ -109,7 +113,7 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 			updated_at = EXCLUDED.updated_at
 		WHERE s.updated_at <= EXCLUDED.updated_at`,
 		kinds, names, versions, rows, fragments, deleted, bytes, covered, lastMerge, lastCompact, lastIndex,
-		merges, compactions, updated)
+		merges, compactions, updated, compactable)
 	if err != nil {
 		return errorf("catalog: upsert %d store stats: %w", n, err)
 	}
@@ -212,16 +216,17 @@ func (c *Catalog) DeleteQuietShardStats(ctx context.Context, quietSince time.Tim
 
 const storeStatsColumns = `s.kind, s.name, s.table_version, s.base_rows, s.fragments, s.deleted_rows, s.bytes,
 	s.index_covered_fragments, s.last_merge_at, s.last_compact_at, s.last_index_at, s.merges_total,
-	s.compactions_total, s.pending_generations, s.oldest_pending_at, s.updated_at`
+	s.compactions_total, s.pending_generations, s.oldest_pending_at, s.updated_at, s.compactable_fragments`
 
 func scanStoreStats(row pgx.Row) (StoreStats, error) {
 	var s StoreStats
 	var kind string
-	var fragments, covered, pending int32
+	var fragments, covered, pending, compactable int32
 	err := row.Scan(&kind, &s.Name, &s.TableVersion, &s.BaseRows, &fragments, &s.DeletedRows, &s.Bytes,
 		&covered, &s.LastMergeAt, &s.LastCompactAt, &s.LastIndexAt, &s.MergesTotal, &s.CompactionsTotal,
-		&pending, &s.OldestPendingAt, &s.UpdatedAt)
+		&pending, &s.OldestPendingAt, &s.UpdatedAt, &compactable)
 	s.Kind, s.Fragments, s.IndexCoveredFragments, s.PendingGenerations = Kind(kind), int(fragments), int(covered), int(pending)
+	s.CompactableFragments = int(compactable)
 	return s, err
 }
 
@@ -272,11 +277,12 @@ func (c *Catalog) StaleMergeCandidates(ctx context.Context, olderThan time.Time,
 		ORDER BY s.oldest_pending_at LIMIT $2`, olderThan, limit)
 }
 
-// CompactCandidates: live stores with at least minFragments base-table fragments, most first.
-func (c *Catalog) CompactCandidates(ctx context.Context, minFragments, limit int) ([]StoreStats, error) {
+// CompactCandidates: live stores whose compaction plan (observed with their stats) would rewrite
+// fragments, most such fragments first; a store whose plan is empty is never one.
+func (c *Catalog) CompactCandidates(ctx context.Context, limit int) ([]StoreStats, error) {
 	return c.queryStats(ctx, "compact", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.fragments >= $1 AND `+liveStore+`
-		ORDER BY s.fragments DESC LIMIT $2`, minFragments, limit)
+		WHERE s.compactable_fragments > 0 AND `+liveStore+`
+		ORDER BY s.compactable_fragments DESC LIMIT $1`, limit)
 }
 
 // IndexCandidates: live stores whose key index does not cover every fragment, most uncovered

@@ -127,7 +127,7 @@ func TestStoreStatsUpsertKeepsTimestampsAndIgnoresStaleObservations(t *testing.T
 func TestCandidateQueriesRankAndSkipDeletedStores(t *testing.T) {
 	c, ctx := openCatalog(t), context.Background()
 	now := time.Now()
-	for _, n := range []string{"hot", "warm", "cold", "gone", "fragmented", "unindexed"} {
+	for _, n := range []string{"hot", "warm", "cold", "gone", "fragmented", "unindexed", "healthy-large"} {
 		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, n))
 		require.NoError(t, err)
 	}
@@ -140,10 +140,12 @@ func TestCandidateQueriesRankAndSkipDeletedStores(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "gone", Shard: "1", PendingGenerations: 500, OldestPendingAt: ago(9 * time.Hour)},
 	}))
 	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
-		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 40, IndexCoveredFragments: 40},
-		{Kind: catalog.KindRollout, Name: "unindexed", Fragments: 20, IndexCoveredFragments: 2},
-		{Kind: catalog.KindRollout, Name: "gone", Fragments: 900, IndexCoveredFragments: 0},
+		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 40, IndexCoveredFragments: 40, CompactableFragments: 30},
+		{Kind: catalog.KindRollout, Name: "unindexed", Fragments: 20, IndexCoveredFragments: 2, CompactableFragments: 5},
+		{Kind: catalog.KindRollout, Name: "gone", Fragments: 900, IndexCoveredFragments: 0, CompactableFragments: 900},
 		{Kind: catalog.KindRollout, Name: "warm", Fragments: 3, IndexCoveredFragments: 2},
+		// Many full fragments, nothing a compaction would rewrite: never a candidate.
+		{Kind: catalog.KindRollout, Name: "healthy-large", Fragments: 500, IndexCoveredFragments: 500},
 	}))
 	_, err := c.SoftDeleteStore(ctx, catalog.KindRollout, "gone")
 	require.NoError(t, err)
@@ -160,9 +162,9 @@ func TestCandidateQueriesRankAndSkipDeletedStores(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"cold"}, names(stale))
 
-	compact, err := c.CompactCandidates(ctx, 16, 10)
+	compact, err := c.CompactCandidates(ctx, 10)
 	require.NoError(t, err)
-	require.Equal(t, []string{"fragmented", "unindexed"}, names(compact))
+	require.Equal(t, []string{"fragmented", "unindexed"}, names(compact), "by what a plan would rewrite; empty plans never")
 
 	index, err := c.IndexCandidates(ctx, 10)
 	require.NoError(t, err)
@@ -190,4 +192,33 @@ func TestStaleStatsCandidates(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	require.Equal(t, []string{"never", "stale"}, names)
+}
+
+// A deleted store's stats go with it: a store created again under its name inherits no pending
+// generations, fragments or compaction plan.
+func TestARecreatedStoreInheritsNoStats(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, "again"))
+	require.NoError(t, err)
+	require.NoError(t, c.UpsertShardStats(ctx, []catalog.ShardStats{{Kind: catalog.KindRollout, Name: "again", Shard: "s", PendingGenerations: 40}}))
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{Kind: catalog.KindRollout, Name: "again", Fragments: 30, CompactableFragments: 20}}))
+	_, err = c.SoftDeleteStore(ctx, catalog.KindRollout, "again")
+	require.NoError(t, err)
+	_, err = c.GetStoreStats(ctx, catalog.KindRollout, "again")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	shards, err := c.ListShardStats(ctx, catalog.KindRollout, "again")
+	require.NoError(t, err)
+	require.Empty(t, shards)
+
+	d := def(catalog.KindRollout, "again")
+	d.URI += "-2"
+	_, created, err := c.CreateStore(ctx, d)
+	require.NoError(t, err)
+	require.True(t, created)
+	merge, err := c.MergeCandidates(ctx, 1, 10)
+	require.NoError(t, err)
+	require.Empty(t, merge)
+	compact, err := c.CompactCandidates(ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, compact)
 }

@@ -149,7 +149,6 @@ func TestSweepRunsTheCandidateActivityWithDefaults(t *testing.T) {
 	require.Equal(t, 2, res.Queued[workflows.OpMergeWAL])
 	require.Equal(t, 5, got.MaxRequests)
 	require.Equal(t, 8, got.MinPendingGenerations, "defaults fill the rest")
-	require.Equal(t, 16, got.MinFragments)
 }
 
 func TestRegistryCleanupRunsItsActivityWithDefaults(t *testing.T) {

@@ -17,11 +17,12 @@ const SweepScheduleID = "strata-sweep"
 
 // ActivitySweep names the sweep activity.
 
-// SweepInput tunes one sweep; zero fields take the defaults.
+// SweepInput tunes one sweep; zero fields take the defaults. (Compaction candidacy has no
+// threshold here: it comes from the compaction planner, observed with each store's stats; an old
+// schedule's "min_fragments" is ignored.)
 type SweepInput struct {
 	MinPendingGenerations int           `json:"min_pending_generations,omitempty"` // default 8
 	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
-	MinFragments          int           `json:"min_fragments,omitempty"`           // default 16
 	MaxRequests           int           `json:"max_requests,omitempty"`            // default 1024 per sweep
 	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
 }
@@ -33,9 +34,6 @@ func (in SweepInput) WithDefaults() SweepInput {
 	}
 	if in.StaleAfter <= 0 {
 		in.StaleAfter = 5 * time.Minute
-	}
-	if in.MinFragments <= 0 {
-		in.MinFragments = 16
 	}
 	if in.MaxRequests <= 0 {
 		// About what 4 activity slots drain between two 30 s ticks at ~100 ms per merge: a
