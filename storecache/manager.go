@@ -214,13 +214,15 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 	if err != nil {
 		return nil, err
 	}
-	s, err := lsm.Open(ctx, objects, m.cfg.Store)
+	opts := m.cfg.Store
+	opts.Name = string(st.Kind) + "/" + st.Name
+	s, err := lsm.Open(ctx, objects, opts)
 	if errors.Is(err, table.ErrNotFound) {
 		schema, serr := kinds.SchemaOf(st)
 		if serr != nil {
 			return nil, serr
 		}
-		return lsm.Create(ctx, objects, schema, kinds.KeyColumn, m.cfg.Store)
+		return lsm.Create(ctx, objects, schema, kinds.KeyColumn, opts)
 	}
 	return s, err
 }

@@ -163,6 +163,7 @@ func TestWorkerServesMetricsAndHealth(t *testing.T) {
 	status, body := get("/metrics")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, "strata_merge_budget_reserved_bytes")
+	require.Contains(t, body, `strata_build_info{goversion="go`, "the build is named on /metrics")
 	status, body = get("/api/v1/health")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, `"catalog":"ok"`)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -281,7 +282,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
 	mgr, err := storecache.New(cat, storecache.Config{
 		DataURL:     cfg.DataURL,
@@ -343,4 +344,13 @@ func (r *runtime) close(ctx context.Context) {
 	}
 	r.writeBuffer.Close()
 	r.catalog.Close()
+}
+
+// buildInfo is strata_build_info: always 1, labelled with the build's version and Go version
+// (dashboards join it to tell which release a process runs).
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strata_build_info",
+		Help: "Always 1; labels name the running build (version, Go version)."}, []string{"version", "goversion"})
+	g.WithLabelValues(version, goruntime.Version()).Set(1)
+	return g
 }

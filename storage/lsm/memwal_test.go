@@ -186,7 +186,7 @@ func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(prev)
 	e := newEnv(t, objstoretest.NewMemory())
-	a := e.open("a", func(o *Options) { o.ReadWarnGenerations = 2 })
+	a := e.open("a", func(o *Options) { o.ReadWarnGenerations = 2; o.Name = "rollout/warned" })
 	for i := range 3 {
 		appendIDs(t, a, e.mem, int64(i), "k")
 		require.NoError(t, a.Flush(context.Background()))
@@ -194,4 +194,5 @@ func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
 	require.EqualValues(t, 2, value(t, a, "k"))
 	require.EqualValues(t, 2, value(t, a, "k"))
 	require.Equal(t, 1, strings.Count(buf.String(), "many pending generations"), "warned, and rate-limited: %s", buf.String())
+	require.Contains(t, buf.String(), "store=rollout/warned", "the warning names the store, not only its shard")
 }

@@ -79,7 +79,7 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if n >= s.opts.ReadWarnGenerations && s.warnLimiter.Allow() {
 			slog.Warn("many pending generations; reads slow down until a merge catches up",
-				"shard", sh.Shard, "generations", n, "refuse_at", s.opts.ReadMaxGenerations)
+				"store", s.opts.Name, "shard", sh.Shard, "generations", n, "refuse_at", s.opts.ReadMaxGenerations)
 		}
 	}
 	s.metrics.pendingPerRead.Observe(float64(total))

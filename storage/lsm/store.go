@@ -28,6 +28,7 @@ import (
 // Options configure a Store. Clock, Budget and Metrics are process-wide: share them.
 type Options struct {
 	Instance string // this worker's instance id (default: hostname)
+	Name     string // the store's name in logs (kind/name); set per store by whoever opens it
 	// ReadOnly: this process never appends to the store (a maintenance worker). Opening, reading
 	// and merging never claim a write shard, so a maintenance worker that shares an instance id
 	// with an API worker cannot fence it; Append and Delete fail with ErrReadOnly.
@@ -134,6 +135,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
 		schema: m.Schema(), keyColumn: m.KeyColumn}
 	s.shards = shard.NewAccess(objects, s.schema, s.keyColumn, s.mem, opts.Table.Cache, opts.Metrics.Shard, opts.IOTimeout)
+	s.shards.Name = opts.Name
 	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
 	// A writing process that wrote here before (same instance id) takes its shard back at once
 	// and replays what it had not sealed, rather than waiting for its next write: the rows it

@@ -17,6 +17,7 @@ import (
 // Access is one store's shards as one process sees them: the store's objects, its table schema
 // and the process-wide caches and metrics. Safe for concurrent use; never modified once built.
 type Access struct {
+	Name      string // the store's name in logs (kind/name), "" when unknown
 	Objects   objstore.Store
 	Schema    *arrow.Schema // the table schema, internal columns included
 	KeyColumn string

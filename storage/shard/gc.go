@@ -192,7 +192,7 @@ func (c *collector) run() {
 		}
 		if sweep {
 			if err := c.w.SweepGarbage(c.ctx); err != nil && c.ctx.Err() == nil {
-				slog.Warn("shard: WAL garbage sweep failed", "shard", c.w.shard, "err", err)
+				slog.Warn("shard: WAL garbage sweep failed", "store", c.w.a.Name, "shard", c.w.shard, "err", err)
 			}
 		}
 	}
@@ -264,6 +264,6 @@ func (a *Access) deleteObjects(ctx context.Context, shard string, keys []string)
 		}
 	}
 	if failed > 0 {
-		slog.Warn("shard: WAL garbage left for the next sweep", "shard", shard, "failed", failed, "err", firstErr)
+		slog.Warn("shard: WAL garbage left for the next sweep", "store", a.Name, "shard", shard, "failed", failed, "err", firstErr)
 	}
 }

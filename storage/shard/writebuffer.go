@@ -234,7 +234,7 @@ func (b *WriteBuffer) sealer() {
 					ctx, cancel := context.WithTimeout(context.Background(), b.ioTimeout)
 					defer cancel()
 					if err := w.Seal(ctx); err != nil {
-						slog.Warn("shard: write buffer seal failed", "shard", w.shard, "err", err)
+						slog.Warn("shard: write buffer seal failed", "store", w.a.Name, "shard", w.shard, "err", err)
 						return
 					}
 					b.seals.Inc()

@@ -357,7 +357,7 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 			ctx, cancel := context.WithTimeout(context.Background(), w.a.IOTimeout)
 			defer cancel()
 			if err := w.Seal(ctx); err != nil {
-				slog.Warn("shard: size-triggered seal failed", "shard", w.shard, "err", err)
+				slog.Warn("shard: size-triggered seal failed", "store", w.a.Name, "shard", w.shard, "err", err)
 			}
 		}()
 	}
