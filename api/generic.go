@@ -93,7 +93,7 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 			return err
 		}
 		defer rec.Release()
-		if err := h.appendRecord(c.Request().Context(), s, rec, flush); err != nil {
+		if err := h.appendRecord(c.Request().Context(), catalog.KindGeneric, st.Name, s, rec, flush); err != nil {
 			return err
 		}
 		v, err := tableVersion(c.Request().Context(), s)

@@ -75,12 +75,12 @@ func flushRequested(c echo.Context) bool {
 
 // appendRecord appends a decoded batch durably and, when asked, seals so that every worker sees
 // it before the response.
-func (h *handlers) appendRecord(ctx context.Context, s *lsm.Store, rec arrow.RecordBatch, flush bool) error {
+func (h *handlers) appendRecord(ctx context.Context, kind catalog.Kind, name string, s *lsm.Store, rec arrow.RecordBatch, flush bool) error {
 	if _, err := s.Append(ctx, rec); err != nil {
 		return err
 	}
 	if flush {
-		return s.Flush(ctx)
+		return h.deps.Stores.Flush(ctx, kind, name, s)
 	}
 	return nil
 }

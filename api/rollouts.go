@@ -156,7 +156,7 @@ func (h *handlers) deleteStore(kind catalog.Kind) echo.HandlerFunc {
 func (h *handlers) flushStore(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		return h.withStore(c, kind, func(s *lsm.Store) error {
-			if err := s.Flush(c.Request().Context()); err != nil {
+			if err := h.deps.Stores.Flush(c.Request().Context(), kind, c.Param("name"), s); err != nil {
 				return err
 			}
 			return c.NoContent(http.StatusNoContent)
@@ -232,7 +232,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 	defer rec.Release()
 	ids := stringColumn(rec, "id")
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
-		if err := h.appendRecord(c.Request().Context(), s, rec, flushRequested(c)); err != nil {
+		if err := h.appendRecord(c.Request().Context(), catalog.KindRollout, c.Param("name"), s, rec, flushRequested(c)); err != nil {
 			return err
 		}
 		v, err := tableVersion(c.Request().Context(), s)
@@ -371,7 +371,7 @@ func (h *handlers) deleteRecord(kind catalog.Kind) echo.HandlerFunc {
 				return err
 			}
 			if flushRequested(c) {
-				if err := s.Flush(c.Request().Context()); err != nil {
+				if err := h.deps.Stores.Flush(c.Request().Context(), kind, c.Param("name"), s); err != nil {
 					return err
 				}
 			}
@@ -405,7 +405,7 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 			return err
 		}
 		if flushRequested(c) {
-			if err := s.Flush(c.Request().Context()); err != nil {
+			if err := h.deps.Stores.Flush(c.Request().Context(), catalog.KindRollout, c.Param("name"), s); err != nil {
 				return err
 			}
 		}

@@ -687,3 +687,22 @@ func TestAResidentStoreServesWithoutTheCatalog(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, snap.PendingGenerations(), "seal_on_add sealed each add, catalog or not")
 }
+
+// A seal a client asks for (?flush=true, or POST .../flush) reaches the catalog's stats at once,
+// not at the next flush pass: status and the sweeps see the pending generation within seconds.
+func TestAFlushRequestedByAClientIsReportedToTheCatalogAtOnce(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", `{"name": "flushed"}`, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/flushed/records?flush=true",
+		map[string]any{"records": []any{map[string]any{"id": "a", "rollout_id": "t"}}}, nil))
+	st, err := c.cat.GetStoreStats(context.Background(), catalog.KindRollout, "flushed")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.PendingGenerations)
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/flushed/records",
+		map[string]any{"records": []any{map[string]any{"id": "b", "rollout_id": "t"}}}, nil))
+	require.Equal(t, http.StatusNoContent, w.do(t, "POST", "/api/v1/rollouts/flushed/flush", nil, nil))
+	st, err = c.cat.GetStoreStats(context.Background(), catalog.KindRollout, "flushed")
+	require.NoError(t, err)
+	require.Equal(t, 2, st.PendingGenerations)
+}

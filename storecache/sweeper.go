@@ -152,3 +152,25 @@ func (m *Manager) evictDeleted(ctx context.Context) {
 		}
 	}
 }
+
+// Flush seals s (the open store kind/name) and reports its shard to the catalog at once, so a
+// seal a client asked for shows in `strata status` and the sweeps within seconds rather than at
+// the next flush pass. Reporting is best effort (bounded, logged): the seal is what the caller
+// waits for.
+func (m *Manager) Flush(ctx context.Context, kind catalog.Kind, name string, s *lsm.Store) error {
+	if err := s.Flush(ctx); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, ok, err := s.OwnShardState(rctx)
+	if err == nil && ok {
+		err = m.cat.UpsertShardStats(rctx, []catalog.ShardStats{{Kind: kind, Name: name, Shard: st.Shard,
+			PendingGenerations: st.PendingGenerations, PendingRows: st.PendingRows, PendingBytes: st.PendingBytes,
+			OldestPendingAt: st.OldestPendingAt}})
+	}
+	if err != nil {
+		m.log.Warn("reporting a flushed shard failed; the next flush pass reports it", "store", string(kind)+"/"+name, "err", err)
+	}
+	return nil
+}
