@@ -197,8 +197,16 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
 func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in.Store, PhaseCleaning, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+		m, err := s.TableManifest(ctx)
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
 		r, err := s.CleanupVersions(ctx, a.Cleanup)
 		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
+		// The sweep queues the next cleanup once the table has moved on again from here.
+		if err := a.Stores.Catalog().RecordCleanup(ctx, catalog.Kind(in.Store.Kind), in.Store.Name, int64(m.Version)); err != nil {
 			return workflows.ActivityResult{}, err
 		}
 		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted}, nil

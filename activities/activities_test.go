@@ -169,6 +169,9 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	require.Positive(t, res.FragmentsRemoved)
 	_, err = f.env().ExecuteActivity(f.acts.CleanupVersions, workflows.ActivityInput{Store: ref})
 	require.NoError(t, err)
+	cleaned, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
+	require.NoError(t, err)
+	require.Positive(t, cleaned.CleanedVersion, "the cleanup is recorded for the sweep")
 	_, err = f.env().ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: ref})
 	require.NoError(t, err)
 	st, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
@@ -196,6 +199,8 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "fragmented", Fragments: 30, IndexCoveredFragments: 30, CompactableFragments: 12},
 		// Many fragments, but a compaction plan would rewrite none: not queued.
 		{Kind: catalog.KindRollout, Name: "hot", Fragments: 40, IndexCoveredFragments: 40},
+		// Far past its last version cleanup.
+		{Kind: catalog.KindRollout, Name: "cold", TableVersion: 100},
 	}))
 	var mu sync.Mutex // requests are sent concurrently
 	var got []string
@@ -209,7 +214,7 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.SweepResult
 	require.NoError(t, val.Get(&res))
-	require.ElementsMatch(t, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact"}, got)
+	require.ElementsMatch(t, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact", "cold:cleanup_versions"}, got)
 	require.Equal(t, 3, res.Queued[workflows.OpMergeWAL])
 
 	// Stats not observed within StatsStaleAfter are refreshed too, after everything else: a cap
@@ -218,12 +223,12 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	time.Sleep(2 * time.Millisecond)
 	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond})
 	require.NoError(t, err)
-	require.Len(t, got, 8)
+	require.Len(t, got, 9)
 	got = nil
-	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxRequests: 5})
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxRequests: 6})
 	require.NoError(t, err)
-	require.Len(t, got, 5)
-	require.Subset(t, got, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact"})
+	require.Len(t, got, 6)
+	require.Subset(t, got, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact", "cold:cleanup_versions"})
 
 	// The cap keeps the hottest, in priority order: merges by pending generations, then stale ones.
 	for limit, want := range map[int][]string{1: {"hot:merge_wal"}, 3: {"hot:merge_wal", "warm:merge_wal", "cold:merge_wal"}} {

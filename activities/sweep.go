@@ -57,8 +57,8 @@ func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInpu
 }
 
 // planSweep reads the candidate queries in priority order — stores with many pending
-// generations, then long-pending ones, unindexed, fragmented, then stale stats — and returns at
-// most in.MaxRequests distinct requests.
+// generations, then long-pending ones, unindexed, compactable, far past their last version
+// cleanup, then stale stats — and returns at most in.MaxRequests distinct requests.
 func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]sweepRequest, error) {
 	cat := a.Stores.Catalog()
 	var plan []sweepRequest
@@ -85,6 +85,11 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 		{workflows.OpBuildKeyIndex, func() ([]catalog.StoreStats, error) { return cat.IndexCandidates(ctx, in.MaxRequests) }},
 		{workflows.OpCompact, func() ([]catalog.StoreStats, error) {
 			return cat.CompactCandidates(ctx, in.MaxRequests)
+		}},
+		// Storage grows with every version a merge or compaction leaves behind: clean up stores
+		// whose table moved far past its last cleanup.
+		{workflows.OpCleanupVersions, func() ([]catalog.StoreStats, error) {
+			return cat.CleanupCandidates(ctx, in.MinVersionsToClean, in.MaxRequests)
 		}},
 		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {

@@ -36,14 +36,18 @@ type StoreStats struct {
 	// CompactableFragments is how many fragments the compaction planner would rewrite now (0: a
 	// compaction would do nothing).
 	CompactableFragments int
-	LastMergeAt          *time.Time // nil keeps the stored value
-	LastCompactAt        *time.Time // nil keeps the stored value
-	LastIndexAt          *time.Time // nil keeps the stored value
-	MergesTotal          int64
-	CompactionsTotal     int64
-	PendingGenerations   int
-	OldestPendingAt      *time.Time
-	UpdatedAt            time.Time // observation time; zero means now
+	// CleanedVersion is the table version the last version cleanup saw (maintained by
+	// RecordCleanup; read-only for UpsertStoreStats).
+	CleanedVersion     int64
+	LastCleanupAt      *time.Time
+	LastMergeAt        *time.Time // nil keeps the stored value
+	LastCompactAt      *time.Time // nil keeps the stored value
+	LastIndexAt        *time.Time // nil keeps the stored value
+	MergesTotal        int64
+	CompactionsTotal   int64
+	PendingGenerations int
+	OldestPendingAt    *time.Time
+	UpdatedAt          time.Time // observation time; zero means now
 }
 
 // ShardStats describes one write-ahead shard of a store: what it has sealed but not yet merged.
@@ -216,7 +220,8 @@ func (c *Catalog) DeleteQuietShardStats(ctx context.Context, quietSince time.Tim
 
 const storeStatsColumns = `s.kind, s.name, s.table_version, s.base_rows, s.fragments, s.deleted_rows, s.bytes,
 	s.index_covered_fragments, s.last_merge_at, s.last_compact_at, s.last_index_at, s.merges_total,
-	s.compactions_total, s.pending_generations, s.oldest_pending_at, s.updated_at, s.compactable_fragments`
+	s.compactions_total, s.pending_generations, s.oldest_pending_at, s.updated_at, s.compactable_fragments,
+	s.cleaned_version, s.last_cleanup_at`
 
 func scanStoreStats(row pgx.Row) (StoreStats, error) {
 	var s StoreStats
@@ -224,7 +229,7 @@ func scanStoreStats(row pgx.Row) (StoreStats, error) {
 	var fragments, covered, pending, compactable int32
 	err := row.Scan(&kind, &s.Name, &s.TableVersion, &s.BaseRows, &fragments, &s.DeletedRows, &s.Bytes,
 		&covered, &s.LastMergeAt, &s.LastCompactAt, &s.LastIndexAt, &s.MergesTotal, &s.CompactionsTotal,
-		&pending, &s.OldestPendingAt, &s.UpdatedAt, &compactable)
+		&pending, &s.OldestPendingAt, &s.UpdatedAt, &compactable, &s.CleanedVersion, &s.LastCleanupAt)
 	s.Kind, s.Fragments, s.IndexCoveredFragments, s.PendingGenerations = Kind(kind), int(fragments), int(covered), int(pending)
 	s.CompactableFragments = int(compactable)
 	return s, err
@@ -318,4 +323,27 @@ func prefixed(p, columns string) string {
 		parts[i] = p + strings.TrimSpace(col)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// CleanupCandidates: live stores whose table moved at least minVersions versions past the one
+// their last version cleanup saw, most versions first.
+func (c *Catalog) CleanupCandidates(ctx context.Context, minVersions, limit int) ([]StoreStats, error) {
+	return c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+		WHERE s.table_version - s.cleaned_version >= $1 AND `+liveStore+`
+		ORDER BY (s.table_version - s.cleaned_version) DESC LIMIT $2`, minVersions, limit)
+}
+
+// RecordCleanup notes that a version cleanup of kind/name ran on table version v (it never moves
+// back). A store with no stats row yet gets one.
+func (c *Catalog) RecordCleanup(ctx context.Context, kind Kind, name string, v int64) error {
+	_, err := c.pool.Exec(ctx, `
+		INSERT INTO store_stats AS s (kind, name, table_version, cleaned_version, last_cleanup_at)
+		VALUES ($1, $2, $3, $3, now())
+		ON CONFLICT (kind, name) DO UPDATE SET
+			cleaned_version = GREATEST(s.cleaned_version, EXCLUDED.cleaned_version),
+			last_cleanup_at = now()`, string(kind), name, v)
+	if err != nil {
+		return errorf("catalog: record cleanup of %s/%s: %w", kind, name, err)
+	}
+	return nil
 }

@@ -222,3 +222,33 @@ func TestARecreatedStoreInheritsNoStats(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, compact)
 }
+
+// A store is a cleanup candidate once its table moved minVersions past the version its last
+// cleanup saw; recording a cleanup resets that, and never moves back.
+func TestCleanupCandidatesFollowTheLastCleanup(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	for _, n := range []string{"busy", "quiet"} {
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "busy", TableVersion: 200},
+		{Kind: catalog.KindRollout, Name: "quiet", TableVersion: 10},
+	}))
+	got, err := c.CleanupCandidates(ctx, 64, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"busy"}, names(got))
+	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 190))
+	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 100), "an older cleanup's record is ignored")
+	got, err = c.CleanupCandidates(ctx, 64, 10)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "busy")
+	require.NoError(t, err)
+	require.EqualValues(t, 190, st.CleanedVersion)
+	require.NotNil(t, st.LastCleanupAt)
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{Kind: catalog.KindRollout, Name: "busy", TableVersion: 260}}))
+	got, err = c.CleanupCandidates(ctx, 64, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"busy"}, names(got), "a stats refresh keeps the cleanup record")
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 )
@@ -30,12 +31,14 @@ type temporalConfig struct {
 	Namespace     string
 	ActivitySlots int
 	SweepInterval time.Duration
+	VersionTTL    time.Duration
 }
 
 func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
+	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the newest 10 always do), and so do unreferenced files younger than it")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing (0 = create none)")
 }
 
@@ -62,7 +65,9 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 			return nil, fmt.Errorf("create the maintenance schedules: %w", err)
 		}
 	}
-	w := worker.New(c, &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg)}, worker.Options{ActivitySlots: cfg.ActivitySlots})
+	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg),
+		Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
+	w := worker.New(c, acts, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("start maintenance worker: %w", err)
