@@ -5,9 +5,14 @@
 package worker
 
 import (
+	"reflect"
+
 	"context"
 	"errors"
 	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
@@ -114,8 +119,35 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every time.
 		CatchupWindow: time.Minute,
 		Note:          note,
 	})
-	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return nil
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return err
 	}
-	return err
+	// It exists: bring its interval and input up to this worker's configuration (a changed
+	// --sweep-interval takes effect at the next worker start), unless they already match.
+	return c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			sched := in.Description.Schedule
+			action, ok := sched.Action.(*client.ScheduleWorkflowAction)
+			if ok && sched.Spec != nil && len(sched.Spec.Intervals) == 1 && sched.Spec.Intervals[0].Every == every &&
+				action.Workflow == workflowType && len(action.Args) == 1 && sameArg(action.Args[0], arg) {
+				return nil, temporal.ErrSkipScheduleUpdate
+			}
+			sched.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+			sched.Action = &client.ScheduleWorkflowAction{ID: id, Workflow: workflowType, Args: []any{arg}, TaskQueue: workflows.TaskQueue}
+			return &client.ScheduleUpdate{Schedule: &sched}, nil
+		},
+	})
+}
+
+// sameArg reports whether a described schedule's argument (an encoded payload) decodes to want.
+func sameArg(got, want any) bool {
+	p, ok := got.(*commonpb.Payload)
+	if !ok {
+		return false
+	}
+	decoded := reflect.New(reflect.TypeOf(want))
+	if err := converter.GetDefaultDataConverter().FromPayload(p, decoded.Interface()); err != nil {
+		return false
+	}
+	return reflect.DeepEqual(decoded.Elem().Interface(), want)
 }

@@ -123,6 +123,11 @@ func TestSchedulesAreCreatedIdempotently(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, workflows.TaskQueue, action.TaskQueue)
 	}
+	// A worker started with another --sweep-interval brings the existing schedule to it.
+	require.NoError(t, worker.EnsureSchedules(ctx, c, 45*time.Minute))
+	desc, err := c.ScheduleClient().GetHandle(ctx, workflows.SweepScheduleID).Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 45*time.Minute, desc.Schedule.Spec.Intervals[0].Every)
 }
 
 // Many concurrent requests for one store, on the real server: the store's activities never
