@@ -39,7 +39,7 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
 	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the newest 10 always do), and so do unreferenced files younger than it")
-	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing (0 = create none)")
+	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing, and updated when this changed (0 = leave them alone)")
 }
 
 func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
