@@ -327,3 +327,31 @@ func closedAfter(d time.Duration) <-chan struct{} {
 	time.AfterFunc(d, func() { close(c) })
 	return c
 }
+
+// A seal rolls the segment: the next append starts a new one, so once the sealed rows are merged
+// their segment is deleted even though it is far below the size roll (merged WAL bytes do not
+// outlive their merge).
+func TestMergedWALSegmentsAreReclaimedWithoutASizeRoll(t *testing.T) {
+	ctx := context.Background()
+	e := newInPlaceEnv(t, objstoretest.NewMemory())
+	s := e.open("w", withSegments) // 64 MiB segments: these appends never fill one
+	for round := range 3 {
+		appendIDs(t, s, e.mem, int64(round), ids(fmt.Sprintf("r%d-", round), 20)...)
+		require.NoError(t, s.Flush(ctx))
+	}
+	require.Len(t, objectsUnder(t, e.objects, shard.SegmentPrefix(s.Shard())), 3, "a segment per seal")
+	appendIDs(t, s, e.mem, 9, "tail")
+	require.Eventually(t, func() bool { return s.residentWriter().RetiredSegments() == 1 }, 2*time.Second, time.Millisecond)
+	require.NoError(t, s.Flush(ctx)) // lists the last sealed rows' segment
+	merger := e.open("maintenance", func(o *Options) { o.ReadOnly = true })
+	for pendingGens(t, merger) > 0 {
+		_, err := merger.MergeShard(ctx, s.Shard(), MergeOptions{})
+		require.NoError(t, err)
+	}
+	segs := objectsUnder(t, e.objects, shard.SegmentPrefix(s.Shard()))
+	require.Len(t, segs, 1, "only the active segment (holding nothing unmerged) is left: %v", segs)
+	for round := range 3 {
+		require.EqualValues(t, round, value(t, merger, fmt.Sprintf("r%d-0000", round)))
+	}
+	require.EqualValues(t, 9, value(t, merger, "tail"))
+}

@@ -120,9 +120,12 @@ type Writer struct {
 	stopped chan struct{} // closed when the committer exits
 	sealMu  sync.Mutex    // serialises seals
 	sealing atomic.Bool
-	pending atomic.Int64   // sealed generations pending merge, as of the last manifest read
-	gc      *collector     // carries out every WAL deletion of this writer; stopped by close
-	bg      sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
+	// rollSegment asks the next frame reservation for a new segment: set by each seal that made
+	// a generation, so a segment holds the rows of few generations and goes once they are merged.
+	rollSegment atomic.Bool
+	pending     atomic.Int64   // sealed generations pending merge, as of the last manifest read
+	gc          *collector     // carries out every WAL deletion of this writer; stopped by close
+	bg          sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
 }
 
 // Enqueue hands a stamped record (laid out as the table schema, with _seq and _tombstone) to the committer and waits until it is durable. The record is
@@ -553,6 +556,9 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	w.mu.Unlock()
 	w.gc.delete(segmentKeys(w.shard, refNames(segGarbage))...)
 	w.pending.Store(int64(len(next.Generations)))
+	if gen.KeysPath != "" && w.segments {
+		w.rollSegment.Store(true)
+	}
 	// Positions this seal moved under replay_after that its generation does not hold (a seal of
 	// nothing but a fence, an unused position before the memtable's first) are garbage: no
 	// generation sealed before holds them, none sealed later will.
