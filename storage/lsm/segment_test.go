@@ -341,8 +341,16 @@ func TestMergedWALSegmentsAreReclaimedWithoutASizeRoll(t *testing.T) {
 	}
 	require.Len(t, objectsUnder(t, e.objects, shard.SegmentPrefix(s.Shard())), 3, "a segment per seal")
 	appendIDs(t, s, e.mem, 9, "tail")
-	require.Eventually(t, func() bool { return s.residentWriter().RetiredSegments() == 1 }, 2*time.Second, time.Millisecond)
-	require.NoError(t, s.Flush(ctx)) // lists the last sealed rows' segment
+	// Segments are retired once their last group is finished, just after the append that rolled
+	// past them returns; the next seal lists every retired one. Wait until all but the active
+	// segment are retired or listed.
+	require.Eventually(t, func() bool {
+		m, err := shard.ReadManifest(ctx, e.objects, s.Shard())
+		require.NoError(t, err)
+		onDisk := len(objectsUnder(t, e.objects, shard.SegmentPrefix(s.Shard())))
+		return onDisk == 4 && len(m.Segments)+s.residentWriter().RetiredSegments() == onDisk-1
+	}, 2*time.Second, time.Millisecond)
+	require.NoError(t, s.Flush(ctx)) // seals "tail" and lists every retired segment
 	merger := e.open("maintenance", func(o *Options) { o.ReadOnly = true })
 	for pendingGens(t, merger) > 0 {
 		_, err := merger.MergeShard(ctx, s.Shard(), MergeOptions{})
