@@ -37,6 +37,10 @@ type Config struct {
 	// WrapObjects, when set, wraps the data directory's object store (fault injection and I/O
 	// accounting in tests; the e2e build's slow fragment writes).
 	WrapObjects func(objstore.Store) objstore.Store
+	// RequestMerge, when set, is asked for a merge of a store as soon as a seal here leaves its
+	// shard with MergeAfterGenerations (default 8) generations pending (mergetrigger.go).
+	RequestMerge          MergeRequester
+	MergeAfterGenerations int
 }
 
 // rewrittenKey names the objects Strata rewrites in place (never kept by the read cache): tables'
@@ -68,6 +72,7 @@ type Manager struct {
 	probeAt  time.Time
 	probeErr error
 	fenced   sync.Map // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
+	merges   *mergeTrigger // nil without Config.RequestMerge; stopped by Close after the last seal
 }
 
 type handle struct {
@@ -107,6 +112,12 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	location.RawQuery, location.ForceQuery = "", false
 	m := &Manager{cat: cat, root: objects, dirs: dirs, rootURL: location.String(), dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
+	if cfg.RequestMerge != nil {
+		if cfg.MergeAfterGenerations <= 0 {
+			cfg.MergeAfterGenerations = 8
+		}
+		m.merges = newMergeTrigger(cfg.RequestMerge, cfg.MergeAfterGenerations, log.Warn)
+	}
 	m.hits = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_hits_total", Help: "Store opens served by the resident cache."})
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
 	m.resident = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_stores_resident", Help: "Stores open in this process."},
@@ -216,6 +227,10 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 	}
 	opts := m.cfg.Store
 	opts.Name = string(st.Kind) + "/" + st.Name
+	if m.merges != nil {
+		kind, name := st.Kind, st.Name
+		opts.OnSeal = func(pending int) { m.merges.sealed(kind, name, pending) }
+	}
 	s, err := lsm.Open(ctx, objects, opts)
 	if errors.Is(err, table.ErrNotFound) {
 		schema, serr := kinds.SchemaOf(st)
@@ -318,6 +333,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		if err := h.store.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", h.kind, h.name, err))
 		}
+	}
+	if m.merges != nil {
+		m.merges.stop()
 	}
 	return errors.Join(errs...)
 }

@@ -332,3 +332,38 @@ func TestStorageOptionsAreFoundInBothOptionShapes(t *testing.T) {
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}
 }
+
+// A seal that leaves the shard at the merge threshold asks for a merge at once (rate-limited per
+// store); seals below it do not.
+func TestASealAtTheMergeThresholdAsksForAMerge(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	var mu sync.Mutex
+	var asked []string
+	m, err := New(cat, Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "w"}, MergeAfterGenerations: 3,
+		RequestMerge: func(_ context.Context, kind catalog.Kind, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, string(kind)+"/"+name)
+			return nil
+		}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	_, _, err = m.Create(ctx, catalog.KindRollout, "busy", nil, nil)
+	require.NoError(t, err)
+	s, release, err := m.Acquire(ctx, catalog.KindRollout, "busy")
+	require.NoError(t, err)
+	for i := range 5 {
+		appendOne(t, s, fmt.Sprintf("r%d", i))
+		require.NoError(t, s.Flush(ctx))
+		if i < 2 {
+			mu.Lock()
+			require.Empty(t, asked, "below the threshold: no request")
+			mu.Unlock()
+		}
+	}
+	release()
+	require.NoError(t, m.Close(ctx)) // sends what is queued
+	require.Equal(t, []string{"rollout/busy"}, asked, "one request: the next seals fall within the rate limit")
+}

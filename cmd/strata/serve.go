@@ -61,6 +61,7 @@ type serveConfig struct {
 	LogFormat          string
 	ShutdownTimeout    time.Duration
 	MaintenanceWorker  bool
+	MergeAfterGens     int
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
 	// stores without claiming a write shard, so it cannot fence an API worker sharing its
 	// instance id.
@@ -90,6 +91,7 @@ func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
+	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
 }
 
@@ -185,13 +187,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		defer close(sweeperDone)
 		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, storecache.NewSweeperMetrics(reg))
 	}()
-	// The admin maintenance route talks to Temporal through a lazy client: serving data never
-	// waits for (or fails because of) Temporal.
-	tc, err := client.NewLazyClient(client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log})
-	if err != nil {
-		return fmt.Errorf("temporal client: %w", err)
-	}
-	defer tc.Close()
+	tc := rt.temporal
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
 		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
@@ -267,6 +263,7 @@ func openRuntimeRetrying(ctx context.Context, cfg serveConfig, log *slog.Logger,
 // runtime is what both `serve` and `worker` open: the catalog, the metrics registry and the
 // store manager with the process-wide clock and merge budget.
 type runtime struct {
+	temporal    client.Client // lazy: serving never waits for Temporal; nil for `strata worker`
 	catalog     *catalog.Catalog
 	registry    *prometheus.Registry
 	stores      *storecache.Manager
@@ -284,10 +281,28 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
+	var tc client.Client
+	var requestMerge storecache.MergeRequester
+	if !cfg.readOnlyStores {
+		// The admin maintenance route and merges-after-seals talk to Temporal through a lazy
+		// client: serving data never waits for (or fails because of) Temporal.
+		if tc, err = client.NewLazyClient(client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}); err != nil {
+			writeBuffer.Close()
+			cat.Close()
+			return nil, fmt.Errorf("temporal client: %w", err)
+		}
+		if cfg.MergeAfterGens > 0 {
+			requestMerge = func(ctx context.Context, kind catalog.Kind, name string) error {
+				_, err := worker.RequestMaintenance(ctx, tc, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
+				return err
+			}
+		}
+	}
 	mgr, err := storecache.New(cat, storecache.Config{
 		DataURL:     cfg.DataURL,
 		Capacity:    cfg.StoreCacheCapacity,
 		WrapObjects: objectsWrapper(),
+		RequestMerge: requestMerge, MergeAfterGenerations: cfg.MergeAfterGens,
 		Store: lsm.Options{
 			Instance:    cfg.InstanceID,
 			ReadOnly:    cfg.readOnlyStores,
@@ -299,11 +314,14 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		},
 	}, reg, log)
 	if err != nil {
+		if tc != nil {
+			tc.Close()
+		}
 		writeBuffer.Close()
 		cat.Close()
 		return nil, err
 	}
-	return &runtime{catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
+	return &runtime{temporal: tc, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
 }
 
 // memtableLimit resolves --memtable-memory-bytes: 0 picks a quarter of the Go memory limit
@@ -344,6 +362,9 @@ func (r *runtime) close(ctx context.Context) {
 	}
 	r.writeBuffer.Close()
 	r.catalog.Close()
+	if r.temporal != nil {
+		r.temporal.Close() // after the stores: their last seals may still ask for merges
+	}
 }
 
 // buildInfo is strata_build_info: always 1, labelled with the build's version and Go version

@@ -29,6 +29,10 @@ import (
 type Options struct {
 	Instance string // this worker's instance id (default: hostname)
 	Name     string // the store's name in logs (kind/name); set per store by whoever opens it
+	// OnSeal, when set, is told after each seal of this process's shard that made a generation
+	// how many generations the shard has pending merge (e.g. to ask for a merge at once). It must
+	// not block.
+	OnSeal func(pending int)
 	// ReadOnly: this process never appends to the store (a maintenance worker). Opening, reading
 	// and merging never claim a write shard, so a maintenance worker that shares an instance id
 	// with an API worker cannot fence it; Append and Delete fail with ErrReadOnly.
@@ -179,7 +183,7 @@ func (s *Store) ownWriter(ctx context.Context) (*shard.Writer, error) {
 		return nil, ErrReadOnly
 	}
 	w, err := shard.Claim(ctx, s.shards, shard.Config{Shard: s.Shard(), Instance: s.opts.Instance, Clock: s.clock,
-		Writer: s.opts.Writer, WriteBuffer: s.opts.WriteBuffer})
+		Writer: s.opts.Writer, WriteBuffer: s.opts.WriteBuffer, OnSeal: s.opts.OnSeal})
 	if err != nil {
 		return nil, err
 	}

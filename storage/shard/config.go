@@ -44,4 +44,7 @@ type Config struct {
 	Clock       *hlc.Clock
 	Writer      WriterOptions
 	WriteBuffer *WriteBuffer // the process's bound on unsealed bytes (nil: unlimited)
+	// OnSeal, when set, is told after each seal that made a generation how many generations the
+	// shard now has pending merge. It runs on the sealing goroutine: it must not block.
+	OnSeal func(pending int)
 }

@@ -559,6 +559,9 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	if gen.KeysPath != "" && w.segments {
 		w.rollSegment.Store(true)
 	}
+	if gen.KeysPath != "" && w.cfg.OnSeal != nil {
+		w.cfg.OnSeal(len(next.Generations))
+	}
 	// Positions this seal moved under replay_after that its generation does not hold (a seal of
 	// nothing but a fence, an unused position before the memtable's first) are garbage: no
 	// generation sealed before holds them, none sealed later will.
