@@ -71,7 +71,7 @@ type Manager struct {
 	probeMu  sync.Mutex    // guards probeAt and probeErr: the last probe's time and result
 	probeAt  time.Time
 	probeErr error
-	fenced   sync.Map // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
+	fenced   sync.Map      // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
 	merges   *mergeTrigger // nil without Config.RequestMerge; stopped by Close after the last seal
 }
 

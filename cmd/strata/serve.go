@@ -299,9 +299,9 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		}
 	}
 	mgr, err := storecache.New(cat, storecache.Config{
-		DataURL:     cfg.DataURL,
-		Capacity:    cfg.StoreCacheCapacity,
-		WrapObjects: objectsWrapper(),
+		DataURL:      cfg.DataURL,
+		Capacity:     cfg.StoreCacheCapacity,
+		WrapObjects:  objectsWrapper(),
 		RequestMerge: requestMerge, MergeAfterGenerations: cfg.MergeAfterGens,
 		Store: lsm.Options{
 			Instance:    cfg.InstanceID,
