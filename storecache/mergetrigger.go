@@ -22,6 +22,9 @@ const (
 	mergeRequestInterval = 5 * time.Second
 	mergeTriggerQueue    = 1024
 	mergeRequestTimeout  = 5 * time.Second
+	// maxTrackedStores: past this many remembered stores, the ones out of their rate-limit
+	// window are forgotten (the map stays bounded by the stores sealed within one window).
+	maxTrackedStores = 4096
 )
 
 type storeKey struct {
@@ -61,6 +64,13 @@ func (t *mergeTrigger) sealed(kind catalog.Kind, name string, pending int) {
 	defer t.mu.Unlock() // held while queueing: stop (which closes the queue) never races a send
 	if t.stopped || time.Since(t.last[k]) < mergeRequestInterval {
 		return
+	}
+	if len(t.last) >= maxTrackedStores { // forget stores whose rate limit has passed
+		for key, at := range t.last {
+			if time.Since(at) >= mergeRequestInterval {
+				delete(t.last, key)
+			}
+		}
 	}
 	t.last[k] = time.Now()
 	select {

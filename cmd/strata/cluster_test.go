@@ -123,9 +123,10 @@ func waitHealthy(t *testing.T, base string) {
 
 // A cluster whose processes share only S3 (versitygw), PostgreSQL and Temporal: two API workers
 // and a maintenance worker, each in an empty working directory of its own. Appends go through
-// both API workers, a merge on the maintenance worker (asked for by the API workers' seals) folds them, reads go through the other worker; then one API
-// worker is killed (-9) and restarted with its instance id: every acknowledged row is readable
-// exactly once with its newest value, through both.
+// both API workers, a merge on the maintenance worker (asked for by the API workers' seals) folds
+// them, reads go through the other worker; then one API worker is killed (-9) and restarted with
+// its instance id: every acknowledged row is readable exactly once with its newest value, through
+// both.
 func TestAClusterThatSharesNoDiskLosesNothing(t *testing.T) {
 	temporalAddr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
 	if temporalAddr == "" {

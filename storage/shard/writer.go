@@ -128,9 +128,10 @@ type Writer struct {
 	bg          sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
 }
 
-// Enqueue hands a stamped record (laid out as the table schema, with _seq and _tombstone) to the committer and waits until it is durable. The record is
-// encoded here, by the appender, while earlier groups are being written: the committer then only
-// splices the appends' encodings into the group's entry (see groupEntry).
+// Enqueue hands a stamped record (laid out as the table schema, with _seq and _tombstone) to the
+// committer and waits until it is durable. The record is encoded here, by the appender, while
+// earlier groups are being written: the committer then only splices the appends' encodings into
+// the group's entry (see groupEntry).
 func (w *Writer) Enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	var size int64
 	for _, c := range rec.Columns() {
