@@ -36,6 +36,27 @@ const (
 // once (see p3Texts).
 var p3Text = p3Texts(p3Clients * p3Batches * p3Batch)
 
+// p3ArrowBody is client's batch of P3's load as an Arrow IPC stream (id, rollout_id, content).
+func p3ArrowBody(client, batch int) []byte {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	for i := range p3Batch {
+		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
+		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
+		bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	_ = w.Write(rec)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
 func p3Content(client, batch, row int) string {
 	return p3Text[(client*p3Batches+batch)*p3Batch+row]
 }
@@ -75,25 +96,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 			data, _ := json.Marshal(map[string]any{"records": recs})
 			return data
 		}
-		arrowSchema := arrow.NewSchema([]arrow.Field{
-			{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
-			{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
-		arrowBody := func(client, batch int) []byte {
-			bld := array.NewRecordBuilder(memory.DefaultAllocator, arrowSchema)
-			defer bld.Release()
-			for i := range p3Batch {
-				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
-				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
-				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
-			}
-			rec := bld.NewRecordBatch()
-			defer rec.Release()
-			var buf bytes.Buffer
-			iw := ipc.NewWriter(&buf, ipc.WithSchema(arrowSchema))
-			_ = iw.Write(rec)
-			_ = iw.Close()
-			return buf.Bytes()
-		}
+		arrowBody := p3ArrowBody
 		// Bodies are built before the clock starts: the figure is the server's throughput, and the
 		// clients share the server's two cores.
 		prebuilt := func(body func(client, batch int) []byte) [][]byte {

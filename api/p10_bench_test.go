@@ -11,11 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
 )
@@ -25,34 +20,15 @@ import (
 // stores are on the local disk, taking turns in the same run: rows/s of each and the request
 // latency on S3.
 func BenchmarkP10S3HTTP(b *testing.B) {
-	const clients, batches, rounds, batchRows = 16, 40, 2, 100
+	const clients, batches, rounds, batchRows = 16, 40, 2, p3Batch
 	for b.Loop() {
 		c := benchCluster(b)
 		local := c.benchWorker(b)
 		onS3 := (&benchClusterT{cat: c.cat, url: c.url, data: testenv.S3(b)}).benchWorker(b)
-		schema := arrow.NewSchema([]arrow.Field{
-			{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
-			{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
-		body := func(client, batch int) []byte {
-			bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-			defer bld.Release()
-			for i := range batchRows {
-				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
-				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
-				bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
-			}
-			rec := bld.NewRecordBatch()
-			defer rec.Release()
-			var buf bytes.Buffer
-			w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-			_ = w.Write(rec)
-			_ = w.Close()
-			return buf.Bytes()
-		}
 		bodies := make([][]byte, clients*batches)
 		for cl := range clients {
 			for bt := range batches {
-				bodies[cl*batches+bt] = body(cl, bt)
+				bodies[cl*batches+bt] = p3ArrowBody(cl, bt)
 			}
 		}
 		type target struct {
