@@ -162,7 +162,7 @@ func TestAClusterThatSharesNoDiskLosesNothing(t *testing.T) {
 	metricsPort, err := testenv.FreePort()
 	require.NoError(t, err)
 	maint := &clusterProcess{t: t, args: []string{"worker"}, dir: t.TempDir(),
-		env: append(append([]string{}, common...), "STRATA_INSTANCE_ID=maint", "STRATA_SWEEP_INTERVAL=1s",
+		env: append(append([]string{}, common...), "STRATA_INSTANCE_ID=maint", "STRATA_SWEEP_INTERVAL=0", // no schedules: merges follow seals
 			fmt.Sprintf("STRATA_METRICS_ADDR=127.0.0.1:%d", metricsPort))}
 	maint.start()
 	defer maint.stop()
