@@ -57,7 +57,7 @@ func validateStorageOptions(opts map[string]string) error {
 				return fmt.Errorf("%w: storage_options bucket %q is not a bucket name", catalog.ErrInvalid, v)
 			}
 		case "prefix":
-			if err := objstore.Validate(strings.Trim(v, "/")); err != nil {
+			if err := objstore.Validate(strings.Trim(v, "/")); err != nil || strings.ContainsAny(v, "?#% ") {
 				return fmt.Errorf("%w: storage_options prefix %q: a relative path of safe segments", catalog.ErrInvalid, v)
 			}
 		case "endpoint":

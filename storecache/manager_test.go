@@ -275,7 +275,7 @@ func TestStorageOptionsPlaceAStore(t *testing.T) {
 	require.NoError(t, err)
 	q := u.Query()
 
-	for _, bad := range []string{`{"aws_access_key_id": "AKIA"}`, `{"prefix": "../up"}`, `{"endpoint": "http://h:1"}`,
+	for _, bad := range []string{`{"aws_access_key_id": "AKIA"}`, `{"prefix": "../up"}`, `{"prefix": "a?b"}`, `{"prefix": "a#b"}`, `{"endpoint": "http://h:1"}`,
 		`{"bucket": "b", "path_style": "maybe"}`, `{"bucket": ""}`, `{"prefix": 3}`} {
 		_, _, err := m.Create(ctx, catalog.KindRollout, "bad", nil, []byte(bad))
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
