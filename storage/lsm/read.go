@@ -27,7 +27,7 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 	if err != nil {
 		return nil, err
 	}
-	return readFresh(s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names) })
+	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names) })
 }
 
 // getOnce is one attempt of GetAt on one snapshot; errVanished when a merge overtook it.
@@ -65,7 +65,7 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 			}
 			k, err := s.shards.KeyFile(ctx, g)
 			if err != nil {
-				return nil, vanished(err)
+				return nil, vanished(err, sh.Shard, g)
 			}
 			if row, ok := k.Find(key); ok {
 				offer(generationVersion(sh.Shard, g, k, row))

@@ -76,7 +76,7 @@ func pendingRow(ctx context.Context, v version, rows *shard.RowReader) (arrow.Re
 	}
 	rec, row, err := rows.Row(ctx, v.shard, v.gen, v.keys, v.row)
 	if err != nil {
-		return nil, 0, vanished(err)
+		return nil, 0, vanished(err, v.shard, v.gen)
 	}
 	return rec, row, nil
 }
@@ -85,10 +85,25 @@ func pendingRow(ctx context.Context, v version, rows *shard.RowReader) (arrow.Re
 // that committed after the snapshot was taken (see the vanishing rule above).
 var errVanished = errors.New("lsm: a pending generation was merged during the read")
 
-// vanished maps a miss on a pending generation's object to errVanished; other errors pass.
-func vanished(err error) error {
+// vanishedError is a miss on an object of generation gen of shard, which a read's snapshot
+// listed; it is errVanished.
+type vanishedError struct {
+	shard string
+	gen   uint64
+	err   error
+}
+
+func (e *vanishedError) Error() string {
+	return fmt.Sprintf("%v: generation %d of shard %s: %v", errVanished, e.gen, e.shard, e.err)
+}
+func (e *vanishedError) Is(target error) bool { return target == errVanished }
+func (e *vanishedError) Unwrap() error        { return e.err }
+
+// vanished maps a miss on an object of generation g of shard sh to errVanished; other errors
+// pass.
+func vanished(err error, sh string, g shard.Generation) error {
 	if errors.Is(err, objstore.ErrNotFound) {
-		return fmt.Errorf("%w: %w", errVanished, err)
+		return &vanishedError{shard: sh, gen: g.Gen, err: err}
 	}
 	return err
 }
@@ -98,17 +113,48 @@ func vanished(err error) error {
 // reached only under merges back to back; the read then fails as overloaded (retryable).
 const maxReadAttempts = 8
 
-// readFresh runs read, starting it again on a fresh snapshot while it reports errVanished.
-func readFresh[T any](s *Store, read func() (T, error)) (T, error) {
+// readFresh runs read, starting it again on a fresh snapshot while it reports errVanished — but
+// only while the generation whose object is missing was in fact merged: a generation still
+// pending whose object is gone is damage, reported as ErrCorrupt at once rather than retried.
+func readFresh[T any](ctx context.Context, s *Store, read func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := read()
 		if !errors.Is(err, errVanished) {
 			return v, err
 		}
+		var zero T
+		var ve *vanishedError
+		if errors.As(err, &ve) {
+			if pending, perr := s.stillPending(ctx, ve.shard, ve.gen); perr != nil {
+				return zero, perr
+			} else if pending {
+				return zero, fmt.Errorf("%w: %w (it is still pending merge)", ErrCorrupt, err)
+			}
+		}
 		if attempt == maxReadAttempts {
-			var zero T
 			return zero, fmt.Errorf("%w: merges kept replacing the pending generations during the read (%d attempts): %w", ErrOverloaded, attempt, err)
 		}
 		s.metrics.readsResnapshotted.Inc()
 	}
+}
+
+// stillPending reports whether generation gen of shard is still listed in the shard's latest
+// manifest and above the table's watermark for it (not merged).
+func (s *Store) stillPending(ctx context.Context, sh string, gen uint64) (bool, error) {
+	m, err := s.shards.LatestManifest(ctx, sh)
+	if err != nil || m == nil {
+		return false, err
+	}
+	listed := false
+	for _, g := range m.Generations {
+		listed = listed || g.Gen == gen
+	}
+	if !listed {
+		return false, nil
+	}
+	t, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return false, err
+	}
+	return gen > t.WALWatermarks[sh], nil
 }

@@ -62,7 +62,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if !slices.Contains(read, s.keyColumn) {
 		read = append(read, s.keyColumn)
 	}
-	return readFresh(s, func() (ScanPage, error) { return s.scanOnce(ctx, opts, names, read, limit) })
+	return readFresh(ctx, s, func() (ScanPage, error) { return s.scanOnce(ctx, opts, names, read, limit) })
 }
 
 // scanOnce builds one page on one snapshot; errVanished when a merge overtook it (nothing of the
@@ -165,7 +165,7 @@ func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after strin
 			}
 			k, err := s.shards.KeyFile(ctx, g)
 			if err != nil {
-				return nil, vanished(err)
+				return nil, vanished(err, sh.Shard, g)
 			}
 			i, found := k.Find(after)
 			if found {

@@ -154,14 +154,35 @@ func scanValues(ctx context.Context, s *Store) (map[string]int64, error) {
 func TestAReadOvertakenOnEveryAttemptGivesUpAsOverloaded(t *testing.T) {
 	e := newEnv(t, objstoretest.NewMemory())
 	s := e.open("w")
+	ctx := context.Background()
+	merged := shard.Generation{Gen: 7} // listed in no manifest: merged, as far as anyone can tell
 	attempts := 0
-	_, err := readFresh(s, func() (int, error) {
+	_, err := readFresh(ctx, s, func() (int, error) {
 		attempts++
-		return 0, vanished(objstore.ErrNotFound)
+		return 0, vanished(objstore.ErrNotFound, "some-shard", merged)
 	})
 	require.ErrorIs(t, err, ErrOverloaded)
 	require.Equal(t, maxReadAttempts, attempts)
-	_, err = readFresh(s, func() (int, error) { return 0, vanished(objstoretest.ErrInjected) })
+	_, err = readFresh(ctx, s, func() (int, error) { return 0, vanished(objstoretest.ErrInjected, "some-shard", merged) })
 	require.ErrorIs(t, err, objstoretest.ErrInjected, "other errors are not retried")
 	require.NotErrorIs(t, err, errVanished)
+}
+
+// A pending (unmerged) generation whose key file is gone is damage, not a race with a merge: the
+// read fails at once with ErrCorrupt instead of retrying and calling the store overloaded.
+func TestAMissingKeyFileOfAPendingGenerationIsCorruption(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	w := e.open("w")
+	appendIDs(t, w, e.mem, 1, "a")
+	require.NoError(t, w.Flush(ctx))
+	m, err := shard.ReadManifest(ctx, e.objects, w.Shard())
+	require.NoError(t, err)
+	require.NoError(t, e.objects.Delete(ctx, m.Generations[0].KeysPath))
+	reader := e.open("reader", func(o *Options) { o.ReadOnly = true })
+	_, err = reader.Get(ctx, "a", nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.NotErrorIs(t, err, ErrOverloaded)
+	_, err = reader.Scan(ctx, ScanOptions{})
+	require.ErrorIs(t, err, ErrCorrupt)
 }
