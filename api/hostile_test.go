@@ -419,7 +419,17 @@ func TestAHungStorageCallAnswers503WithinTheRequestDeadline(t *testing.T) {
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
 	stuck := make(chan struct{})
 	faults.AddRule(objstoretest.Rule{Stuck: stuck}) // every call blocks, deaf to its context
-	defer close(stuck)
+	released := false
+	release := func() { // the disk comes back: the abandoned calls finish and free what they hold
+		if !released {
+			released = true
+			faults.Reset()
+			close(stuck)
+			mem := c.mem.(*memory.CheckedAllocator)
+			require.Eventually(t, func() bool { return mem.CurrentAlloc() == 0 }, 30*time.Second, 10*time.Millisecond)
+		}
+	}
+	defer release()
 	srv := httptest.NewServer(api.WithDeadline(w.e, 300*time.Millisecond))
 	defer srv.Close()
 	start := time.Now()
@@ -439,6 +449,7 @@ func TestAHungStorageCallAnswers503WithinTheRequestDeadline(t *testing.T) {
 	w.e.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/health", nil))
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.Less(t, time.Since(start), 5*time.Second)
+	release()
 }
 
 func TestAFencedWorkerSaysSoOnceAndReportsItselfUnhealthy(t *testing.T) {
