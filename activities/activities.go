@@ -248,9 +248,7 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 	}
 	var shards []catalog.ShardStats
 	for _, sh := range snap.Shards {
-		p := sh.State()
-		shards = append(shards, catalog.ShardStats{Kind: kind, Name: ref.Name, Shard: p.Shard, PendingGenerations: p.PendingGenerations,
-			PendingRows: p.PendingRows, PendingBytes: p.PendingBytes, OldestPendingAt: p.OldestPendingAt})
+		shards = append(shards, storecache.ShardStats(kind, ref.Name, sh.State()))
 	}
 	return m.Version, a.Stores.Catalog().UpsertShardStats(ctx, shards)
 }

@@ -103,9 +103,7 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 				return
 			}
 			mu.Lock()
-			stats = append(stats, catalog.ShardStats{Kind: h.kind, Name: h.name, Shard: st.Shard,
-				PendingGenerations: st.PendingGenerations, PendingRows: st.PendingRows, PendingBytes: st.PendingBytes,
-				OldestPendingAt: st.OldestPendingAt})
+			stats = append(stats, ShardStats(h.kind, h.name, st))
 			mu.Unlock()
 		}()
 	}
@@ -165,12 +163,17 @@ func (m *Manager) Flush(ctx context.Context, kind catalog.Kind, name string, s *
 	defer cancel()
 	st, ok, err := s.OwnShardState(rctx)
 	if err == nil && ok {
-		err = m.cat.UpsertShardStats(rctx, []catalog.ShardStats{{Kind: kind, Name: name, Shard: st.Shard,
-			PendingGenerations: st.PendingGenerations, PendingRows: st.PendingRows, PendingBytes: st.PendingBytes,
-			OldestPendingAt: st.OldestPendingAt}})
+		err = m.cat.UpsertShardStats(rctx, []catalog.ShardStats{ShardStats(kind, name, st)})
 	}
 	if err != nil {
 		m.log.Warn("reporting a flushed shard failed; the next flush pass reports it", "store", string(kind)+"/"+name, "err", err)
 	}
 	return nil
+}
+
+// ShardStats is a store's shard state as the catalog's shard_stats row (the one conversion every
+// reporter uses: the flush pass, client-requested flushes, the stats activity).
+func ShardStats(kind catalog.Kind, name string, st lsm.ShardState) catalog.ShardStats {
+	return catalog.ShardStats{Kind: kind, Name: name, Shard: st.Shard, PendingGenerations: st.PendingGenerations,
+		PendingRows: st.PendingRows, PendingBytes: st.PendingBytes, OldestPendingAt: st.OldestPendingAt}
 }

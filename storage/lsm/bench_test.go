@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,35 +125,9 @@ func BenchmarkA1DurableAppend(b *testing.B) {
 	for b.Loop() {
 		for _, c := range []struct{ appenders, each int }{{1, 300}, {8, 200}, {64, 60}} {
 			s := benchStore(b, b.TempDir(), "writer")
-			var wg sync.WaitGroup
-			start := time.Now()
-			errs := make(chan error, c.appenders)
-			for a := range c.appenders {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range c.each {
-						rb := payloadRows(1, a*1_000_000+i, payload)
-						rec := rb.NewRecordBatch()
-						rb.Release()
-						_, err := s.Append(ctx, rec)
-						rec.Release()
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			close(errs)
-			if err := <-errs; err != nil {
-				b.Fatal(err)
-			}
-			rows := float64(c.appenders * c.each)
-			benchfmt.Report(fmt.Sprintf("A1-append-rows-%d", c.appenders), rows/elapsed.Seconds(), "rows/s", fmt.Sprintf("durable 1 KB single-row appends, %d concurrent appenders", c.appenders))
-			benchfmt.Report(fmt.Sprintf("A1-append-mb-%d", c.appenders), rows*1024/(1<<20)/elapsed.Seconds(), "MB/s", fmt.Sprintf("durable append payload throughput, %d appenders", c.appenders))
+			rate, _ := runAppenders(b, s, c.appenders, c.each, payload)
+			benchfmt.Report(fmt.Sprintf("A1-append-rows-%d", c.appenders), rate, "rows/s", fmt.Sprintf("durable 1 KB single-row appends, %d concurrent appenders", c.appenders))
+			benchfmt.Report(fmt.Sprintf("A1-append-mb-%d", c.appenders), rate*1024/(1<<20), "MB/s", fmt.Sprintf("durable append payload throughput, %d appenders", c.appenders))
 			_ = s.Close(ctx)
 		}
 	}

@@ -44,45 +44,10 @@ func BenchmarkP10S3Append(b *testing.B) {
 				b.Fatal(err)
 			}
 			local := benchStore(b, b.TempDir(), "writer")
-			run := func(s *Store) (float64, []time.Duration) {
-				var mu sync.Mutex
-				var lat []time.Duration
-				var wg sync.WaitGroup
-				errs := make(chan error, c.appenders)
-				start := time.Now()
-				for a := range c.appenders {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := range c.each {
-							rb := payloadRows(1, a*1_000_000+i, payload)
-							rec := rb.NewRecordBatch()
-							rb.Release()
-							t0 := time.Now()
-							_, err := s.Append(ctx, rec)
-							d := time.Since(t0)
-							rec.Release()
-							if err != nil {
-								errs <- err
-								return
-							}
-							mu.Lock()
-							lat = append(lat, d)
-							mu.Unlock()
-						}
-					}()
-				}
-				wg.Wait()
-				close(errs)
-				if err := <-errs; err != nil {
-					b.Fatal(err)
-				}
-				return float64(c.appenders*c.each) / time.Since(start).Seconds(), lat
-			}
 			before := counted.Stats()
-			s3Rate, lat := run(onS3)
+			s3Rate, lat := runAppenders(b, onS3, c.appenders, c.each, payload)
 			puts := counted.Stats().Sub(before).Writes
-			localRate, _ := run(local)
+			localRate, _ := runAppenders(b, local, c.appenders, c.each, payload)
 			slices.Sort(lat)
 			p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
 			n, who := fmt.Sprint(c.appenders), fmt.Sprintf("%d appenders", c.appenders)
@@ -99,4 +64,43 @@ func BenchmarkP10S3Append(b *testing.B) {
 			_ = local.Close(ctx)
 		}
 	}
+}
+
+// runAppenders runs appenders goroutines, each appending each single-row batches of payload to s
+// durably, and returns the rows per second and every append's latency.
+func runAppenders(b *testing.B, s *Store, appenders, each int, payload string) (float64, []time.Duration) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	errs := make(chan error, appenders)
+	start := time.Now()
+	for a := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				rb := payloadRows(1, a*1_000_000+i, payload)
+				rec := rb.NewRecordBatch()
+				rb.Release()
+				t0 := time.Now()
+				_, err := s.Append(ctx, rec)
+				d := time.Since(t0)
+				rec.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return float64(appenders*each) / time.Since(start).Seconds(), lat
 }
