@@ -312,6 +312,10 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 		err = w.writeFrame(ctx, seg, off, g.pos, data)
 		if err == nil {
 			err = w.confirmEpoch(ctx)
+		} else if ferr := w.confirmEpoch(ctx); errors.Is(ferr, ErrFenced) {
+			// A new owner's sweep may delete a fenced writer's stray segment under it: the write
+			// fails because the shard moved, and says so.
+			err = ferr
 		}
 		if err != nil {
 			seg.fail(off) // at once: the groups after this one in the segment will fail too
