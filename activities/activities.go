@@ -2,8 +2,9 @@
 // storage and the catalog. Every activity is idempotent under retries: each storage step commits
 // by compare-and-swap on a manifest, so a retried or duplicated attempt finds the work done.
 //
-// Long activities heartbeat every few seconds with details a person reads in the Temporal UI
-// (phase, shard, reserved_bytes, waiting_for_budget, generations_read, rows_merged). Merge memory
+// Long activities heartbeat while they make progress, with details a person reads in the
+// Temporal UI (phase, shard, reserved_bytes, waiting_for_budget, generations_read, rows_merged,
+// storage calls and bytes); one that stops making progress is abandoned (heartbeat.go). Merge memory
 // is reserved from the process budget inside the activity — while it waits, it keeps
 // heartbeating — and released on success, failure, cancellation and heartbeat timeout (the
 // reservation lives only inside the activity's call).
@@ -13,10 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/strata-store/strata/catalog"
@@ -34,83 +33,23 @@ const (
 	PhaseStats      = "stats"
 )
 
-// HeartbeatDetails are recorded with every heartbeat (visible in the UI's pending activity).
-type HeartbeatDetails struct {
-	Phase            string `json:"phase"`
-	Shard            string `json:"shard,omitempty"`
-	ReservedBytes    int64  `json:"reserved_bytes"`
-	WaitingForBudget bool   `json:"waiting_for_budget"`
-	GenerationsRead  int    `json:"generations_read"`
-	RowsMerged       int64  `json:"rows_merged"`
-}
+// DefaultStallTimeout is how long an activity may go without progress before its attempt is
+// abandoned as stalled (below the workflow's heartbeat timeout, so the activity reports why).
+const DefaultStallTimeout = 45 * time.Second
 
 // Activities are the maintenance activities; register them on the maintenance worker.
 type Activities struct {
 	Stores            *storecache.Manager
 	Request           Requester     // queues maintenance requests (the sweep's output)
 	HeartbeatInterval time.Duration // default 5s
+	StallTimeout      time.Duration // default DefaultStallTimeout
 	Merge             lsm.MergeOptions
 	Compaction        table.CompactionConfig
 	Cleanup           table.CleanupOptions
 	Metrics           *Metrics // maintenance outcome metrics (nil: not counted)
-}
-
-// heartbeater records the latest details on an interval until stopped.
-type heartbeater struct {
-	ctx     context.Context
-	mu      sync.Mutex // guards details
-	details HeartbeatDetails
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-func (a *Activities) startHeartbeats(ctx context.Context, phase string) *heartbeater {
-	h := &heartbeater{ctx: ctx, details: HeartbeatDetails{Phase: phase}, stop: make(chan struct{}), done: make(chan struct{})}
-	interval := a.HeartbeatInterval
-	if interval <= 0 {
-		interval = 5 * time.Second
-	}
-	activity.RecordHeartbeat(ctx, h.snapshot())
-	go func() {
-		defer close(h.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, h.snapshot())
-			}
-		}
-	}()
-	return h
-}
-
-func (h *heartbeater) snapshot() HeartbeatDetails {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.details
-}
-
-// set updates the details; a new phase is recorded at once (not at the next tick), so the UI
-// never shows a phase the activity has left.
-func (h *heartbeater) set(f func(*HeartbeatDetails)) {
-	h.mu.Lock()
-	before := h.details.Phase
-	f(&h.details)
-	changed, d := h.details.Phase != before, h.details
-	h.mu.Unlock()
-	if changed {
-		activity.RecordHeartbeat(h.ctx, d)
-	}
-}
-
-func (h *heartbeater) close() {
-	close(h.stop)
-	<-h.done
+	// SearchAttributes: the namespace has Strata's search attributes (the worker registered or
+	// found them), so store workflows may set them.
+	SearchAttributes bool
 }
 
 // open acquires the store; a store that is not registered (deleted) is non-retryable.
@@ -126,25 +65,54 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Sto
 	return s, release, err
 }
 
-// withStore acquires the store, heartbeats (starting in phase) while fn runs, and releases both.
-func (a *Activities) withStore(ctx context.Context, ref workflows.StoreRef, phase string,
-	fn func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
+// withStore acquires the store and runs fn under the progress watchdog (heartbeat.go), starting
+// in phase; the error it returns is classified (errors.go). fn runs in a goroutine of its own
+// that owns the store's reference: when the watchdog abandons a stalled attempt, that goroutine
+// releases the store once its hung call returns.
+func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, phase string,
+	fn func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
 	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
-	s, release, err := a.open(ctx, ref)
+	s, release, err := a.open(ctx, in.Store)
 	if err != nil {
-		return workflows.ActivityResult{}, err
+		return workflows.ActivityResult{}, classify(ctx, in, err)
 	}
-	defer release()
-	hb := a.startHeartbeats(ctx, phase)
-	defer hb.close()
-	return fn(s, hb)
+	hb, work := a.startHeartbeats(ctx, phase)
+	type outcome struct {
+		res workflows.ActivityResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer release()
+		r, err := fn(work, s, hb)
+		done <- outcome{r, err}
+	}()
+	var out outcome
+	select {
+	case out = <-done:
+	case <-hb.stalled:
+		abandoned := true
+		select {
+		case out = <-done:
+			abandoned = false
+		case <-time.After(abandonGrace):
+		}
+		switch {
+		case abandoned:
+			out.err = errStalled
+		case out.err != nil: // what the cancelled work says is a consequence: the attempt stalled
+			out.err = fmt.Errorf("%w (then: %v)", errStalled, out.err)
+		}
+	}
+	hb.close()
+	return out.res, classify(ctx, in, out.err)
 }
 
 // MergeWAL folds every shard's sealed generations into the base table (the store builds the key
 // index first when it does not cover the table: index before merge).
 func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	// A merge starts with the key index (checked, and built when it does not cover the table).
-	return a.withStore(ctx, in.Store, PhaseIndexing, func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		var res workflows.ActivityResult
 		opts := a.Merge
 		var merged int // generations merged by the passes before this one
@@ -172,7 +140,7 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 
 // BuildKeyIndex makes the key index cover every fragment.
 func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, PhaseIndexing, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
 		if _, err := s.BuildKeyIndex(ctx); err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -183,7 +151,7 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, PhaseCompacting, func(s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction,
 			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) }})
 		if err != nil {
@@ -196,7 +164,7 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
 func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, PhaseCleaning, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseCleaning, func(ctx context.Context, s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
 		m, err := s.TableManifest(ctx)
 		if err != nil {
 			return workflows.ActivityResult{}, err
@@ -215,7 +183,7 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 
 // StatsRefresh observes the store's table and shards and upserts its catalog stats.
 func (a *Activities) StatsRefresh(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in.Store, PhaseStats, func(s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseStats, func(ctx context.Context, s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{TableVersion: v}, err
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/workflows"
@@ -43,12 +44,15 @@ type fixture struct {
 	acts    *activities.Activities
 }
 
-func newFixture(t *testing.T, budgetBytes int64) *fixture {
+func newFixture(t *testing.T, budgetBytes int64) *fixture { return newFixtureWith(t, budgetBytes, nil) }
+
+// newFixtureWith is newFixture with the data directory's object store wrapped by wrap.
+func newFixtureWith(t *testing.T, budgetBytes int64, wrap func(objstore.Store) objstore.Store) *fixture {
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
 	f := &fixture{cat: cat, budget: budget.New(budgetBytes, nil), metrics: table.NewMetrics(nil)}
-	f.mgr, err = storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "writer",
+	f.mgr, err = storecache.New(cat, storecache.Config{DataURL: t.TempDir(), WrapObjects: wrap, Store: lsm.Options{Instance: "writer",
 		Budget: f.budget, Table: table.Options{Metrics: f.metrics}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.mgr.Close(context.Background()) })

@@ -4,20 +4,18 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -130,21 +128,7 @@ func errorFor(err error) *APIError {
 
 // storageFault names the storage failure err stands for ("" when it is none of them): faults an
 // operator fixes and a client retries, never the client's fault, never a bare 500.
-func storageFault(err error) string {
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return "disk full"
-	case errors.Is(err, syscall.EIO):
-		return "I/O error"
-	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
-		return "permission denied or read-only"
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
-		return "too many open files"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
-		return "timed out"
-	}
-	return ""
-}
+func storageFault(err error) string { return objstore.Fault(err) }
 
 func invalid(format string, args ...any) error {
 	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}

@@ -238,7 +238,7 @@ func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (
 }
 
 // SoftDeleteStore marks the live store kind/name deleted and returns it, dropping its store and
-// shard stats in the same transaction. Its data stays until registry cleanup purges it.
+// shard stats and its recorded maintenance failures in the same transaction. Its data stays until registry cleanup purges it.
 func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (Store, error) {
 	var s Store
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
@@ -253,6 +253,9 @@ func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (
 		// Stats describe the live incarnation: a store created again under this name starts
 		// with none (no inherited pending generations, fragments or plans).
 		if _, err := tx.Exec(ctx, `DELETE FROM shard_stats WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM maintenance_failures WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM store_stats WHERE kind = $1 AND name = $2`, string(kind), name)

@@ -128,5 +128,5 @@ func (m *Manager) objectsOf(ctx context.Context, st catalog.Store) (objstore.Sto
 	if err != nil {
 		return nil, err
 	}
-	return objstore.WithReadCache(objects, m.cfg.Store.Table.Cache, rewrittenKey), nil
+	return objstore.WithProgress(objstore.WithReadCache(objects, m.cfg.Store.Table.Cache, rewrittenKey)), nil
 }

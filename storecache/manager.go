@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -41,6 +42,8 @@ type Config struct {
 	// shard with MergeAfterGenerations (default 8) generations pending (mergetrigger.go).
 	RequestMerge          MergeRequester
 	MergeAfterGenerations int
+	// FlushTimeout bounds one store's flush in a flush pass (default max(5 x the interval, 30 s)).
+	FlushTimeout time.Duration
 }
 
 // rewrittenKey names the objects Strata rewrites in place (never kept by the read cache): tables'
@@ -63,6 +66,9 @@ type Manager struct {
 	cache   *lru.Cache[string, *handle]
 	group   singleflight.Group
 	closing sync.WaitGroup // background closes of evicted stores; Close waits for them
+	// flushes counts flush-pass goroutines, including ones a pass stopped waiting for because
+	// their store's storage hung; Close waits for them (bounded by its context).
+	flushes sync.WaitGroup
 
 	hits, misses prometheus.Counter
 	resident     prometheus.GaugeFunc
@@ -82,6 +88,9 @@ type handle struct {
 	store   *lsm.Store
 	refs    int  // guarded by Manager.mu
 	evicted bool // guarded by Manager.mu
+	// flushing is set while a flush pass seals the store, by the goroutine that does: a pass
+	// skips a store whose previous flush has not returned (a call hung in its storage).
+	flushing atomic.Bool
 }
 
 // New creates a manager over the data directory.
@@ -106,6 +115,8 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if cfg.WrapObjects != nil {
 		objects = cfg.WrapObjects(root)
 	}
+	// Every call is counted in the progress its context carries (the maintenance watchdog's).
+	objects = objstore.WithProgress(objects)
 	dirs, _ := root.(objstore.DirLister)
 	// Stores' URIs name where they live, not how to connect: no query (endpoint, region, ...).
 	location := *u
@@ -297,8 +308,9 @@ func (m *Manager) Delete(ctx context.Context, kind catalog.Kind, name string) er
 // Catalog is the catalog the manager resolves stores through.
 func (m *Manager) Catalog() *catalog.Catalog { return m.cat }
 
-// resident returns the resident stores, each acquired; the caller releases them.
-func (m *Manager) residentStores() ([]*handle, func()) {
+// residentStores returns the resident stores, each acquired; the caller releases each one
+// (m.releaser(h)()) when done with it.
+func (m *Manager) residentStores() []*handle {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var hs []*handle
@@ -308,11 +320,7 @@ func (m *Manager) residentStores() ([]*handle, func()) {
 			hs = append(hs, h)
 		}
 	}
-	return hs, func() {
-		for _, h := range hs {
-			m.releaser(h)()
-		}
-	}
+	return hs
 }
 
 // Close seals and closes every resident store (shutdown).
@@ -327,6 +335,13 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.cache.Purge()
 	m.mu.Unlock()
+	flushed := make(chan struct{})
+	go func() { m.flushes.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-ctx.Done():
+		return fmt.Errorf("closing stores: a flush is stuck in its storage: %w", ctx.Err())
+	}
 	m.closing.Wait()
 	var errs []error
 	for _, h := range hs {

@@ -22,6 +22,7 @@ import (
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
@@ -366,4 +367,55 @@ func TestASealAtTheMergeThresholdAsksForAMerge(t *testing.T) {
 	release()
 	require.NoError(t, m.Close(ctx)) // sends what is queued
 	require.Equal(t, []string{"rollout/busy"}, asked, "one request: the next seals fall within the rate limit")
+}
+
+// A flush stuck in a storage call deaf to its context does not stall the pass: the pass gives up
+// on it after the flush timeout (plus a grace), seals the other stores, and later passes skip the
+// stuck store until its call returns; then it is sealed like any other.
+func TestAHungFlushDoesNotStallThePass(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	var faults *objstoretest.Faulty
+	reg := prometheus.NewRegistry()
+	m, err := New(cat, Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "w"}, FlushTimeout: 100 * time.Millisecond,
+		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
+		reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	metrics := NewSweeperMetrics(reg)
+	for _, name := range []string{"stuck", "fine"} {
+		_, _, err := m.Create(ctx, catalog.KindRollout, name, nil, nil)
+		require.NoError(t, err)
+		s, release, err := m.Acquire(ctx, catalog.KindRollout, name)
+		require.NoError(t, err)
+		appendOne(t, s, "r1")
+		release()
+	}
+	_, entry, release, err := m.AcquireEntry(ctx, catalog.KindRollout, "stuck")
+	require.NoError(t, err)
+	release()
+	stuckDir := strings.TrimPrefix(entry.URI, m.rootURL+"/") + "/"
+	hung := make(chan struct{})
+	faults.AddRule(objstoretest.Rule{Stuck: hung, Match: func(_ objstoretest.Op, key string) bool { return strings.HasPrefix(key, stuckDir) }})
+
+	start := time.Now()
+	m.FlushPass(ctx, time.Second, metrics)
+	require.Less(t, time.Since(start), 5*time.Second+2*time.Second, "the pass went on without the stuck store")
+	st, err := cat.GetStoreStats(ctx, catalog.KindRollout, "fine")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.PendingGenerations, "the other store was sealed and reported")
+	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("timeout")))
+
+	m.FlushPass(ctx, time.Second, metrics)
+	require.EqualValues(t, 1, testutil.ToFloat64(metrics.flushes.WithLabelValues("busy")), "the stuck store is skipped while its flush hangs")
+
+	faults.Reset()
+	close(hung)
+	require.Eventually(t, func() bool {
+		m.FlushPass(ctx, time.Second, metrics)
+		st, err := cat.GetStoreStats(ctx, catalog.KindRollout, "stuck")
+		return err == nil && st.PendingGenerations == 1
+	}, 10*time.Second, 50*time.Millisecond, "once its storage answers, the store is sealed")
+	require.NoError(t, m.Close(ctx))
 }

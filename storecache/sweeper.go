@@ -1,7 +1,7 @@
 // The flush sweeper: one process-wide loop that seals every resident store of every kind on an
 // interval (never a timer per store: 100k timers would cost more than the stores), concurrently
 // so a slow store never delays another, each store bounded by max(5 x interval, 30 s) so a hung
-// one cannot stall the pass. After sealing it reports the shards' pending work to the catalog in
+// one cannot stall the pass (not even one deaf to its context: the pass stops waiting for it). After sealing it reports the shards' pending work to the catalog in
 // one batch and closes resident stores that were deleted through another worker; a slow or
 // unreachable PostgreSQL delays only those two steps, never appends or reads.
 package storecache
@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,7 +31,7 @@ type SweeperMetrics struct {
 // NewSweeperMetrics registers the sweeper's metrics with reg (when not nil).
 func NewSweeperMetrics(reg prometheus.Registerer) *SweeperMetrics {
 	m := &SweeperMetrics{flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "strata_flushes_total", Help: "Flush sweeper seals of resident stores, by outcome (sealed, idle, error, timeout).",
+		Name: "strata_flushes_total", Help: "Flush sweeper seals of resident stores, by outcome (sealed, idle, error, fenced, timeout, busy: the previous flush of the store is still stuck).",
 	}, []string{"outcome"})}
 	if reg != nil {
 		reg.MustRegister(m.flushes)
@@ -40,6 +41,9 @@ func NewSweeperMetrics(reg prometheus.Registerer) *SweeperMetrics {
 
 // sweepConcurrency bounds how many stores one pass seals at once.
 const sweepConcurrency = 16
+
+// flushGrace is how long past its deadline a pass waits for a store's flush before going on.
+const flushGrace = 5 * time.Second
 
 // RunFlushSweeper seals resident stores every interval until ctx is done.
 func (m *Manager) RunFlushSweeper(ctx context.Context, interval time.Duration, metrics *SweeperMetrics) {
@@ -59,23 +63,58 @@ func (m *Manager) RunFlushSweeper(ctx context.Context, interval time.Duration, m
 	}
 }
 
-// FlushPass seals every resident store once and reports shard stats.
+// FlushPass seals every resident store once and reports shard stats. The pass waits for each
+// store's flush at most perStore (plus a grace): a flush stuck in a storage call deaf to its
+// context (a hung disk) is left to finish on its own goroutine, counted as a timeout, and its
+// store is skipped by later passes until it returns.
 func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics *SweeperMetrics) {
-	hs, release := m.residentStores()
-	defer release()
-	perStore := max(5*interval, 30*time.Second)
+	hs := m.residentStores()
+	perStore := m.cfg.FlushTimeout
+	if perStore <= 0 {
+		perStore = max(5*interval, 30*time.Second)
+	}
 	sem := semaphore.NewWeighted(sweepConcurrency)
-	var mu sync.Mutex
+	var mu sync.Mutex // guards stats
 	var stats []catalog.ShardStats
-	var wg sync.WaitGroup
-	for _, h := range hs {
+	count := func(outcome string) {
+		if metrics != nil {
+			metrics.flushes.WithLabelValues(outcome).Inc()
+		}
+	}
+	var pass sync.WaitGroup // this pass's flushes that returned or were given up on
+	for i, h := range hs {
 		if err := sem.Acquire(ctx, 1); err != nil {
+			for _, h := range hs[i:] {
+				m.releaser(h)()
+			}
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if !h.flushing.CompareAndSwap(false, true) {
+			sem.Release(1)
+			m.releaser(h)()
+			count("busy")
+			continue
+		}
+		pass.Add(1)
+		m.flushes.Add(1)
+		returned := make(chan struct{})
+		var gaveUp atomic.Bool
+		go func() { // waits for the flush below, or gives up on it
+			defer pass.Done()
 			defer sem.Release(1)
+			select {
+			case <-returned:
+			case <-time.After(perStore + flushGrace):
+				gaveUp.Store(true)
+				m.log.Warn("flush stuck in storage; the pass goes on without it", "kind", h.kind, "name", h.name)
+				count("timeout")
+			}
+		}()
+		go func() {
+			defer m.flushes.Done()
+			defer h.flushing.Store(false)
+			defer m.releaser(h)()
+			defer close(returned)
 			sctx, cancel := context.WithTimeout(ctx, perStore)
 			defer cancel()
 			sealed, err := h.store.SealIfDue(sctx, 0)
@@ -92,8 +131,8 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 			case sealed:
 				outcome = "sealed"
 			}
-			if metrics != nil {
-				metrics.flushes.WithLabelValues(outcome).Inc()
+			if !gaveUp.Load() {
+				count(outcome)
 			}
 			if !sealed || err != nil {
 				return
@@ -107,7 +146,10 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	pass.Wait()
+	mu.Lock()
+	stats = slices.Clone(stats) // a flush that returns late must not append to what is reported
+	mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if len(stats) > 0 {

@@ -76,6 +76,7 @@ func Register(r interface {
 		workflows.ActivityStatsRefresh:    acts.StatsRefresh,
 		workflows.ActivitySweep:           acts.SweepCandidates,
 		workflows.ActivityRegistryCleanup: acts.RegistryCleanup,
+		workflows.ActivityRecordOutcome:   acts.RecordOutcome,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

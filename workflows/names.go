@@ -19,4 +19,13 @@ const (
 	ActivityStatsRefresh    = "StatsRefresh"
 	ActivitySweep           = "SweepCandidates"
 	ActivityRegistryCleanup = "RegistryCleanup"
+	ActivityRecordOutcome   = "RecordMaintenanceOutcome" // a local activity of StoreMaintenance
+)
+
+// Search attributes a store's maintenance workflow sets, so the Temporal UI's workflow list
+// finds failing stores without opening histories (`StrataFailing = true`). The worker registers
+// them on its namespace at start (and scripts/temporal.sh on the dev server).
+const (
+	SearchAttrFailing   = "StrataFailing"   // Bool: an operation of the store exhausted its retries and is being retried with backoff
+	SearchAttrLastError = "StrataLastError" // Keyword: "<ErrorType>: <op>: <message>" of the latest failure
 )

@@ -4,9 +4,12 @@
 // maintenance operations of one store never overlap. Different stores run in parallel, bounded by
 // the worker's activity slots.
 //
-// Rules: a failed operation is dropped after its activity retries; the store then cools down with
-// exponential backoff (a durable timer, holding no activity slot) before the next one; a store that
-// no longer exists ends the workflow. The workflow continues as new when the server suggests it or
+// Rules: an operation that exhausts its activity retries stays queued and the store is flagged
+// failing (the StrataFailing/StrataLastError search attributes, a row in the catalog that
+// `strata status` lists); the store then cools down with exponential backoff (a durable timer,
+// holding no activity slot; the "retry" signal ends it early) before its next operation, and the
+// failed one runs again until it succeeds, which clears the flag. A store that no longer exists
+// ends the workflow. The workflow continues as new when the server suggests it or
 // after maxOpsPerRun operations, carrying its queue and failure count, and finishes after idleTimeout
 // without requests (pending signals are drained before finishing or continuing, so none is lost).
 package workflows
@@ -33,8 +36,10 @@ var activityFor = map[Op]string{
 	OpCleanupVersions: ActivityCleanupVersions, OpStatsRefresh: ActivityStatsRefresh,
 }
 
-// activityOptions: long activities heartbeat every few seconds; StartToClose covers waiting for
-// merge memory plus the work; retries back off; errors retrying cannot fix are non-retryable.
+// activityOptions: long activities heartbeat while they make progress and abandon an attempt
+// that stalls (package activities); HeartbeatTimeout ends the attempt of a worker that stopped
+// altogether; StartToClose covers waiting for merge memory plus the work; retries back off;
+// errors retrying cannot fix are non-retryable.
 func activityOptions(store StoreRef, req Request) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
@@ -46,7 +51,7 @@ func activityOptions(store StoreRef, req Request) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Minute,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{ErrStoreGone},
+			NonRetryableErrorTypes: nonRetryableErrorTypes,
 		},
 	}
 }
@@ -125,6 +130,12 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 		ops++
 		if err == nil {
 			state.Failures = 0
+			if i := failingIndex(state.Failing, req.Op); i >= 0 { // it recovered
+				state.Failing = slices.Delete(state.Failing, i, i+1)
+				state.SearchAttributes = recordOutcome(ctx, OutcomeInput{Store: state.Store, Op: req.Op})
+				publishFailing(ctx, state)
+			}
+			drainRetries(ctx)
 			continue
 		}
 		var appErr *temporal.ApplicationError
@@ -134,10 +145,20 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 		}
 		state.Failures++
 		pause := cooldown(state.Failures)
-		log.Warn("maintenance operation failed; cooling down", "op", req.Op, "failures", state.Failures, "cooldown", pause, "error", err)
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("store %s/%s: cooling down %s after %d consecutive failures (last: %s)",
-			state.Store.Kind, state.Store.Name, pause, state.Failures, req.Op))
-		if err := workflow.Sleep(ctx, pause); err != nil {
+		if workflow.GetVersion(ctx, changeFailuresStayVisible, workflow.DefaultVersion, 1) >= 1 {
+			// The operation stays queued (it runs again after the cooldown, until it succeeds) and
+			// the store is flagged failing: search attributes and the catalog say what and since when.
+			state.Failing = noteFailure(state.Failing, req.Op, err, workflow.Now(ctx))
+			enqueue(req)
+			f := state.Failing[failingIndex(state.Failing, req.Op)]
+			state.SearchAttributes = recordOutcome(ctx, OutcomeInput{Store: state.Store, Op: req.Op, Failure: &f})
+			publishFailing(ctx, state)
+		}
+		log.Warn("maintenance operation failed; cooling down", "store", state.Store.WorkflowID(), "op", req.Op,
+			"failures", state.Failures, "cooldown", pause, "error", err)
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("store %s/%s: cooling down %s after %d consecutive failures (last: %s failed: %v); signal %q to retry now",
+			state.Store.Kind, state.Store.Name, pause, state.Failures, req.Op, err, RetrySignal))
+		if err := coolDown(ctx, pause); err != nil {
 			return err
 		}
 	}

@@ -2,10 +2,10 @@ package workflows_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -26,6 +26,10 @@ type fakeActivities struct {
 	overlap bool
 	fail    func(op workflows.Op) error
 	env     *testsuite.TestWorkflowEnvironment
+	// outcomes the workflow recorded (the catalog's failing-maintenance rows) and search
+	// attribute updates it made, in order.
+	outcomes []workflows.OutcomeInput
+	failing  []bool
 }
 
 func (f *fakeActivities) run(op workflows.Op) func(context.Context, workflows.ActivityInput) (workflows.ActivityResult, error) {
@@ -58,6 +62,16 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeActivities) 
 	} {
 		env.RegisterActivityWithOptions(f.run(op), activity.RegisterOptions{Name: name})
 	}
+	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.OutcomeInput) (workflows.OutcomeResult, error) {
+		f.outcomes = append(f.outcomes, in)
+		return workflows.OutcomeResult{SearchAttributes: true}, nil
+	}, activity.RegisterOptions{Name: workflows.ActivityRecordOutcome})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		v, ok := sa.GetBool(temporal.NewSearchAttributeKeyBool(workflows.SearchAttrFailing))
+		require.True(t, ok, "StrataFailing is set in every update")
+		f.failing = append(f.failing, v)
+	}).Return(nil)
 	return env, f
 }
 
@@ -99,22 +113,68 @@ func TestContinueAsNewKeepsQueuedRequests(t *testing.T) {
 	require.Empty(t, f.ran)
 }
 
-func TestAFailingStoreCoolsDownWithBackoff(t *testing.T) {
-	env, f := newEnv(t)
-	f.fail = func(op workflows.Op) error {
-		if op == workflows.OpCompact {
-			return errors.New("fragment file missing")
+// failFirst fails the first n runs of op.
+func failFirst(f *fakeActivities, op workflows.Op, n int) {
+	runs := 0
+	f.fail = func(o workflows.Op) error {
+		if o != op {
+			return nil
+		}
+		runs++
+		if runs <= n {
+			return temporal.NewApplicationError("compact rollout/exp: disk full: write: no space left on device", workflows.ErrObjectStoreUnavailable)
 		}
 		return nil
 	}
+}
+
+func TestAFailingStoreCoolsDownWithBackoff(t *testing.T) {
+	env, f := newEnv(t)
+	failFirst(f, workflows.OpCompact, 5)
 	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
 		{Op: workflows.OpCompact}, {Op: workflows.OpMergeWAL},
 	}})
 	require.NoError(t, env.GetWorkflowError())
-	// Five attempts of compact (the retry policy), then the merge after the cooldown.
-	require.Equal(t, []workflows.Op{"compact", "compact", "compact", "compact", "compact", "merge_wal"}, f.ran)
+	// Five attempts of compact (the retry policy), then the merge after the cooldown, then the
+	// failed compact again.
+	require.Equal(t, []workflows.Op{"compact", "compact", "compact", "compact", "compact", "merge_wal", "compact"}, f.ran)
 	lastFailure, merge := f.at[4], f.at[5]
 	require.GreaterOrEqual(t, merge.Sub(lastFailure), 30*time.Second, "cooled down before the next operation")
+}
+
+func TestAFailedOperationStaysQueuedAndFlaggedUntilItSucceeds(t *testing.T) {
+	env, f := newEnv(t)
+	failFirst(f, workflows.OpCompact, 11) // two runs of five attempts fail; the third run's second attempt succeeds
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpCompact}, {Op: workflows.OpMergeWAL},
+	}})
+	require.NoError(t, env.GetWorkflowError(), "the workflow ends idle once nothing fails")
+	require.Equal(t, []workflows.Op{"compact", "compact", "compact", "compact", "compact", "merge_wal",
+		"compact", "compact", "compact", "compact", "compact", "compact", "compact"}, f.ran)
+	require.Len(t, f.outcomes, 3)
+	first, second, cleared := f.outcomes[0], f.outcomes[1], f.outcomes[2]
+	require.Equal(t, workflows.OpCompact, first.Op)
+	require.Equal(t, workflows.ErrObjectStoreUnavailable, first.Failure.ErrorType)
+	require.Contains(t, first.Failure.Message, "disk full")
+	require.Equal(t, 1, first.Failure.Count)
+	require.Equal(t, 2, second.Failure.Count)
+	require.Equal(t, first.Failure.Since, second.Failure.Since, "the streak keeps its start")
+	require.True(t, second.Failure.LastAt.After(first.Failure.LastAt))
+	require.Nil(t, cleared.Failure, "success clears the failure")
+	require.Equal(t, []bool{true, true, false}, f.failing, "StrataFailing set while failing, cleared on success")
+}
+
+func TestTheRetrySignalEndsTheCooldown(t *testing.T) {
+	env, f := newEnv(t)
+	failFirst(f, workflows.OpCompact, 5)
+	// The five attempts take 5+10+20+40 s of activity backoff; the store then cools down 30 s.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.RetrySignal, nil) }, 80*time.Second)
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpCompact}, {Op: workflows.OpMergeWAL},
+	}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []workflows.Op{"compact", "compact", "compact", "compact", "compact", "merge_wal", "compact"}, f.ran)
+	require.Less(t, f.at[5].Sub(f.at[4]), 30*time.Second, "the signal ended the cooldown")
 }
 
 func TestAStoreThatIsGoneEndsMaintenanceWithoutRetries(t *testing.T) {

@@ -4,7 +4,10 @@
 // names, so operators can start and signal workflows with the temporal CLI.
 package workflows
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // TaskQueue is the task queue every maintenance workflow and activity runs on.
 const TaskQueue = "strata-maintenance"
@@ -55,6 +58,30 @@ type StoreMaintenanceInput struct {
 	// Failures counts consecutive failed operations (drives the cooldown); carried across
 	// continue-as-new.
 	Failures int `json:"failures,omitempty"`
+	// Failing lists the operations whose latest run failed, in the order they started failing;
+	// carried across continue-as-new. While it is not empty the workflow is flagged failing.
+	Failing []Failure `json:"failing,omitempty"`
+	// SearchAttributes: the namespace has Strata's search attributes (learnt from the outcome
+	// activity; carried across continue-as-new).
+	SearchAttributes bool `json:"search_attributes,omitempty"`
+}
+
+// Failure is an operation of a store whose latest run exhausted its activity retries.
+type Failure struct {
+	Op        Op        `json:"op"`
+	ErrorType string    `json:"error_type"` // one of the Err* types
+	Message   string    `json:"message"`
+	Since     time.Time `json:"since"`   // the first failure of this streak
+	LastAt    time.Time `json:"last_at"` // the latest failure
+	Count     int       `json:"count"`   // failed runs in this streak
+}
+
+// OutcomeInput tells the catalog that an operation of a store failed (Failure set) or
+// succeeded after failing (Failure nil).
+type OutcomeInput struct {
+	Store   StoreRef `json:"store"`
+	Op      Op       `json:"op"`
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // ActivityInput is what every maintenance activity receives.
@@ -73,6 +100,3 @@ type ActivityResult struct {
 	FilesDeleted      int    `json:"files_deleted,omitempty"`
 	TableVersion      uint64 `json:"table_version,omitempty"`
 }
-
-// ErrStoreGone is the application error type of a store that no longer exists (non-retryable).
-const ErrStoreGone = "StoreGone"

@@ -32,6 +32,7 @@ type temporalConfig struct {
 	ActivitySlots int
 	SweepInterval time.Duration
 	VersionTTL    time.Duration
+	StallTimeout  time.Duration
 }
 
 func (c *temporalConfig) register(fs *flag.FlagSet) {
@@ -39,6 +40,7 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
 	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the newest 10 always do), and so do unreferenced files younger than it")
+	fs.DurationVar(&c.StallTimeout, "stall-timeout", activities.DefaultStallTimeout, "a maintenance activity that makes no progress (no storage call finishes, no phase advances) this long is abandoned and retried")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing, and updated when this changed (0 = leave them alone)")
 }
 
@@ -65,8 +67,14 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 			return nil, fmt.Errorf("create the maintenance schedules: %w", err)
 		}
 	}
-	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg),
-		Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = worker.EnsureSearchAttributes(ctx, c, cfg.Namespace)
+	cancel()
+	if err != nil {
+		log.Warn("store workflows will not set the StrataFailing/StrataLastError search attributes (failing stores are listed by `strata status`)", "err", err)
+	}
+	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg), SearchAttributes: err == nil,
+		StallTimeout: cfg.StallTimeout, Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
 	w := worker.New(c, acts, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
 		c.Close()

@@ -201,7 +201,7 @@ func (s *S3) mapErr(op, key string, err error) error {
 	if errors.As(err, &re) && re.HTTPStatusCode() == 404 {
 		return fmt.Errorf("objstore: %s %s: %w", op, key, ErrNotFound)
 	}
-	return fmt.Errorf("objstore: s3 %s %s: %w", op, key, err)
+	return fmt.Errorf("objstore: s3 %s %s: %w: %w", op, key, ErrUnavailable, err)
 }
 
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
