@@ -1,5 +1,6 @@
 // `strata status`: per-store maintenance state read from the catalog's stats (pending
-// generations, fragments, index coverage, last merge/compaction), for operators.
+// generations, fragments, index coverage, last merge/compaction) and the stores whose
+// maintenance is failing (operation, error type, since when, last error), for operators.
 package main
 
 import (
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,15 +22,17 @@ import (
 func statusCommand() *ffcli.Command {
 	var databaseURL, kind, prefix string
 	var limit int
+	var failingOnly bool
 	fs := flag.NewFlagSet("strata status", flag.ContinueOnError)
+	fs.BoolVar(&failingOnly, "failing", false, "only the stores whose maintenance is failing (after its retries), with the last error")
 	fs.StringVar(&databaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
 	fs.StringVar(&kind, "kind", "", "only stores of this kind (rollout or generic)")
 	fs.StringVar(&prefix, "prefix", "", "only names starting with this")
 	fs.IntVar(&limit, "limit", 100, "at most this many stores")
 	return &ffcli.Command{
 		Name:       "status",
-		ShortUsage: "strata status [--kind K] [--prefix P] [--limit N]",
-		ShortHelp:  "Per-store pending generations, fragments and last maintenance, from the catalog.",
+		ShortUsage: "strata status [--kind K] [--prefix P] [--limit N] [--failing]",
+		ShortHelp:  "Per-store pending generations, fragments and last maintenance, and failing maintenance, from the catalog.",
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, _ []string) error {
@@ -44,11 +48,24 @@ func statusCommand() *ffcli.Command {
 				return err
 			}
 			defer cat.Close()
-			st, err := cat.ListStoreStatus(ctx, k, catalog.ListOptions{Prefix: prefix, Limit: limit})
+			failures, err := cat.ListFailures(ctx, limit)
 			if err != nil {
 				return err
 			}
-			return printStatus(os.Stdout, st, time.Now())
+			if !failingOnly {
+				st, err := cat.ListStoreStatus(ctx, k, catalog.ListOptions{Prefix: prefix, Limit: limit})
+				if err != nil {
+					return err
+				}
+				if err := printStatus(os.Stdout, st, time.Now()); err != nil {
+					return err
+				}
+				if len(failures) == 0 {
+					return nil
+				}
+				fmt.Println()
+			}
+			return printFailures(os.Stdout, failures, time.Now())
 		},
 	}
 }
@@ -68,6 +85,21 @@ func printStatus(out io.Writer, st []catalog.StoreStatus, now time.Time) error {
 	}
 	if len(st) == 0 {
 		fmt.Fprintln(tw, "(no stores)")
+	}
+	return tw.Flush()
+}
+
+// printFailures lists failing maintenance: which operation of which store, the error type and
+// message of its latest failure, since when it fails and how often it failed since.
+func printFailures(out io.Writer, fs []catalog.MaintenanceFailure, now time.Time) error {
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAILING STORE\tOP\tERROR\tFAILING SINCE\tFAILED RUNS\tLAST ERROR")
+	for _, f := range fs {
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\t%s\n", f.Kind, f.Name, f.Op, f.ErrorType, ago(&f.Since, now), f.Failures,
+			strings.ReplaceAll(f.Message, "\n", " "))
+	}
+	if len(fs) == 0 {
+		fmt.Fprintln(tw, "(no failing maintenance)")
 	}
 	return tw.Flush()
 }
