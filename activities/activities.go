@@ -152,7 +152,7 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction,
+		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: compactionFor(a.Compaction, in.Request),
 			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) }})
 		if err != nil {
 			return workflows.ActivityResult{}, err
@@ -160,6 +160,20 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
 	})
+}
+
+// compactionFor applies a request's overrides to the worker's compaction config.
+func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
+	if req.TargetRowsPerFragment > 0 {
+		cfg.TargetRowsPerFragment = req.TargetRowsPerFragment
+	}
+	if req.MinFragments > 0 {
+		cfg.MinFragments = req.MinFragments
+	}
+	if req.KeepDeletions {
+		cfg.DeletionRatio = 1.01 // no share of deleted rows makes a fragment a candidate on its own
+	}
+	return cfg
 }
 
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).

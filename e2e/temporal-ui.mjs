@@ -2,14 +2,10 @@
 // workflow in the workflow list, opens it, finds the running MergeWAL activity and its heartbeat
 // details on the Pending Activities tab, and finds the strata-sweep schedule on the Schedules
 // page. Screenshots go to $STRATA_E2E_OUT.
-import { chromium } from 'playwright-core';
+import { deadline, openBrowser, sleep, ui } from './browser.mjs';
 
-const ui = process.env.STRATA_E2E_UI;
 const store = process.env.STRATA_E2E_STORE;
-const out = process.env.STRATA_E2E_OUT;
 const workflowId = `store/rollout/${store}`;
-const deadline = (s) => Date.now() + s * 1000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // 1. Wait (through the UI server's HTTP API) for the scheduled sweep to start the merge.
 async function pendingMerge() {
@@ -26,14 +22,7 @@ for (const end = deadline(120); !found && Date.now() < end; await sleep(500)) {
 if (!found) throw new Error(`no running MergeWAL activity with heartbeat details on ${workflowId} within 120 s`);
 console.log(`temporal-ui: ${workflowId} is merging (run ${found.runId})`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.STRATA_CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-    '--no-first-run', '--disable-component-update', '--disable-sync'],
-});
-let step = 0;
-const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-const shot = async (name) => page.screenshot({ path: `${out}/${String(++step).padStart(2, '0')}-${name}.png`, fullPage: true });
+const { browser, page, shot } = await openBrowser('');
 try {
   // 2. The workflow list shows the store's maintenance workflow; open it.
   await page.goto(`${ui}/namespaces/default/workflows`);

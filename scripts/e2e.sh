@@ -3,12 +3,14 @@
 # data under .data/e2e) with a 5 s sweep schedule, appends rows until a store crosses the merge
 # threshold, waits for the *scheduled* merge, and drives headless Chromium (Debian package
 # `chromium`, npm `playwright-core`) through the UI: the workflow list, the store's maintenance
-# workflow, its pending MergeWAL activity with heartbeat details, and the Schedules page.
+# workflow, its pending MergeWAL activity with heartbeat details, and the Schedules page; then a
+# second store whose merges fail is found by the StrataFailing search attribute, its cause is
+# removed and it is retried through the UI (Send a Signal "retry") until the merge succeeds.
 # Screenshots and logs land in .data/e2e/output.
 #
-# The strata binary is built with `-tags e2e`, whose only difference is an opt-in delay on the
-# first base-table fragment write (STRATA_E2E_SLOW_FRAGMENT_WRITES), so the merge is still running
-# when the browser looks at it.
+# The strata binary is built with `-tags e2e`, whose only difference is opt-in storage faults
+# (cmd/strata/faults_e2e.go): a delay on the first base-table fragment write, so the merge is
+# still running when the browser looks at it, and refused fragment writes for the failing store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +35,11 @@ api_port=$(free_port); ui_port=$(free_port); t_port=$(free_port); pg_port=$(free
 export STRATA_PG_DIR=.data/e2e/pg STRATA_PG_PORT=$pg_port STRATA_TEMPORAL_PORT=$t_port STRATA_TEMPORAL_UI_PORT=$ui_port \
   STRATA_TEMPORAL_DB=.data/e2e/temporal.db STRATA_LISTEN_ADDR=127.0.0.1:$api_port STRATA_DATA_URL=file://.data/e2e/stores \
   STRATA_BIN=.data/e2e/strata STRATA_SWEEP_INTERVAL=5s STRATA_FLUSH_INTERVAL=1s STRATA_E2E_SLOW_FRAGMENT_WRITES=45s \
-  STRATA_DATABASE_URL= STRATA_TEMPORAL_ADDRESS=
+  STRATA_STALL_TIMEOUT=2m STRATA_DATABASE_URL= STRATA_TEMPORAL_ADDRESS=
+# A second store whose fragment writes are refused while $failing_file exists (the e2e build).
+failing_store=e2e-failing-$(date +%s)
+failing_file=$PWD/.data/e2e/fail-merges
+export STRATA_E2E_FAIL_WRITES_OF=$failing_store STRATA_E2E_FAIL_WHILE=$failing_file
 setsid scripts/run.sh >"$out/stack.log" 2>&1 &
 stack=$!
 stop_stack() {
@@ -74,4 +80,19 @@ done
 cat "$out/status.txt"
 awk -v s="rollout/$store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/status.txt" ||
   { echo "e2e.sh: the store was not merged" >&2; exit 1; }
+
+# A merge that fails until its cause is removed: found in the UI, retried through the UI.
+touch "$failing_file"
+.data/e2e/strata store create --api-url "$api" "rollout/$failing_store"
+for i in $(seq 1 20); do echo "{\"id\":\"f$i\",\"rollout_id\":\"e2e\"}"; done >"$out/failing.jsonl"
+.data/e2e/strata append --api-url "$api" --progress=never "rollout/$failing_store" "$out/failing.jsonl" >/dev/null
+.data/e2e/strata maint --temporal-address "127.0.0.1:$t_port" merge "rollout/$failing_store"
+STRATA_E2E_UI="http://127.0.0.1:$ui_port" STRATA_E2E_FAILING_STORE="$failing_store" STRATA_E2E_FAIL_WHILE="$failing_file" \
+  STRATA_E2E_OUT="$out" STRATA_CHROMIUM="$chromium" node e2e/temporal-ui-retry.mjs
+.data/e2e/strata status --database-url "$(scripts/pg.sh url)" --prefix "$failing_store" >"$out/failing-status.txt"
+cat "$out/failing-status.txt"
+awk -v s="rollout/$failing_store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/failing-status.txt" ||
+  { echo "e2e.sh: the failing store was not merged after the retry" >&2; exit 1; }
+.data/e2e/strata status --database-url "$(scripts/pg.sh url)" --failing | tee "$out/failing-list.txt"
+grep -q "no failing maintenance" "$out/failing-list.txt" || { echo "e2e.sh: a failure is still listed" >&2; exit 1; }
 echo "e2e.sh: browser check passed; screenshots in $out"

@@ -2,11 +2,15 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -15,7 +19,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/testenv"
+	"github.com/strata-store/strata/kinds"
+	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -24,6 +35,7 @@ const (
 	historyFile      = "testdata/store_maintenance_history.json"
 	sweepHistoryFile = "testdata/sweep_history.json"
 	cleanupHistFile  = "testdata/registry_cleanup_history.json"
+	failureHistFile  = "testdata/store_maintenance_failure_history.json"
 )
 
 // TestReplayRecordedHistories replays recorded histories of every workflow: a change that would
@@ -33,7 +45,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
 	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
 	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
-	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile} {
+	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile, failureHistFile} {
 		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
 	}
 }
@@ -106,4 +118,57 @@ func TestRecordStoreMaintenanceHistory(t *testing.T) {
 	require.NoError(t, run.Get(ctx, nil))
 
 	writeHistory(t, c, ref.WorkflowID(), run.GetRunID(), historyFile)
+}
+
+// TestRecordStoreMaintenanceFailureHistory re-records the failure-path fixture (STRATA_RECORD_HISTORY=1
+// with make test's services): a merge fails for good (corrupt data), the store is flagged failing,
+// the cause is removed, the retry signal runs the merge again, the flag clears, and the workflow
+// finishes after its idle timeout (~2 min).
+func TestRecordStoreMaintenanceFailureHistory(t *testing.T) {
+	if os.Getenv("STRATA_RECORD_HISTORY") == "" {
+		t.Skip("set STRATA_RECORD_HISTORY=1 (and run under make test's services) to re-record the fixture")
+	}
+	c := temporalClient(t)
+	ctx := context.Background()
+	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, "default"))
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	var faults *objstoretest.Faulty
+	mgr, err := storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "api"},
+		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	name := "failure-history-" + time.Now().Format("150405.000000")
+	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	rec := kinds.MinimalRolloutBatch(memory.DefaultAllocator, "r1")
+	_, err = s.Append(ctx, rec)
+	rec.Release()
+	require.NoError(t, err)
+	require.NoError(t, s.Flush(ctx))
+	release()
+
+	faults.AddRule(objstoretest.Rule{Err: fmt.Errorf("frame 1: %w", lsm.ErrCorrupt),
+		Match: func(op objstoretest.Op, _ string) bool {
+			return op == objstoretest.OpGet || op == objstoretest.OpGetRange
+		}})
+	ref := workflows.StoreRef{Kind: "rollout", Name: name}
+	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		fs, err := cat.ListFailures(ctx, 10)
+		return err == nil && len(fs) == 1
+	}, 30*time.Second, 100*time.Millisecond)
+	faults.Reset()
+	require.NoError(t, c.SignalWorkflow(ctx, ref.WorkflowID(), "", workflows.RetrySignal, nil))
+	require.NoError(t, run.Get(ctx, nil))
+	writeHistory(t, c, ref.WorkflowID(), run.GetRunID(), failureHistFile)
 }

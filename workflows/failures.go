@@ -6,7 +6,6 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -80,7 +79,7 @@ func publishFailing(ctx workflow.Context, state StoreMaintenanceInput) {
 	updates := []temporal.SearchAttributeUpdate{failingKey.ValueSet(len(state.Failing) > 0), lastErrorKey.ValueUnset()}
 	if n := len(state.Failing); n > 0 {
 		latest := slices.MaxFunc(state.Failing, func(a, b Failure) int { return a.LastAt.Compare(b.LastAt) })
-		updates[1] = lastErrorKey.ValueSet(truncate(fmt.Sprintf("%s: %s: %s", latest.ErrorType, latest.Op, latest.Message), maxLastError))
+		updates[1] = lastErrorKey.ValueSet(truncate(latest.ErrorType+": "+latest.Message, maxLastError))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("setting search attributes failed", "store", state.Store.WorkflowID(), "error", err)

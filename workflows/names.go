@@ -27,5 +27,5 @@ const (
 // them on its namespace at start (and scripts/temporal.sh on the dev server).
 const (
 	SearchAttrFailing   = "StrataFailing"   // Bool: an operation of the store exhausted its retries and is being retried with backoff
-	SearchAttrLastError = "StrataLastError" // Keyword: "<ErrorType>: <op>: <message>" of the latest failure
+	SearchAttrLastError = "StrataLastError" // Keyword: "<ErrorType>: <message>" of the latest failure (the message names the op and store)
 )

@@ -4,6 +4,10 @@
 // maintenance operations of one store never overlap. Different stores run in parallel, bounded by
 // the worker's activity slots.
 //
+// The run update queues a request the same way and answers its caller with the request's result
+// once it has run (the API's synchronous compact route uses it with update-with-start): every
+// operation of a store, however requested, runs in this one queue.
+//
 // Rules: an operation that exhausts its activity retries stays queued and the store is flagged
 // failing (the StrataFailing/StrataLastError search attributes, a row in the catalog that
 // `strata status` lists); the store then cools down with exponential backoff (a durable timer,
@@ -65,14 +69,50 @@ func cooldown(n int) time.Duration {
 	return min(d, cooldownMax)
 }
 
+// runOutcome is the result of a request queued by the run update.
+type runOutcome struct {
+	result ActivityResult
+	err    error
+}
+
+// validateRequest rejects requests no activity could run.
+func validateRequest(r Request) error {
+	switch {
+	case !r.Op.Valid():
+		return fmt.Errorf("unknown maintenance op %q", r.Op)
+	case r.MaxPasses < 0, r.TargetRowsPerFragment < 0, r.MinFragments < 0:
+		return fmt.Errorf("maintenance request %+v: negative limits", r)
+	}
+	return nil
+}
+
+// waitedFor reports whether a caller of the run update waits for one of the requests.
+func waitedFor(pending []Request) bool {
+	return slices.ContainsFunc(pending, func(r Request) bool { return r.ID != "" })
+}
+
+// callerError is what the run update answers for an activity's error: its application error
+// (type and message), without the activity-failure wrapping.
+func callerError(err error) error {
+	var app *temporal.ApplicationError
+	if err != nil && errors.As(err, &app) {
+		return temporal.NewNonRetryableApplicationError(app.Message(), app.Type(), nil)
+	}
+	return err
+}
+
 // StoreMaintenance is the workflow function.
 func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 	log := workflow.GetLogger(ctx)
 	state := in
-	requests := workflow.GetSignalChannel(ctx, RequestSignal)
+	// Both signals are declared with descriptions up front: the Web UI's "Send a Signal" lists them.
+	requests := workflow.GetSignalChannelWithOptions(ctx, RequestSignal, workflow.SignalChannelOptions{
+		Description: `queue a maintenance request, e.g. {"op": "merge_wal"} (ops: merge_wal, build_key_index, compact, cleanup_versions, stats_refresh)`})
+	workflow.GetSignalChannelWithOptions(ctx, RetrySignal, workflow.SignalChannelOptions{
+		Description: "after a failure: end the cooldown and run the failed operation now (no input)"})
 	enqueue := func(r Request) {
-		if !r.Op.Valid() {
-			log.Warn("ignoring unknown maintenance request", "op", r.Op)
+		if err := validateRequest(r); err != nil {
+			log.Warn("ignoring a maintenance request", "store", state.Store.WorkflowID(), "error", err)
 			return
 		}
 		if !slices.Contains(state.Pending, r) {
@@ -87,6 +127,26 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			}
 			enqueue(r)
 		}
+	}
+	// Requests queued by the run update wait for their own result: finished holds it from the
+	// moment the request ran until the update handler has returned it.
+	finished := map[string]runOutcome{}
+	wake := workflow.NewChannel(ctx) // an update queued a request (wakes the idle wait)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, RunUpdate, func(ctx workflow.Context, r Request) (ActivityResult, error) {
+		r.ID = workflow.GetCurrentUpdateInfo(ctx).ID
+		enqueue(r)
+		wake.SendAsync(struct{}{})
+		if err := workflow.Await(ctx, func() bool { _, ok := finished[r.ID]; return ok }); err != nil {
+			return ActivityResult{}, err
+		}
+		out := finished[r.ID]
+		delete(finished, r.ID)
+		return out.result, out.err
+	}, workflow.UpdateHandlerOptions{
+		Validator:   func(r Request) error { return validateRequest(r) },
+		Description: `run a maintenance request now (after what is queued) and answer with its result, e.g. {"op": "compact"}`,
+	}); err != nil {
+		return err
 	}
 	carried := state.Pending
 	state.Pending = nil
@@ -103,6 +163,7 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			got := false
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r); got = true })
+			sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 			sel.AddFuture(workflow.NewTimer(ctx, idleTimeout), func(workflow.Future) {})
 			sel.Select(ctx)
 			if got {
@@ -111,12 +172,16 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			}
 			drain()
 			if len(state.Pending) == 0 {
-				return nil
+				// Updates answered in this task return before the run ends.
+				return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			}
 			continue
 		}
-		if ops >= maxOpsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if (ops >= maxOpsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && !waitedFor(state.Pending) {
 			drain()
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
 			return workflow.NewContinueAsNewError(ctx, StoreMaintenance, state)
 		}
 
@@ -128,6 +193,10 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 		err := workflow.ExecuteActivity(actx, activityFor[req.Op], ActivityInput{Store: state.Store, Request: req}).Get(ctx, &res)
 		state.Pending = state.Pending[1:]
 		ops++
+		if req.ID != "" {
+			finished[req.ID] = runOutcome{result: res, err: callerError(err)}
+			req.ID = "" // should it have failed, it stays queued like any other request
+		}
 		if err == nil {
 			state.Failures = 0
 			if i := failingIndex(state.Failing, req.Op); i >= 0 { // it recovered

@@ -225,3 +225,46 @@ func TestRegistryCleanupRunsItsActivityWithDefaults(t *testing.T) {
 	require.Equal(t, 24*time.Hour, got.Grace)
 	require.Equal(t, 100, got.MaxStores)
 }
+
+// The run update queues its request behind what is queued and answers with that run's result
+// (or its error, typed); an invalid request is rejected before anything is queued.
+func TestTheRunUpdateAnswersWithTheResultOfItsOwnRun(t *testing.T) {
+	env, f := newEnv(t)
+	failFirst(f, workflows.OpCleanupVersions, 5)
+	type answer struct {
+		res workflows.ActivityResult
+		err error
+	}
+	answers := map[string]*answer{}
+	var rejected error
+	update := func(id string, r workflows.Request) {
+		answers[id] = &answer{}
+		env.UpdateWorkflow(workflows.RunUpdate, id, &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { rejected = err },
+			OnComplete: func(v any, err error) {
+				answers[id].err = err
+				if res, ok := v.(workflows.ActivityResult); ok {
+					answers[id].res = res
+				}
+			},
+		}, r)
+	}
+	env.RegisterDelayedCallback(func() {
+		update("compact-1", workflows.Request{Op: workflows.OpCompact, TargetRowsPerFragment: 1000})
+		update("cleanup-1", workflows.Request{Op: workflows.OpCleanupVersions})
+		update("bad", workflows.Request{Op: "nonsense"})
+	}, 0)
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{
+		{Op: workflows.OpMergeWAL}, {Op: workflows.OpCompact},
+	}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []workflows.Op{"merge_wal", "compact", "compact", "cleanup_versions", "cleanup_versions", "cleanup_versions",
+		"cleanup_versions", "cleanup_versions", "cleanup_versions"}, f.ran,
+		"the update's compact runs on its own (never merged with the queued one); the failed cleanup is retried after its cooldown")
+	require.NoError(t, answers["compact-1"].err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, answers["cleanup-1"].err, &app)
+	require.Equal(t, workflows.ErrObjectStoreUnavailable, app.Type())
+	require.ErrorContains(t, rejected, "nonsense")
+}

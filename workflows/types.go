@@ -15,6 +15,10 @@ const TaskQueue = "strata-maintenance"
 // RequestSignal is the signal that adds a request to a store's maintenance queue.
 const RequestSignal = "maintenance-request"
 
+// RunUpdate is the update that queues a request like RequestSignal and answers with its result
+// once it has run (update-with-start: the API's synchronous compact route).
+const RunUpdate = "run"
+
 // Op names a maintenance operation.
 type Op string
 
@@ -40,6 +44,16 @@ type Request struct {
 	Op Op `json:"op"`
 	// MaxPasses bounds merge passes (merge_wal); 0 means until the shards are drained.
 	MaxPasses int `json:"max_passes,omitempty"`
+	// TargetRowsPerFragment overrides the compaction target (compact); 0 keeps the worker's.
+	TargetRowsPerFragment int64 `json:"target_rows_per_fragment,omitempty"`
+	// KeepDeletions: compact never rewrites a fragment for its deleted rows alone (compact).
+	KeepDeletions bool `json:"keep_deletions,omitempty"`
+	// MinFragments overrides how many small fragments make a compaction worthwhile (compact; the
+	// API's compact route asks for 2); 0 keeps the worker's.
+	MinFragments int `json:"min_fragments,omitempty"`
+	// ID is set on requests made by the RunUpdate (the update's ID): the caller waits for this
+	// run's result, so it is never merged with an identical request.
+	ID string `json:"id,omitempty"`
 }
 
 // StoreRef names a store.
