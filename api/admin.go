@@ -1,5 +1,6 @@
-// Admin routes: queue maintenance for a store (the per-store Temporal workflow runs it). They
-// take their own bearer token (STRATA_ADMIN_TOKEN).
+// Admin routes: queue maintenance for a store (the per-store Temporal workflow runs it), or, with
+// ?wait=true, run it and answer with its result. They take their own bearer token
+// (STRATA_ADMIN_TOKEN).
 package api
 
 import (
@@ -13,14 +14,25 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-// MaintenanceRequester queues a maintenance request and returns the store workflow's run ID.
-type MaintenanceRequester func(ctx context.Context, store workflows.StoreRef, req workflows.Request) (runID string, err error)
+// Maintainer reaches the stores' maintenance workflows (Temporal; worker.Maintainer).
+type Maintainer interface {
+	// Queue adds req to the store's maintenance queue and returns its workflow's run ID.
+	Queue(ctx context.Context, store workflows.StoreRef, req workflows.Request) (runID string, err error)
+	// Run queues req and waits until it has run, returning its result or its (application) error.
+	Run(ctx context.Context, store workflows.StoreRef, req workflows.Request) (workflows.ActivityResult, error)
+	// Running names the maintenance activities of the store that are running or retrying.
+	Running(ctx context.Context, store workflows.StoreRef) ([]string, error)
+	// Available reports whether Temporal answers and a maintenance worker serves the queue.
+	Available(ctx context.Context) bool
+}
 
-// MaintenanceResponse answers an admin maintenance request.
+// MaintenanceResponse answers an admin maintenance request: the workflow that queued it and,
+// when the request waited (?wait=true), the result of its run.
 type MaintenanceResponse struct {
-	WorkflowID string `json:"workflow_id"`
-	RunID      string `json:"run_id"`
-	Op         string `json:"op"`
+	WorkflowID string                    `json:"workflow_id"`
+	RunID      string                    `json:"run_id,omitempty"`
+	Op         string                    `json:"op"`
+	Result     *workflows.ActivityResult `json:"result,omitempty"`
 }
 
 // maintenanceQueueTimeout bounds queueing a maintenance request (a signal-with-start).
@@ -46,6 +58,11 @@ func (h *handlers) requestMaintenance(c echo.Context) error {
 	if !req.Op.Valid() {
 		return invalid("op %q: want merge_wal, build_key_index, compact, cleanup_versions or stats_refresh", req.Op)
 	}
+	if req.MaxPasses < 0 || req.TargetRowsPerFragment < 0 || req.MinFragments < 0 {
+		return invalid("max_passes, target_rows_per_fragment and min_fragments must not be negative")
+	}
+	req.ID = "" // set by the workflow for requests that wait
+	wait := queryFlag(c, "wait")
 	if _, err := h.deps.Stores.Catalog().GetStore(c.Request().Context(), kind, name); err != nil {
 		return err
 	}
@@ -53,9 +70,17 @@ func (h *handlers) requestMaintenance(c echo.Context) error {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "maintenance is not configured on this worker (no Temporal client)"}
 	}
 	ref := workflows.StoreRef{Kind: string(kind), Name: name}
+	if wait {
+		// Bounded by the request's deadline: past it the client hears that it still runs.
+		res, err := h.deps.Maintenance.Run(c.Request().Context(), ref, req)
+		if err != nil {
+			return maintenanceError(string(req.Op), name, err)
+		}
+		return c.JSON(http.StatusOK, MaintenanceResponse{WorkflowID: ref.WorkflowID(), Op: string(req.Op), Result: &res})
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), maintenanceQueueTimeout)
 	defer cancel()
-	runID, err := h.deps.Maintenance(ctx, ref, req)
+	runID, err := h.deps.Maintenance.Queue(ctx, ref, req)
 	if err != nil {
 		// The request was checked above: what fails now is reaching Temporal.
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5 * time.Second, Err: err,

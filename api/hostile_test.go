@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/workflows"
@@ -303,9 +304,9 @@ func TestBadInputIsNever500(t *testing.T) {
 	c := newCluster(t)
 	w := c.worker("w1", func(d *api.Deps) {
 		d.BodyLimit = "1K"
-		d.Maintenance = func(context.Context, workflows.StoreRef, workflows.Request) (string, error) {
+		d.Maintenance = &fakemaint.Maintainer{QueueFunc: func(workflows.StoreRef, workflows.Request) (string, error) {
 			return "", context.DeadlineExceeded // Temporal does not answer
-		}
+		}}
 	})
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "a"}, nil))
 	cases := []struct {

@@ -62,11 +62,15 @@ func idParam(c echo.Context) (string, error) {
 }
 
 // flushRequested reads ?flush= (true, 1, yes or empty value; case-insensitive).
-func flushRequested(c echo.Context) bool {
-	if !c.QueryParams().Has("flush") {
+func flushRequested(c echo.Context) bool { return queryFlag(c, "flush") }
+
+// queryFlag reads a boolean query parameter: true for true, 1, yes or an empty value
+// (case-insensitive), false when absent or anything else.
+func queryFlag(c echo.Context, name string) bool {
+	if !c.QueryParams().Has(name) {
 		return false
 	}
-	switch strings.ToLower(c.QueryParam("flush")) {
+	switch strings.ToLower(c.QueryParam(name)) {
 	case "", "true", "1", "yes":
 		return true
 	}

@@ -38,8 +38,9 @@ type Deps struct {
 	APIToken  string           // when set, data routes need "Authorization: Bearer <token>"
 	// AdminToken, when set, is required by the admin routes (/api/v1/admin/...).
 	AdminToken string
-	// Maintenance queues maintenance requests (nil: admin maintenance answers 503).
-	Maintenance MaintenanceRequester
+	// Maintenance reaches the stores' maintenance workflows (nil: admin maintenance answers 503
+	// and the compact route compacts in the handler).
+	Maintenance Maintainer
 	// Temporal, when set, is pinged by health (reported, but a data worker stays healthy without
 	// Temporal: only maintenance needs it).
 	Temporal  Pinger

@@ -27,6 +27,7 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/hlc"
@@ -598,10 +599,10 @@ func TestAdminMaintenanceRoute(t *testing.T) {
 	var got []string
 	w := c.worker("w1", func(d *api.Deps) {
 		d.AdminToken = "admin"
-		d.Maintenance = func(_ context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
+		d.Maintenance = &fakemaint.Maintainer{QueueFunc: func(s workflows.StoreRef, r workflows.Request) (string, error) {
 			got = append(got, s.WorkflowID()+":"+string(r.Op))
 			return "run-1", nil
-		}
+		}}
 	})
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil))
 	post := func(path, token, body string) *httptest.ResponseRecorder {

@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -50,6 +51,23 @@ func (c *Catalog) ClearFailure(ctx context.Context, kind Kind, name, op string) 
 		return errorf("catalog: clear failure of %s on %s/%s: %w", op, kind, name, err)
 	}
 	return nil
+}
+
+// StoreFailure returns the recorded failure of op on kind/name, or nil when there is none.
+func (c *Catalog) StoreFailure(ctx context.Context, kind Kind, name, op string) (*MaintenanceFailure, error) {
+	f := MaintenanceFailure{Kind: kind, Name: name, Op: op}
+	var n int32
+	err := c.pool.QueryRow(ctx, `
+		SELECT error_type, message, failing_since, last_failed_at, failures FROM maintenance_failures
+		WHERE kind = $1 AND name = $2 AND op = $3`, string(kind), name, op).Scan(&f.ErrorType, &f.Message, &f.Since, &f.LastAt, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errorf("catalog: failure of %s on %s/%s: %w", op, kind, name, err)
+	}
+	f.Failures = int(n)
+	return &f, nil
 }
 
 // ListFailures returns the failing operations of live stores, longest failing first.

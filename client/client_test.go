@@ -14,10 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/client"
+	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
@@ -172,10 +174,15 @@ func TestTokensAndMaintenance(t *testing.T) {
 	var queued []string
 	url := server(t, func(d *api.Deps) {
 		d.APIToken, d.AdminToken = "data-secret", "admin-secret"
-		d.Maintenance = func(_ context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
+		d.Maintenance = &fakemaint.Maintainer{QueueFunc: func(s workflows.StoreRef, r workflows.Request) (string, error) {
 			queued = append(queued, s.WorkflowID()+" "+string(r.Op))
 			return "run-1", nil
-		}
+		}, RunFunc: func(_ context.Context, s workflows.StoreRef, r workflows.Request) (workflows.ActivityResult, error) {
+			if r.Op == workflows.OpCleanupVersions {
+				return workflows.ActivityResult{}, temporal.NewNonRetryableApplicationError("cleanup_versions rollout/m: corrupt data", workflows.ErrCorrupt, nil)
+			}
+			return workflows.ActivityResult{GenerationsMerged: 2, RowsMerged: 40, TableVersion: 3}, nil
+		}}
 	})
 	anon, err := client.New(url)
 	require.NoError(t, err)
@@ -193,6 +200,15 @@ func TestTokensAndMaintenance(t *testing.T) {
 	require.Equal(t, "store/rollout/m", run.WorkflowID)
 	require.Equal(t, "run-1", run.RunID)
 	require.Equal(t, []string{"store/rollout/m compact"}, queued)
+	out, err := c.RunMaintenance(ctx, client.KindRollout, "m", client.OpMergeWAL, 1)
+	require.NoError(t, err)
+	require.Equal(t, client.MaintenanceResult{GenerationsMerged: 2, RowsMerged: 40, TableVersion: 3}, out.Result)
+	_, err = c.RunMaintenance(ctx, client.KindRollout, "m", client.OpCleanupVersions, 0)
+	require.ErrorAs(t, err, &apiErr)
+	require.Contains(t, apiErr.Message, "Corrupt")
+	_, err = c.RunMaintenance(ctx, client.KindRollout, "missing", client.OpMergeWAL, 0)
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusNotFound, apiErr.Status, "an unknown store is refused before anything is queued")
 
 	_, err = client.New("ftp://x")
 	require.Error(t, err)

@@ -31,3 +31,36 @@ func (c *Client) RequestMaintenance(ctx context.Context, kind Kind, name, op str
 		map[string]string{"op": op}, &run)
 	return run, err
 }
+
+// MaintenanceResult is what a maintenance run did (fields an operation does not use are zero).
+type MaintenanceResult struct {
+	GenerationsMerged int    `json:"generations_merged,omitempty"`
+	RowsMerged        int64  `json:"rows_merged,omitempty"`
+	FragmentsRemoved  int    `json:"fragments_removed,omitempty"`
+	FragmentsAdded    int    `json:"fragments_added,omitempty"`
+	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
+	FilesDeleted      int    `json:"files_deleted,omitempty"`
+	TableVersion      uint64 `json:"table_version,omitempty"`
+}
+
+// MaintenanceOutcome answers RunMaintenance.
+type MaintenanceOutcome struct {
+	WorkflowID string            `json:"workflow_id"`
+	Op         string            `json:"op"`
+	Result     MaintenanceResult `json:"result"`
+}
+
+// RunMaintenance runs op on the store's maintenance workflow (after what is queued there) and
+// waits for its result, as long as the server's request deadline allows: a run still going then
+// fails with 503 TIMEOUT (it goes on in the workflow). A failed run's error names its stable type.
+func (c *Client) RunMaintenance(ctx context.Context, kind Kind, name, op string, maxPasses int) (MaintenanceOutcome, error) {
+	var out MaintenanceOutcome
+	body := map[string]any{"op": op}
+	if maxPasses > 0 {
+		body["max_passes"] = maxPasses
+	}
+	err := c.doJSON(ctx, request{method: http.MethodPost, admin: true,
+		path: "/api/v1/admin/" + string(kind) + "/" + url.PathEscape(name) + "/maintenance", query: url.Values{"wait": {"true"}}},
+		body, &out)
+	return out, err
+}

@@ -86,7 +86,7 @@ touch "$failing_file"
 .data/e2e/strata store create --api-url "$api" "rollout/$failing_store"
 for i in $(seq 1 20); do echo "{\"id\":\"f$i\",\"rollout_id\":\"e2e\"}"; done >"$out/failing.jsonl"
 .data/e2e/strata append --api-url "$api" --progress=never "rollout/$failing_store" "$out/failing.jsonl" >/dev/null
-.data/e2e/strata maint --temporal-address "127.0.0.1:$t_port" merge "rollout/$failing_store"
+.data/e2e/strata maint --api-url "$api" merge "rollout/$failing_store"
 STRATA_E2E_UI="http://127.0.0.1:$ui_port" STRATA_E2E_FAILING_STORE="$failing_store" STRATA_E2E_FAIL_WHILE="$failing_file" \
   STRATA_E2E_OUT="$out" STRATA_CHROMIUM="$chromium" node e2e/temporal-ui-retry.mjs
 .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --prefix "$failing_store" >"$out/failing-status.txt"

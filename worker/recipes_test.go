@@ -167,9 +167,9 @@ func TestTheReadmesTemporalRecipesWorkAsWritten(t *testing.T) {
 	_, err = worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: "rollout", Name: "exp-1"}, workflows.Request{Op: workflows.OpMergeWAL})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		d, err := c.DescribeWorkflowExecution(ctx, "store/rollout/exp-1", "")
+		d, err := c.DescribeWorkflow(ctx, "store/rollout/exp-1", "")
 		// Attempt 3 is scheduled: two attempts failed, the next waits 10 s of backoff.
-		return err == nil && len(d.PendingActivities) == 1 && d.PendingActivities[0].Attempt >= 3
+		return err == nil && len(d.RawResponse.PendingActivities) == 1 && d.RawResponse.PendingActivities[0].Attempt >= 3
 	}, 30*time.Second, 100*time.Millisecond, "the merge is in its retries")
 	faults.Reset()
 	reset := time.Now()
@@ -178,12 +178,12 @@ func TestTheReadmesTemporalRecipesWorkAsWritten(t *testing.T) {
 	require.Less(t, time.Since(reset), 9*time.Second, "the reset ran the activity before its backoff was over")
 
 	// A workflow reset starts a new run from the last workflow task.
-	before, err := c.DescribeWorkflowExecution(ctx, "store/rollout/exp-1", "")
+	before, err := c.DescribeWorkflow(ctx, "store/rollout/exp-1", "")
 	require.NoError(t, err)
 	run("workflow reset")
-	after, err := c.DescribeWorkflowExecution(ctx, "store/rollout/exp-1", "")
+	after, err := c.DescribeWorkflow(ctx, "store/rollout/exp-1", "")
 	require.NoError(t, err)
-	require.NotEqual(t, before.WorkflowExecutionInfo.Execution.RunId, after.WorkflowExecutionInfo.Execution.RunId)
+	require.NotEqual(t, before.RawResponse.WorkflowExecutionInfo.Execution.RunId, after.RawResponse.WorkflowExecutionInfo.Execution.RunId)
 
 	// The sweep, triggered now.
 	run("schedule trigger")

@@ -152,3 +152,31 @@ func sameArg(got, want any) bool {
 	}
 	return reflect.DeepEqual(decoded.Elem().Interface(), want)
 }
+
+// RunMaintenance queues req for the store with update-with-start (starting its workflow if none
+// runs) and waits until the request has run, returning its result. The request runs in the
+// store's one queue, after what is queued before it. A failed run answers with the activity's
+// application error (its stable type and message).
+func RunMaintenance(ctx context.Context, c client.Client, store workflows.StoreRef, req workflows.Request) (workflows.ActivityResult, error) {
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       store.WorkflowID(),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
+	}, workflows.WorkflowStoreMaintenance, workflows.StoreMaintenanceInput{Store: store})
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   store.WorkflowID(),
+			UpdateName:   workflows.RunUpdate,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return workflows.ActivityResult{}, err
+	}
+	var res workflows.ActivityResult
+	err = h.Get(ctx, &res)
+	return res, err
+}

@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -226,6 +230,43 @@ func TestAClusterThatSharesNoDiskLosesNothing(t *testing.T) {
 		st, err := c2.GetStore(ctx, strata.KindRollout, "cluster")
 		return err == nil && st.Version != nil && *st.Version > 1
 	}, 90*time.Second, 500*time.Millisecond, "the maintenance worker merged the WAL")
+
+	// Maintenance from the command line goes through an API worker to the store's workflow:
+	// --wait prints what the run did; a store that does not exist fails at once.
+	maintCLI := func(args ...string) (string, error) {
+		cmd := exec.Command(buildStrata(t), append([]string{"maint", "--api-url", base2}, args...)...)
+		cmd.Env = append(os.Environ(), "STRATA_ADMIN_TOKEN=", "STRATA_API_TOKEN=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := maintCLI("--wait", "stats", "rollout/cluster")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "stats_refresh on rollout/cluster done (workflow store/rollout/cluster): table_version=")
+	out, err = maintCLI("merge", "rollout/no-such-store")
+	require.Error(t, err, out)
+	require.Contains(t, out, "no-such-store")
+	require.Contains(t, out, "NOT_FOUND")
+	// The compact route runs in the store's workflow too (the maintenance worker serves it).
+	var compacted struct {
+		FragmentsRemoved int `json:"fragments_removed"`
+	}
+	resp, err := http.Post(base2+"/api/v1/rollouts/cluster/compact", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&compacted))
+	resp.Body.Close()
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Namespace: namespace, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer tc.Close()
+	compactRan := false
+	for it := tc.GetWorkflowHistory(ctx, "store/rollout/cluster", "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT); it.HasNext(); {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Compact" {
+			compactRan = true
+		}
+	}
+	require.True(t, compactRan, "the compaction ran as an activity of the store's workflow")
 
 	// Unsealed rows on api-1, then kill -9 and a restart with the same instance id.
 	api1.kill9()

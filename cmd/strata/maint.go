@@ -1,18 +1,22 @@
 // `strata maint <op> <kind>/<name>`: queue a maintenance operation on a store's Temporal
-// workflow from the command line (the same signal-with-start the sweep and the admin API use).
+// workflow from the command line, through the API's admin route (so it needs only the API URL
+// and, when the server sets one, the admin token; a store that does not exist fails at once).
+// --wait runs it and prints its result or its failure.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/client"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -23,17 +27,17 @@ var maintOps = map[string]workflows.Op{
 }
 
 func maintCommand() *ffcli.Command {
-	var cfg temporalConfig
+	var cfg clientConfig
 	var maxPasses int
-	var logLevel, logFormat string
+	var wait bool
 	fs := flag.NewFlagSet("strata maint", flag.ContinueOnError)
 	cfg.register(fs)
 	fs.IntVar(&maxPasses, "max-passes", 0, "merge: stop after this many merge passes (0 = until drained)")
-	registerLogFlags(fs, &logLevel, &logFormat)
+	fs.BoolVar(&wait, "wait", false, "wait until the operation has run (bounded by the server's --request-timeout) and print its result or failure")
 	return &ffcli.Command{
 		Name:       "maint",
-		ShortUsage: "strata maint merge|index|compact|cleanup|stats <kind>/<name> [flags]",
-		ShortHelp:  "Queue maintenance on a store's Temporal workflow.",
+		ShortUsage: "strata maint [--wait] [--max-passes N] merge|index|compact|cleanup|stats <kind>/<name>",
+		ShortHelp:  "Queue (or run, with --wait) maintenance on a store's Temporal workflow, through the API.",
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, args []string) error {
@@ -41,29 +45,55 @@ func maintCommand() *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			req.MaxPasses = maxPasses
-			log, err := newLogger(logLevel, logFormat)
+			c, err := cfg.client()
 			if err != nil {
 				return err
 			}
-			c, err := dialTemporal(cfg, log)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			run, err := worker.RequestMaintenance(ctx, c, store, req)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("queued %s on workflow %s (run %s)\n", req.Op, store.WorkflowID(), run.GetRunID())
-			return nil
+			return runMaint(ctx, os.Stdout, c, store, req.Op, maxPasses, wait)
 		},
 	}
 }
 
+// runMaint queues (or runs, when wait) op on the store and reports the outcome on out.
+func runMaint(ctx context.Context, out io.Writer, c *client.Client, store workflows.StoreRef, op workflows.Op, maxPasses int, wait bool) error {
+	kind := client.Kind(store.Kind)
+	if !wait {
+		if maxPasses > 0 {
+			return fmt.Errorf("--max-passes needs --wait (a queued merge runs until the shards are drained)")
+		}
+		run, err := c.RequestMaintenance(ctx, kind, store.Name, string(op))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "queued %s on workflow %s (run %s)\n", op, run.WorkflowID, run.RunID)
+		return nil
+	}
+	res, err := c.RunMaintenance(ctx, kind, store.Name, string(op), maxPasses)
+	if err != nil {
+		return err
+	}
+	r := res.Result
+	var parts []string
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"generations_merged", int64(r.GenerationsMerged)}, {"rows_merged", r.RowsMerged}, {"fragments_removed", int64(r.FragmentsRemoved)},
+		{"fragments_added", int64(r.FragmentsAdded)}, {"versions_deleted", int64(r.VersionsDeleted)}, {"files_deleted", int64(r.FilesDeleted)},
+		{"table_version", int64(r.TableVersion)}} {
+		if f.v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.name, f.v))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"nothing to do"}
+	}
+	fmt.Fprintf(out, "%s on %s/%s done (workflow %s): %s\n", op, store.Kind, store.Name, res.WorkflowID, strings.Join(parts, " "))
+	return nil
+}
+
 func parseMaintArgs(args []string) (workflows.StoreRef, workflows.Request, error) {
 	if len(args) != 2 {
-		return workflows.StoreRef{}, workflows.Request{}, fmt.Errorf("usage: strata maint merge|index|compact|cleanup|stats <kind>/<name>")
+		return workflows.StoreRef{}, workflows.Request{}, fmt.Errorf("usage: strata maint [--wait] merge|index|compact|cleanup|stats <kind>/<name>")
 	}
 	op, ok := maintOps[args[0]]
 	if !ok {

@@ -195,13 +195,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}),
-		Maintenance: func(ctx context.Context, s workflows.StoreRef, r workflows.Request) (string, error) {
-			run, err := worker.RequestMaintenance(ctx, tc, s, r)
-			if err != nil {
-				return "", err
-			}
-			return run.GetRunID(), nil
-		}})
+		Maintenance: worker.Maintainer{Client: tc}})
 	full := api.WithDeadline(e, cfg.RequestTimeout)
 	handler.Store(&full)
 	log.Info("strata serving", "addr", ln.Addr().String(), "version", version)
