@@ -174,7 +174,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	defer rt.close(context.Background())
 	cat, mgr, reg := rt.catalog, rt.stores, rt.registry
 	if cfg.MaintenanceWorker {
-		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, reg, log)
+		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, reg, rt.sdkMetrics, log)
 		if err != nil {
 			return err
 		}
@@ -257,7 +257,10 @@ func openRuntimeRetrying(ctx context.Context, cfg serveConfig, log *slog.Logger,
 // runtime is what both `serve` and `worker` open: the catalog, the metrics registry and the
 // store manager with the process-wide clock and merge budget.
 type runtime struct {
-	temporal    client.Client // lazy: serving never waits for Temporal; nil for `strata worker`
+	temporal client.Client // lazy: serving never waits for Temporal; nil for `strata worker`
+	// sdkMetrics exports the Temporal SDK's metrics of every client of the process (the lazy
+	// one and the maintenance worker's) on registry.
+	sdkMetrics  *worker.SDKMetrics
 	catalog     *catalog.Catalog
 	registry    *prometheus.Registry
 	stores      *storecache.Manager
@@ -275,12 +278,14 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
+	sdkMetrics := worker.NewSDKMetrics(reg)
 	var tc client.Client
 	var requestMerge storecache.MergeRequester
 	if !cfg.readOnlyStores {
 		// The admin maintenance route and merges-after-seals talk to Temporal through a lazy
 		// client: serving data never waits for (or fails because of) Temporal.
-		if tc, err = client.NewLazyClient(client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log}); err != nil {
+		if tc, err = client.NewLazyClient(client.Options{HostPort: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, Logger: log,
+			MetricsHandler: sdkMetrics}); err != nil {
 			writeBuffer.Close()
 			cat.Close()
 			return nil, fmt.Errorf("temporal client: %w", err)
@@ -315,7 +320,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		cat.Close()
 		return nil, err
 	}
-	return &runtime{temporal: tc, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
+	return &runtime{temporal: tc, sdkMetrics: sdkMetrics, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
 }
 
 // memtableLimit resolves --memtable-memory-bytes: 0 picks a quarter of the Go memory limit

@@ -44,8 +44,8 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing, and updated when this changed (0 = leave them alone)")
 }
 
-func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: log})
+func dialTemporal(cfg temporalConfig, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
+	c, err := client.Dial(client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: log, MetricsHandler: metrics})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.Address, err)
 	}
@@ -53,8 +53,8 @@ func dialTemporal(cfg temporalConfig, log *slog.Logger) (client.Client, error) {
 }
 
 // startMaintenanceWorker starts the maintenance worker; stop it with the returned function.
-func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
-	c, err := dialTemporal(cfg, log)
+func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg prometheus.Registerer, sdkMetrics client.MetricsHandler, log *slog.Logger) (func(), error) {
+	c, err := dialTemporal(cfg, log, sdkMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func workerCommand() *ffcli.Command {
 				}
 				defer stopMetrics()
 			}
-			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, rt.registry, log)
+			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, rt.registry, rt.sdkMetrics, log)
 			if err != nil {
 				return err
 			}
