@@ -95,7 +95,7 @@ func TestTheReadmesTemporalRecipesWorkAsWritten(t *testing.T) {
 	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour))
+	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour, workflows.SweepInput{}))
 	t.Cleanup(func() {
 		for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {
 			_ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background())

@@ -96,9 +96,10 @@ func RequestMaintenance(ctx context.Context, c client.Client, store workflows.St
 }
 
 // EnsureSchedules creates the maintenance schedules unless they exist (visible on the Temporal
-// UI's Schedules page): strata-sweep every sweepEvery, strata-registry-cleanup hourly.
-func EnsureSchedules(ctx context.Context, c client.Client, sweepEvery time.Duration) error {
-	if err := ensureSchedule(ctx, c, workflows.SweepScheduleID, sweepEvery, workflows.WorkflowSweep, workflows.SweepInput{},
+// UI's Schedules page): strata-sweep every sweepEvery with sweep as its input (zero fields take
+// the defaults), strata-registry-cleanup hourly. Existing ones are updated to match.
+func EnsureSchedules(ctx context.Context, c client.Client, sweepEvery time.Duration, sweep workflows.SweepInput) error {
+	if err := ensureSchedule(ctx, c, workflows.SweepScheduleID, sweepEvery, workflows.WorkflowSweep, sweep.WithDefaults(),
 		"Strata: queue maintenance for stores whose catalog stats need it"); err != nil {
 		return err
 	}

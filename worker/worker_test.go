@@ -10,8 +10,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -114,8 +116,8 @@ func TestSchedulesAreCreatedIdempotently(t *testing.T) {
 			_ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background())
 		}
 	})
-	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour))
-	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour))
+	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour, workflows.SweepInput{}))
+	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour, workflows.SweepInput{}))
 	for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {
 		desc, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
 		require.NoError(t, err, id)
@@ -124,10 +126,19 @@ func TestSchedulesAreCreatedIdempotently(t *testing.T) {
 		require.Equal(t, workflows.TaskQueue, action.TaskQueue)
 	}
 	// A worker started with another --sweep-interval brings the existing schedule to it.
-	require.NoError(t, worker.EnsureSchedules(ctx, c, 45*time.Minute))
+	require.NoError(t, worker.EnsureSchedules(ctx, c, 45*time.Minute, workflows.SweepInput{}))
 	desc, err := c.ScheduleClient().GetHandle(ctx, workflows.SweepScheduleID).Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 45*time.Minute, desc.Schedule.Spec.Intervals[0].Every)
+	// ... and to its sweep thresholds (the schedule's input).
+	require.NoError(t, worker.EnsureSchedules(ctx, c, 45*time.Minute, workflows.SweepInput{MinPendingGenerations: 3}))
+	desc, err = c.ScheduleClient().GetHandle(ctx, workflows.SweepScheduleID).Describe(ctx)
+	require.NoError(t, err)
+	action := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	var in workflows.SweepInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(action.Args[0].(*commonpb.Payload), &in))
+	require.Equal(t, 3, in.MinPendingGenerations)
+	require.Equal(t, 1024, in.MaxRequests, "defaults are written out, so the Schedules page shows them")
 }
 
 // Many concurrent requests for one store, on the real server: the store's activities never

@@ -62,6 +62,8 @@ type serveConfig struct {
 	ShutdownTimeout    time.Duration
 	MaintenanceWorker  bool
 	MergeAfterGens     int
+	// Pending-generation caps of a shard (lsm.Options): warn, refuse reads, refuse appends.
+	PendingWarn, PendingReadMax, PendingAppendMax int
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
 	// stores without claiming a write shard, so it cannot fence an API worker sharing its
 	// instance id.
@@ -103,6 +105,9 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
 	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 0, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store (0 = an eighth of GOMEMLIMIT when set, else 256 MiB)")
+	fs.IntVar(&c.PendingWarn, "pending-warn-generations", 256, "warn (naming the store) when a shard has this many sealed generations waiting to be merged: every read consults each of them")
+	fs.IntVar(&c.PendingReadMax, "pending-read-max-generations", 4096, "refuse reads of a store with 503 while a shard has this many pending generations")
+	fs.IntVar(&c.PendingAppendMax, "pending-append-max-generations", 2048, "refuse appends with 503 while this worker's shard of the store has this many pending generations (maintenance is behind)")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 }
 
@@ -303,13 +308,15 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		WrapObjects:  objectsWrapper(),
 		RequestMerge: requestMerge, MergeAfterGenerations: cfg.MergeAfterGens,
 		Store: lsm.Options{
-			Instance:    cfg.InstanceID,
-			ReadOnly:    cfg.readOnlyStores,
-			Clock:       hlc.New(nil),
-			Budget:      budget.New(cfg.MergeMemoryBytes, reg),
-			WriteBuffer: writeBuffer,
-			Metrics:     lsm.NewMetrics(reg),
-			Table:       table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(cacheLimit(cfg.CacheBytes), reg)},
+			Instance:            cfg.InstanceID,
+			ReadOnly:            cfg.readOnlyStores,
+			ReadWarnGenerations: cfg.PendingWarn, ReadMaxGenerations: cfg.PendingReadMax,
+			AppendMaxGenerations: cfg.PendingAppendMax,
+			Clock:                hlc.New(nil),
+			Budget:               budget.New(cfg.MergeMemoryBytes, reg),
+			WriteBuffer:          writeBuffer,
+			Metrics:              lsm.NewMetrics(reg),
+			Table:                table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(cacheLimit(cfg.CacheBytes), reg)},
 		},
 	}, reg, log)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
+	"github.com/strata-store/strata/workflows"
 )
 
 // temporalConfig are the settings shared by everything that talks to Temporal.
@@ -33,6 +34,9 @@ type temporalConfig struct {
 	SweepInterval time.Duration
 	VersionTTL    time.Duration
 	StallTimeout  time.Duration
+	// Sweep thresholds (the strata-sweep schedule's input) and the compaction config.
+	Sweep      workflows.SweepInput
+	Compaction table.CompactionConfig
 }
 
 func (c *temporalConfig) register(fs *flag.FlagSet) {
@@ -41,6 +45,13 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
 	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the newest 10 always do), and so do unreferenced files younger than it")
 	fs.DurationVar(&c.StallTimeout, "stall-timeout", activities.DefaultStallTimeout, "a maintenance activity that makes no progress (no storage call finishes, no phase advances) this long is abandoned and retried")
+	fs.IntVar(&c.Sweep.MinPendingGenerations, "sweep-min-pending-generations", 8, "the sweep merges a store with this many pending generations in a shard")
+	fs.DurationVar(&c.Sweep.StaleAfter, "sweep-stale-after", 5*time.Minute, "the sweep merges a store whose oldest pending generation is this old, however few")
+	fs.IntVar(&c.Sweep.MinVersionsToClean, "sweep-cleanup-after-versions", 64, "the sweep queues version cleanup for a store whose table moved this many versions since its last cleanup")
+	fs.DurationVar(&c.Sweep.StatsStaleAfter, "sweep-stats-stale-after", 10*time.Minute, "the sweep refreshes stats not observed for this long")
+	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
+	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")
+	fs.Int64Var(&c.Compaction.TargetRowsPerFragment, "compact-target-rows", 1<<20, "rows per fragment compaction aims for (smaller fragments are candidates)")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing, and updated when this changed (0 = leave them alone)")
 }
 
@@ -60,7 +71,7 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 	}
 	if cfg.SweepInterval > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval)
+		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval, cfg.Sweep)
 		cancel()
 		if err != nil {
 			c.Close()
@@ -74,7 +85,7 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 		log.Warn("store workflows will not set the StrataFailing/StrataLastError search attributes (failing stores are listed by `strata status`)", "err", err)
 	}
 	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg), SearchAttributes: err == nil,
-		StallTimeout: cfg.StallTimeout, Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
+		StallTimeout: cfg.StallTimeout, Compaction: cfg.Compaction, Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
 	w := worker.New(c, acts, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
 		c.Close()
