@@ -187,11 +187,13 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		// The sweep queues the next cleanup once the table has moved on again from here.
-		if err := a.Stores.Catalog().RecordCleanup(ctx, catalog.Kind(in.Store.Kind), in.Store.Name, int64(m.Version)); err != nil {
+		// The sweep queues the next cleanup once the table has moved on again from here, or
+		// holds garbage again past what this cleanup left.
+		if err := a.Stores.Catalog().RecordCleanup(ctx, catalog.Kind(in.Store.Kind), in.Store.Name, int64(m.Version),
+			int64(r.RetainedDroppedBytes)); err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted}, nil
+		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted, BytesDeleted: r.BytesDeleted}, nil
 	})
 }
 
@@ -222,6 +224,7 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 		Fragments: len(m.Fragments), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(), IndexCoveredFragments: m.CoveredFragments(),
 		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
 		MergesTotal: int64(m.Counters.Merges), CompactionsTotal: int64(m.Counters.Compactions),
+		DroppedBytes: int64(m.Counters.DroppedBytes),
 		// What a compaction would do now, by the same planner and config the Compact activity
 		// uses: a store whose plan is empty is never queued for compaction.
 		CompactableFragments: len(table.PlanCompaction(m, a.Compaction).Sources)}

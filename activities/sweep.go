@@ -87,9 +87,9 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 			return cat.CompactCandidates(ctx, in.MaxRequests)
 		}},
 		// Storage grows with every version a merge or compaction leaves behind: clean up stores
-		// whose table moved far past its last cleanup.
+		// holding much garbage or whose table moved far past its last cleanup.
 		{workflows.OpCleanupVersions, func() ([]catalog.StoreStats, error) {
-			return cat.CleanupCandidates(ctx, in.MinVersionsToClean, in.MaxRequests)
+			return cat.CleanupCandidates(ctx, in.MinVersionsToClean, in.MinGarbageBytes, in.MaxRequests)
 		}},
 		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {

@@ -38,8 +38,13 @@ type StoreStats struct {
 	CompactableFragments int
 	// CleanedVersion is the table version the last version cleanup saw (maintained by
 	// RecordCleanup; read-only for UpsertStoreStats).
-	CleanedVersion     int64
-	LastCleanupAt      *time.Time
+	CleanedVersion int64
+	// DroppedBytes is the table's count of bytes its commits stopped referencing;
+	// CleanedDroppedBytes that count as of the oldest version the last cleanup kept (maintained
+	// by RecordCleanup). GarbageBytes is their difference.
+	DroppedBytes        int64
+	CleanedDroppedBytes int64
+	LastCleanupAt       *time.Time
 	LastMergeAt        *time.Time // nil keeps the stored value
 	LastCompactAt      *time.Time // nil keeps the stored value
 	LastIndexAt        *time.Time // nil keeps the stored value
@@ -49,6 +54,10 @@ type StoreStats struct {
 	OldestPendingAt    *time.Time
 	UpdatedAt          time.Time // observation time; zero means now
 }
+
+// GarbageBytes estimates the bytes of files the store's table no longer references that are
+// still on storage.
+func (s StoreStats) GarbageBytes() int64 { return max(s.DroppedBytes-s.CleanedDroppedBytes, 0) }
 
 // ShardStats describes one write-ahead shard of a store: what it has sealed but not yet merged.
 type ShardStats struct {
@@ -83,13 +92,14 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 	n := len(batch)
 	kinds, names := make([]string, n), make([]string, n)
 	versions, rows, deleted, bytes, merges, compactions := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	dropped := make([]int64, n)
 	fragments, covered, compactable := make([]int32, n), make([]int32, n), make([]int32, n)
 	lastMerge, lastCompact, lastIndex := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 	updated := make([]time.Time, n)
 	for i, s := range batch {
 		kinds[i], names[i] = string(s.Kind), s.Name
 		versions[i], rows[i], deleted[i], bytes[i] = s.TableVersion, s.BaseRows, s.DeletedRows, s.Bytes
-		merges[i], compactions[i] = s.MergesTotal, s.CompactionsTotal
+		merges[i], compactions[i], dropped[i] = s.MergesTotal, s.CompactionsTotal, s.DroppedBytes
 		fragments[i], covered[i], compactable[i] = int32(s.Fragments), int32(s.IndexCoveredFragments), int32(s.CompactableFragments)
 		lastMerge[i], lastCompact[i], lastIndex[i] = s.LastMergeAt, s.LastCompactAt, s.LastIndexAt
 		updated[i] = observedAt(s.UpdatedAt)
@@ -97,10 +107,10 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 	_, err := c.pool.Exec(ctx, `
 		INSERT INTO store_stats AS s (kind, name, table_version, base_rows, fragments, deleted_rows, bytes,
 			index_covered_fragments, last_merge_at, last_compact_at, last_index_at, merges_total,
-			compactions_total, updated_at, compactable_fragments)
+			compactions_total, updated_at, compactable_fragments, dropped_bytes)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::bigint[],
 			$7::bigint[], $8::int[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[],
-			$12::bigint[], $13::bigint[], $14::timestamptz[], $15::int[])
+			$12::bigint[], $13::bigint[], $14::timestamptz[], $15::int[], $16::bigint[])
 		ON CONFLICT (kind, name) DO UPDATE SET
 			table_version = EXCLUDED.table_version,
 			base_rows = EXCLUDED.base_rows,
@@ -114,10 +124,11 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 			last_index_at = COALESCE(EXCLUDED.last_index_at, s.last_index_at),
 			merges_total = EXCLUDED.merges_total,
 			compactions_total = EXCLUDED.compactions_total,
+			dropped_bytes = EXCLUDED.dropped_bytes,
 			updated_at = EXCLUDED.updated_at
 		WHERE s.updated_at <= EXCLUDED.updated_at`,
 		kinds, names, versions, rows, fragments, deleted, bytes, covered, lastMerge, lastCompact, lastIndex,
-		merges, compactions, updated, compactable)
+		merges, compactions, updated, compactable, dropped)
 	if err != nil {
 		return errorf("catalog: upsert %d store stats: %w", n, err)
 	}
@@ -221,7 +232,7 @@ func (c *Catalog) DeleteQuietShardStats(ctx context.Context, quietSince time.Tim
 const storeStatsColumns = `s.kind, s.name, s.table_version, s.base_rows, s.fragments, s.deleted_rows, s.bytes,
 	s.index_covered_fragments, s.last_merge_at, s.last_compact_at, s.last_index_at, s.merges_total,
 	s.compactions_total, s.pending_generations, s.oldest_pending_at, s.updated_at, s.compactable_fragments,
-	s.cleaned_version, s.last_cleanup_at`
+	s.cleaned_version, s.last_cleanup_at, s.dropped_bytes, s.cleaned_dropped_bytes`
 
 func scanStoreStats(row pgx.Row) (StoreStats, error) {
 	var s StoreStats
@@ -229,7 +240,8 @@ func scanStoreStats(row pgx.Row) (StoreStats, error) {
 	var fragments, covered, pending, compactable int32
 	err := row.Scan(&kind, &s.Name, &s.TableVersion, &s.BaseRows, &fragments, &s.DeletedRows, &s.Bytes,
 		&covered, &s.LastMergeAt, &s.LastCompactAt, &s.LastIndexAt, &s.MergesTotal, &s.CompactionsTotal,
-		&pending, &s.OldestPendingAt, &s.UpdatedAt, &compactable, &s.CleanedVersion, &s.LastCleanupAt)
+		&pending, &s.OldestPendingAt, &s.UpdatedAt, &compactable, &s.CleanedVersion, &s.LastCleanupAt,
+		&s.DroppedBytes, &s.CleanedDroppedBytes)
 	s.Kind, s.Fragments, s.IndexCoveredFragments, s.PendingGenerations = Kind(kind), int(fragments), int(covered), int(pending)
 	s.CompactableFragments = int(compactable)
 	return s, err
@@ -327,21 +339,40 @@ func prefixed(p, columns string) string {
 
 // CleanupCandidates: live stores whose table moved at least minVersions versions past the one
 // their last version cleanup saw, most versions first.
-func (c *Catalog) CleanupCandidates(ctx context.Context, minVersions, limit int) ([]StoreStats, error) {
-	return c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+func (c *Catalog) CleanupCandidates(ctx context.Context, minVersions int, minGarbageBytes int64, limit int) ([]StoreStats, error) {
+	// Two index-ordered queries (versions behind, garbage held), merged: a store is listed once.
+	byVersions, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
 		WHERE s.table_version - s.cleaned_version >= $1 AND `+liveStore+`
 		ORDER BY (s.table_version - s.cleaned_version) DESC LIMIT $2`, minVersions, limit)
+	if err != nil {
+		return nil, err
+	}
+	byGarbage, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+		WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= $1 AND `+liveStore+`
+		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $2`, minGarbageBytes, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := byGarbage
+	for _, s := range byVersions {
+		if !slices.ContainsFunc(out, func(o StoreStats) bool { return o.Kind == s.Kind && o.Name == s.Name }) && len(out) < limit {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
-// RecordCleanup notes that a version cleanup of kind/name ran on table version v (it never moves
-// back). A store with no stats row yet gets one.
-func (c *Catalog) RecordCleanup(ctx context.Context, kind Kind, name string, v int64) error {
+// RecordCleanup notes that a version cleanup of kind/name ran on table version v and kept the
+// versions from one whose dropped-bytes count is retainedDropped (neither ever moves back). A
+// store with no stats row yet gets one.
+func (c *Catalog) RecordCleanup(ctx context.Context, kind Kind, name string, v, retainedDropped int64) error {
 	_, err := c.pool.Exec(ctx, `
-		INSERT INTO store_stats AS s (kind, name, table_version, cleaned_version, last_cleanup_at)
-		VALUES ($1, $2, $3, $3, now())
+		INSERT INTO store_stats AS s (kind, name, table_version, cleaned_version, cleaned_dropped_bytes, last_cleanup_at)
+		VALUES ($1, $2, $3, $3, $4, now())
 		ON CONFLICT (kind, name) DO UPDATE SET
 			cleaned_version = GREATEST(s.cleaned_version, EXCLUDED.cleaned_version),
-			last_cleanup_at = now()`, string(kind), name, v)
+			cleaned_dropped_bytes = GREATEST(s.cleaned_dropped_bytes, EXCLUDED.cleaned_dropped_bytes),
+			last_cleanup_at = now()`, string(kind), name, v, retainedDropped)
 	if err != nil {
 		return errorf("catalog: record cleanup of %s/%s: %w", kind, name, err)
 	}

@@ -235,12 +235,12 @@ func TestCleanupCandidatesFollowTheLastCleanup(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "busy", TableVersion: 200},
 		{Kind: catalog.KindRollout, Name: "quiet", TableVersion: 10},
 	}))
-	got, err := c.CleanupCandidates(ctx, 64, 10)
+	got, err := c.CleanupCandidates(ctx, 64, 1<<40, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"busy"}, names(got))
-	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 190))
-	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 100), "an older cleanup's record is ignored")
-	got, err = c.CleanupCandidates(ctx, 64, 10)
+	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 190, 0))
+	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 100, 0), "an older cleanup's record is ignored")
+	got, err = c.CleanupCandidates(ctx, 64, 1<<40, 10)
 	require.NoError(t, err)
 	require.Empty(t, got)
 	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "busy")
@@ -248,7 +248,32 @@ func TestCleanupCandidatesFollowTheLastCleanup(t *testing.T) {
 	require.EqualValues(t, 190, st.CleanedVersion)
 	require.NotNil(t, st.LastCleanupAt)
 	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{Kind: catalog.KindRollout, Name: "busy", TableVersion: 260}}))
-	got, err = c.CleanupCandidates(ctx, 64, 10)
+	got, err = c.CleanupCandidates(ctx, 64, 1<<40, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"busy"}, names(got), "a stats refresh keeps the cleanup record")
+}
+
+// A store holding garbage past the threshold (bytes its table dropped since what its last
+// cleanup removed) is a cleanup candidate however few versions it moved, most garbage first.
+func TestCleanupCandidatesFollowGarbageBytes(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	for _, n := range []string{"big", "small", "versions"} {
+		_, _, err := c.CreateStore(ctx, def(catalog.KindRollout, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "big", TableVersion: 5, DroppedBytes: 900 << 20},
+		{Kind: catalog.KindRollout, Name: "small", TableVersion: 5, DroppedBytes: 10 << 20},
+		{Kind: catalog.KindRollout, Name: "versions", TableVersion: 100},
+	}))
+	got, err := c.CleanupCandidates(ctx, 64, 64<<20, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"big", "versions"}, names(got))
+	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "big", 5, 880<<20))
+	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "big")
+	require.NoError(t, err)
+	require.EqualValues(t, 20<<20, st.GarbageBytes(), "what the cleanup left")
+	got, err = c.CleanupCandidates(ctx, 64, 64<<20, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"versions"}, names(got))
 }

@@ -40,6 +40,7 @@ type MaintenanceResult struct {
 	FragmentsAdded    int    `json:"fragments_added,omitempty"`
 	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
 	FilesDeleted      int    `json:"files_deleted,omitempty"`
+	BytesDeleted      int64  `json:"bytes_deleted,omitempty"`
 	TableVersion      uint64 `json:"table_version,omitempty"`
 }
 

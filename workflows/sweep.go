@@ -24,6 +24,7 @@ type SweepInput struct {
 	MinPendingGenerations int           `json:"min_pending_generations,omitempty"` // default 8
 	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
 	MinVersionsToClean    int           `json:"min_versions_to_clean,omitempty"`   // default 64: table versions since the last version cleanup
+	MinGarbageBytes       int64         `json:"min_garbage_bytes,omitempty"`       // default 64 MiB: bytes the table no longer references, not yet cleaned
 	MaxRequests           int           `json:"max_requests,omitempty"`            // default 1024 per sweep
 	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
 }
@@ -38,6 +39,9 @@ func (in SweepInput) WithDefaults() SweepInput {
 	}
 	if in.MinVersionsToClean <= 0 {
 		in.MinVersionsToClean = 64
+	}
+	if in.MinGarbageBytes <= 0 {
+		in.MinGarbageBytes = 64 << 20
 	}
 	if in.MaxRequests <= 0 {
 		// About what 4 activity slots drain between two 30 s ticks at ~100 ms per merge: a

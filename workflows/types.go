@@ -112,5 +112,6 @@ type ActivityResult struct {
 	FragmentsAdded    int    `json:"fragments_added,omitempty"`
 	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
 	FilesDeleted      int    `json:"files_deleted,omitempty"`
+	BytesDeleted      int64  `json:"bytes_deleted,omitempty"`
 	TableVersion      uint64 `json:"table_version,omitempty"`
 }

@@ -78,7 +78,7 @@ func runMaint(ctx context.Context, out io.Writer, c *client.Client, store workfl
 		name string
 		v    int64
 	}{{"generations_merged", int64(r.GenerationsMerged)}, {"rows_merged", r.RowsMerged}, {"fragments_removed", int64(r.FragmentsRemoved)},
-		{"fragments_added", int64(r.FragmentsAdded)}, {"versions_deleted", int64(r.VersionsDeleted)}, {"files_deleted", int64(r.FilesDeleted)},
+		{"fragments_added", int64(r.FragmentsAdded)}, {"versions_deleted", int64(r.VersionsDeleted)}, {"files_deleted", int64(r.FilesDeleted)}, {"bytes_deleted", r.BytesDeleted},
 		{"table_version", int64(r.TableVersion)}} {
 		if f.v != 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", f.name, f.v))

@@ -48,6 +48,7 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Sweep.MinPendingGenerations, "sweep-min-pending-generations", 8, "the sweep merges a store with this many pending generations in a shard")
 	fs.DurationVar(&c.Sweep.StaleAfter, "sweep-stale-after", 5*time.Minute, "the sweep merges a store whose oldest pending generation is this old, however few")
 	fs.IntVar(&c.Sweep.MinVersionsToClean, "sweep-cleanup-after-versions", 64, "the sweep queues version cleanup for a store whose table moved this many versions since its last cleanup")
+	fs.Int64Var(&c.Sweep.MinGarbageBytes, "sweep-cleanup-after-garbage-bytes", 64<<20, "the sweep queues version cleanup for a store holding this many bytes of files its table no longer references")
 	fs.DurationVar(&c.Sweep.StatsStaleAfter, "sweep-stats-stale-after", 10*time.Minute, "the sweep refreshes stats not observed for this long")
 	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
 	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")

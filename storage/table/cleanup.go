@@ -29,6 +29,9 @@ type CleanupResult struct {
 	VersionsDeleted int
 	FilesDeleted    int
 	BytesDeleted    int64
+	// RetainedDroppedBytes is Counters.DroppedBytes of the oldest version the cleanup kept: the
+	// files dropped before it are gone (once past the grace period), those dropped since remain.
+	RetainedDroppedBytes uint64
 }
 
 // CleanupVersions removes expired versions and unreferenced files.
@@ -79,10 +82,13 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 	// Everything a retained version references. A version committed after the listing above
 	// references only files that are either referenced by a version we read or young.
 	referenced := map[string]bool{}
-	for _, v := range retained {
+	for i, v := range retained {
 		m, err := readManifest(ctx, t.store, v)
 		if err != nil {
 			return res, fmt.Errorf("table: cleanup: %w", err)
+		}
+		if i == 0 {
+			res.RetainedDroppedBytes = m.Counters.DroppedBytes
 		}
 		for _, p := range manifestFiles(m) {
 			referenced[p] = true
@@ -112,6 +118,36 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 		}
 	}
 	return res, nil
+}
+
+// fileBytes maps every file m references to its size in bytes (a deletion file shared by several
+// fragments counts each fragment's slice of it).
+func fileBytes(m *Manifest) map[string]int64 {
+	out := map[string]int64{}
+	for _, f := range m.Fragments {
+		out[f.Path] += f.Bytes
+		if f.DeletionFile != "" {
+			out[f.DeletionFile] += f.DeletionLength
+		}
+	}
+	if m.KeyIndex != nil {
+		for _, r := range m.KeyIndex.Runs {
+			out[r.Path] += r.Bytes
+		}
+	}
+	return out
+}
+
+// droppedBytes is the size of the files base references and next does not.
+func droppedBytes(base, next *Manifest) uint64 {
+	kept := fileBytes(next)
+	var n int64
+	for path, size := range fileBytes(base) {
+		if _, ok := kept[path]; !ok {
+			n += size
+		}
+	}
+	return uint64(max(n, 0))
 }
 
 // manifestFiles lists every file version m references.

@@ -76,6 +76,10 @@ type Counters struct {
 	Merges       uint64 `json:"merges"`
 	Compactions  uint64 `json:"compactions"`
 	IndexBuilds  uint64 `json:"index_builds"`
+	// DroppedBytes sums the bytes of the files (fragments, deletion vectors, index runs) that
+	// commits stopped referencing: garbage until version cleanup deletes them. Storage holds
+	// about DroppedBytes(latest) - DroppedBytes(oldest retained version) of it.
+	DroppedBytes uint64 `json:"dropped_bytes,omitempty"`
 }
 
 // Manifest is one version of a table.

@@ -218,6 +218,7 @@ func (t *Table) commitWithRetry(ctx context.Context, op string, prepare func(bas
 		if next == nil {
 			return base, nil
 		}
+		next.Counters.DroppedBytes = base.Counters.DroppedBytes + droppedBytes(base, next)
 		err = commitManifest(ctx, t.store, next)
 		if err == nil {
 			t.metrics.commits.WithLabelValues(op).Inc()

@@ -149,11 +149,17 @@ func TestCleanupDeletesOldVersionsAndUnreferencedFilesOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tbl.Check(ctx, prev), "a retained version keeps its files")
 
+	// The compaction dropped every fragment the upserts wrote: the manifests count their bytes.
+	require.Positive(t, prev.Bytes())
+	require.GreaterOrEqual(t, latest.Counters.DroppedBytes, uint64(prev.Bytes()), "the compaction's dropped fragments are counted")
+	require.Less(t, res.RetainedDroppedBytes, latest.Counters.DroppedBytes, "the kept previous version predates the compaction's drop")
+
 	// Keeping only the latest version frees the fragments the compaction replaced.
 	res, err = tbl.CleanupVersions(ctx, CleanupOptions{KeepLatest: 1, OlderThan: time.Hour, Grace: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.VersionsDeleted)
 	require.GreaterOrEqual(t, res.FilesDeleted, 8)
+	require.Equal(t, latest.Counters.DroppedBytes, res.RetainedDroppedBytes, "nothing dropped is left: the garbage estimate is 0")
 	m, err := tbl.Latest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, latest.Version, m.Version)
