@@ -337,26 +337,49 @@ func prefixed(p, columns string) string {
 	return strings.Join(parts, ", ")
 }
 
-// CleanupCandidates: live stores whose table moved at least minVersions versions past the one
-// their last version cleanup saw, most versions first.
-func (c *Catalog) CleanupCandidates(ctx context.Context, minVersions int, minGarbageBytes int64, limit int) ([]StoreStats, error) {
-	// Two index-ordered queries (versions behind, garbage held), merged: a store is listed once.
-	byVersions, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.table_version - s.cleaned_version >= $1 AND `+liveStore+`
-		ORDER BY (s.table_version - s.cleaned_version) DESC LIMIT $2`, minVersions, limit)
-	if err != nil {
-		return nil, err
-	}
+// CleanupPolicy says which stores need a version cleanup.
+type CleanupPolicy struct {
+	MinVersions     int   // the table moved this many versions past the last cleanup's
+	MinGarbageBytes int64 // the store holds this many bytes its table no longer references
+	// A store whose last cleanup ran before RevisitBefore (or never ran) and that still holds at
+	// least RevisitGarbageBytes: garbage a cleanup had to keep because it was younger than the
+	// version TTL is collectable now.
+	RevisitBefore       time.Time
+	RevisitGarbageBytes int64
+}
+
+// CleanupCandidates: live stores that need a version cleanup by policy, most garbage first,
+// then most versions behind; each store once, at most limit.
+func (c *Catalog) CleanupCandidates(ctx context.Context, p CleanupPolicy, limit int) ([]StoreStats, error) {
+	// Index-ordered queries, merged.
 	byGarbage, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
 		WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= $1 AND `+liveStore+`
-		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $2`, minGarbageBytes, limit)
+		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $2`, p.MinGarbageBytes, limit)
 	if err != nil {
 		return nil, err
 	}
+	byVersions, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+		WHERE s.table_version - s.cleaned_version >= $1 AND `+liveStore+`
+		ORDER BY (s.table_version - s.cleaned_version) DESC LIMIT $2`, p.MinVersions, limit)
+	if err != nil {
+		return nil, err
+	}
+	var revisit []StoreStats
+	if !p.RevisitBefore.IsZero() {
+		revisit, err = c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+			WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= GREATEST($1::bigint, 1)
+			  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at < $2) AND `+liveStore+`
+			ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $3`, p.RevisitGarbageBytes, p.RevisitBefore, limit)
+		if err != nil {
+			return nil, err
+		}
+	}
 	out := byGarbage
-	for _, s := range byVersions {
-		if !slices.ContainsFunc(out, func(o StoreStats) bool { return o.Kind == s.Kind && o.Name == s.Name }) && len(out) < limit {
-			out = append(out, s)
+	for _, more := range [][]StoreStats{byVersions, revisit} {
+		for _, s := range more {
+			if len(out) < limit && !slices.ContainsFunc(out, func(o StoreStats) bool { return o.Kind == s.Kind && o.Name == s.Name }) {
+				out = append(out, s)
+			}
 		}
 	}
 	return out, nil

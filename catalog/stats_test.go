@@ -235,12 +235,12 @@ func TestCleanupCandidatesFollowTheLastCleanup(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "busy", TableVersion: 200},
 		{Kind: catalog.KindRollout, Name: "quiet", TableVersion: 10},
 	}))
-	got, err := c.CleanupCandidates(ctx, 64, 1<<40, 10)
+	got, err := c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 1 << 40}, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"busy"}, names(got))
 	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 190, 0))
 	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "busy", 100, 0), "an older cleanup's record is ignored")
-	got, err = c.CleanupCandidates(ctx, 64, 1<<40, 10)
+	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 1 << 40}, 10)
 	require.NoError(t, err)
 	require.Empty(t, got)
 	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "busy")
@@ -248,7 +248,7 @@ func TestCleanupCandidatesFollowTheLastCleanup(t *testing.T) {
 	require.EqualValues(t, 190, st.CleanedVersion)
 	require.NotNil(t, st.LastCleanupAt)
 	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{{Kind: catalog.KindRollout, Name: "busy", TableVersion: 260}}))
-	got, err = c.CleanupCandidates(ctx, 64, 1<<40, 10)
+	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 1 << 40}, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"busy"}, names(got), "a stats refresh keeps the cleanup record")
 }
@@ -266,14 +266,24 @@ func TestCleanupCandidatesFollowGarbageBytes(t *testing.T) {
 		{Kind: catalog.KindRollout, Name: "small", TableVersion: 5, DroppedBytes: 10 << 20},
 		{Kind: catalog.KindRollout, Name: "versions", TableVersion: 100},
 	}))
-	got, err := c.CleanupCandidates(ctx, 64, 64<<20, 10)
+	got, err := c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20}, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"big", "versions"}, names(got))
 	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "big", 5, 880<<20))
 	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "big")
 	require.NoError(t, err)
 	require.EqualValues(t, 20<<20, st.GarbageBytes(), "what the cleanup left")
-	got, err = c.CleanupCandidates(ctx, 64, 64<<20, 10)
+	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20}, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"versions"}, names(got))
+	// The 20 MiB the cleanup had to keep (too young then) are revisited once its TTL has passed;
+	// "small" (never cleaned) holds 10 MiB.
+	revisit := catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20, RevisitBefore: time.Now().Add(-time.Hour), RevisitGarbageBytes: 1 << 20}
+	got, err = c.CleanupCandidates(ctx, revisit, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"versions", "small"}, names(got), "cleaned a moment ago: not yet")
+	revisit.RevisitBefore = time.Now().Add(time.Minute)
+	got, err = c.CleanupCandidates(ctx, revisit, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"versions", "big", "small"}, names(got), "one TTL later, the garbage it kept is collectable")
 }

@@ -72,7 +72,9 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 	}
 	if cfg.SweepInterval > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval, cfg.Sweep)
+		sweep := cfg.Sweep
+		sweep.CleanupRevisitAfter = cfg.VersionTTL // garbage a cleanup kept for being young is collectable one TTL later
+		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval, sweep)
 		cancel()
 		if err != nil {
 			c.Close()
