@@ -66,16 +66,13 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Sto
 }
 
 // withStore acquires the store and runs fn under the progress watchdog (heartbeat.go), starting
-// in phase; the error it returns is classified (errors.go). fn runs in a goroutine of its own
-// that owns the store's reference: when the watchdog abandons a stalled attempt, that goroutine
-// releases the store once its hung call returns.
+// in phase; the error it returns is classified (errors.go). Opening the store and fn run in a
+// goroutine of their own that owns the store's reference: when the watchdog abandons a stalled
+// attempt (a storage call hung while opening or working), that goroutine releases the store once
+// its hung call returns.
 func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, phase string,
 	fn func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
 	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
-	s, release, err := a.open(ctx, in.Store)
-	if err != nil {
-		return workflows.ActivityResult{}, classify(ctx, in, err)
-	}
 	hb, work := a.startHeartbeats(ctx, phase)
 	type outcome struct {
 		res workflows.ActivityResult
@@ -83,6 +80,11 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		s, release, err := a.open(work, in.Store)
+		if err != nil {
+			done <- outcome{err: err}
+			return
+		}
 		defer release()
 		r, err := fn(work, s, hb)
 		done <- outcome{r, err}

@@ -2,13 +2,17 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
@@ -23,6 +27,8 @@ import (
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
@@ -253,4 +259,85 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	m, err := s.TableManifest(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.CheckTable(ctx, m))
+}
+
+// On the real dev server: a storage read that hangs inside a merge (deaf to its context, as a
+// hung disk is) ends the attempt within the stall timeout plus its grace, as StorageStalled; the
+// merge memory is released once the call returns; the retry completes and nothing is lost.
+func TestAHungReadInAMergeEndsTheAttemptAndTheRetryCompletes(t *testing.T) {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
+	}
+	h := newHarness(t)
+	ctx := context.Background()
+	var faults *objstoretest.Faulty
+	merges := budget.New(64<<20, nil)
+	mgr, err := storecache.New(h.cat, storecache.Config{DataURL: h.mgr.DataURL(), Store: lsm.Options{Instance: "maint", ReadOnly: true, Budget: merges},
+		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer func() { _ = mgr.Close(ctx) }()
+	name := "hung-" + time.Now().Format("150405.000000")
+	_, _, err = h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	for g := range 3 {
+		appendRow(t, s, string(rune('a'+g)))
+		require.NoError(t, s.Flush(ctx))
+	}
+	release()
+
+	stuck := make(chan struct{})
+	var once sync.Once
+	unstick := func() { once.Do(func() { close(stuck) }) }
+	defer unstick()
+	faults.AddRule(objstoretest.Rule{Stuck: stuck, Times: 1,
+		Match: func(op objstoretest.Op, key string) bool {
+			return op == objstoretest.OpGet || op == objstoretest.OpGetRange
+		}})
+	reg := prometheus.NewRegistry()
+	w := worker.New(h.c, &activities.Activities{Stores: mgr, StallTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond,
+		Metrics: activities.NewMetrics(reg)}, worker.Options{})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	ref := workflows.StoreRef{Kind: "rollout", Name: name}
+	start := time.Now()
+	_, err = worker.RequestMaintenance(ctx, h.c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.c.TerminateWorkflow(context.Background(), ref.WorkflowID(), "", "test done") })
+
+	// The first attempt stalls; the worker reports it as StorageStalled and the server retries.
+	var lastFailure string
+	require.Eventually(t, func() bool {
+		d, err := h.c.DescribeWorkflow(ctx, ref.WorkflowID(), "")
+		if err != nil || len(d.RawResponse.PendingActivities) == 0 {
+			return false
+		}
+		a := d.RawResponse.PendingActivities[0]
+		lastFailure = a.GetLastFailure().GetApplicationFailureInfo().GetType()
+		return a.Attempt >= 2 && lastFailure != ""
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, workflows.ErrStorageStalled, lastFailure)
+	require.Less(t, time.Since(start), 1*time.Second+10*time.Second, "within the stall timeout, the grace and slack")
+	unstick() // the disk answers: the abandoned attempt's goroutine finishes and frees its memory
+	require.Eventually(t, func() bool {
+		st, err := h.cat.GetStoreStats(ctx, catalog.KindRollout, name)
+		return err == nil && st.BaseRows == 3 && st.PendingGenerations == 0
+	}, 60*time.Second, 100*time.Millisecond, "the retry merged everything: %v", describeForTest(h, ref))
+	require.Eventually(t, func() bool { return merges.Reserved() == 0 }, 10*time.Second, 10*time.Millisecond, "the merge memory is released")
+}
+
+// describeForTest summarises a store workflow's pending activities (for failure messages).
+func describeForTest(h *harness, ref workflows.StoreRef) string {
+	d, err := h.c.DescribeWorkflow(context.Background(), ref.WorkflowID(), "")
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, a := range d.RawResponse.PendingActivities {
+		out = append(out, fmt.Sprintf("%s attempt %d state %s last failure %q", a.GetActivityType().GetName(), a.Attempt, a.State, a.GetLastFailure().GetMessage()))
+	}
+	return strings.Join(out, "; ")
 }
