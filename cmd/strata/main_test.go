@@ -224,3 +224,28 @@ func TestServeAndWorkerWithOneInstanceIDDoNotFenceEachOther(t *testing.T) {
 		require.Equal(t, 1, res.Generations)
 	}
 }
+
+// `strata status` shows each store's garbage and last cleanup, and `--failing` what fails, how
+// and since when.
+func TestStatusShowsGarbageAndFailures(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cleaned := now.Add(-90 * time.Second)
+	var out strings.Builder
+	require.NoError(t, printStatus(&out, []catalog.StoreStatus{
+		{Kind: catalog.KindRollout, Name: "a", Stats: &catalog.StoreStats{TableVersion: 7, Fragments: 2, IndexCoveredFragments: 2,
+			DroppedBytes: 3 << 20, CleanedDroppedBytes: 1 << 20, LastCleanupAt: &cleaned, UpdatedAt: now}},
+		{Kind: catalog.KindRollout, Name: "b"},
+	}, now))
+	require.Contains(t, out.String(), "GARBAGE")
+	require.Contains(t, out.String(), "2.0 MiB")
+	require.Contains(t, out.String(), "1m30s ago")
+	require.Contains(t, out.String(), "never observed")
+	out.Reset()
+	require.NoError(t, printFailures(&out, []catalog.MaintenanceFailure{{Kind: catalog.KindRollout, Name: "a", Op: "merge_wal",
+		ErrorType: "ObjectStoreUnavailable", Message: "merge_wal rollout/a: disk full:\nno space", Since: now.Add(-time.Hour), Failures: 3}}, now))
+	require.Regexp(t, `rollout/a +merge_wal +ObjectStoreUnavailable +1h0m0s ago +3 `, out.String())
+	require.Contains(t, out.String(), "disk full: no space", "one line per failure")
+	out.Reset()
+	require.NoError(t, printFailures(&out, nil, now))
+	require.Contains(t, out.String(), "(no failing maintenance)")
+}

@@ -72,16 +72,17 @@ func statusCommand() *ffcli.Command {
 
 func printStatus(out io.Writer, st []catalog.StoreStatus, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STORE\tPENDING GENS\tOLDEST PENDING\tFRAGMENTS\tINDEXED\tROWS\tVERSION\tLAST MERGE\tLAST COMPACT\tSTATS AGE")
+	fmt.Fprintln(tw, "STORE\tPENDING GENS\tOLDEST PENDING\tFRAGMENTS\tINDEXED\tROWS\tVERSION\tLAST MERGE\tLAST COMPACT\tGARBAGE\tLAST CLEANUP\tSTATS AGE")
 	for _, s := range st {
 		if s.Stats == nil {
-			fmt.Fprintf(tw, "%s/%s\t-\t-\t-\t-\t-\t-\t-\t-\tnever observed\n", s.Kind, s.Name)
+			fmt.Fprintf(tw, "%s/%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\tnever observed\n", s.Kind, s.Name)
 			continue
 		}
 		x := s.Stats
-		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%d/%d\t%d\t%d\t%s\t%s\t%s\n", s.Kind, s.Name, x.PendingGenerations,
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Kind, s.Name, x.PendingGenerations,
 			ago(x.OldestPendingAt, now), x.Fragments, x.IndexCoveredFragments, x.Fragments, x.BaseRows-x.DeletedRows,
-			x.TableVersion, ago(x.LastMergeAt, now), ago(x.LastCompactAt, now), ago(&x.UpdatedAt, now))
+			x.TableVersion, ago(x.LastMergeAt, now), ago(x.LastCompactAt, now), mib(x.GarbageBytes()), ago(x.LastCleanupAt, now),
+			ago(&x.UpdatedAt, now))
 	}
 	if len(st) == 0 {
 		fmt.Fprintln(tw, "(no stores)")
@@ -103,6 +104,9 @@ func printFailures(out io.Writer, fs []catalog.MaintenanceFailure, now time.Time
 	}
 	return tw.Flush()
 }
+
+// mib renders a byte count in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // ago renders a timestamp as an age ("3m12s ago"), "-" when unset.
 func ago(t *time.Time, now time.Time) string {
