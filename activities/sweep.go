@@ -87,11 +87,12 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 			return cat.CompactCandidates(ctx, in.MaxRequests)
 		}},
 		// Storage grows with every version a merge or compaction leaves behind: clean up stores
-		// holding much garbage, whose table moved far past its last cleanup, or whose garbage
-		// was too young for the last cleanup and is old enough now.
+		// holding much garbage (absolutely, or for their size), or whose table moved far past
+		// its last cleanup.
 		{workflows.OpCleanupVersions, func() ([]catalog.StoreStats, error) {
-			return cat.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: in.MinVersionsToClean, MinGarbageBytes: in.MinGarbageBytes,
-				RevisitBefore: time.Now().Add(-in.CleanupRevisitAfter), RevisitGarbageBytes: in.RevisitGarbageBytes}, in.MaxRequests)
+			return cat.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: in.MinVersionsToClean,
+				MinGarbageBytes: in.MinGarbageBytes, VolumeInterval: in.VersionTTL / 4,
+				GarbageRatio: in.GarbageRatio, RatioInterval: in.VersionTTL}, in.MaxRequests)
 		}},
 		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {

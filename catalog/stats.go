@@ -337,24 +337,33 @@ func prefixed(p, columns string) string {
 	return strings.Join(parts, ", ")
 }
 
-// CleanupPolicy says which stores need a version cleanup.
+// CleanupPolicy says which stores need a version cleanup. Garbage (GarbageBytes) is only
+// deletable once it is older than the version TTL, so the garbage triggers wait a while after a
+// store's last cleanup instead of queueing one that would find nothing to delete.
 type CleanupPolicy struct {
-	MinVersions     int   // the table moved this many versions past the last cleanup's
-	MinGarbageBytes int64 // the store holds this many bytes its table no longer references
-	// A store whose last cleanup ran before RevisitBefore (or never ran) and that still holds at
-	// least RevisitGarbageBytes: garbage a cleanup had to keep because it was younger than the
-	// version TTL is collectable now.
-	RevisitBefore       time.Time
-	RevisitGarbageBytes int64
+	MinVersions int // the table moved this many versions past the last cleanup's
+	// MinGarbageBytes: the store holds this much garbage and its last cleanup ran at least
+	// VolumeInterval ago (or never).
+	MinGarbageBytes int64
+	VolumeInterval  time.Duration
+	// GarbageRatio: the store's garbage is at least this share of its table's bytes (and at
+	// least 64 KiB) and its last cleanup ran at least RatioInterval ago (or never): small stores
+	// are cleaned too, once what their last cleanup had to keep has aged past the TTL.
+	GarbageRatio  float64
+	RatioInterval time.Duration
 }
 
+// minRatioGarbage: below this, garbage is not worth a cleanup by ratio.
+const minRatioGarbage = 64 << 10
+
 // CleanupCandidates: live stores that need a version cleanup by policy, most garbage first,
-// then most versions behind; each store once, at most limit.
+// then most versions behind, then most garbage for their size; each store once, at most limit.
 func (c *Catalog) CleanupCandidates(ctx context.Context, p CleanupPolicy, limit int) ([]StoreStats, error) {
-	// Index-ordered queries, merged.
-	byGarbage, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= $1 AND `+liveStore+`
-		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $2`, p.MinGarbageBytes, limit)
+	now := time.Now()
+	byVolume, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+		WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= $1
+		  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at <= $2) AND `+liveStore+`
+		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $3`, p.MinGarbageBytes, now.Add(-p.VolumeInterval), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -364,18 +373,19 @@ func (c *Catalog) CleanupCandidates(ctx context.Context, p CleanupPolicy, limit 
 	if err != nil {
 		return nil, err
 	}
-	var revisit []StoreStats
-	if !p.RevisitBefore.IsZero() {
-		revisit, err = c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-			WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= GREATEST($1::bigint, 1)
-			  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at < $2) AND `+liveStore+`
-			ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $3`, p.RevisitGarbageBytes, p.RevisitBefore, limit)
+	var byRatio []StoreStats
+	if p.GarbageRatio > 0 {
+		byRatio, err = c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
+			WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= GREATEST($1 * s.bytes, $2)
+			  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at <= $3) AND `+liveStore+`
+			ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $4`,
+			p.GarbageRatio, minRatioGarbage, now.Add(-p.RatioInterval), limit)
 		if err != nil {
 			return nil, err
 		}
 	}
-	out := byGarbage
-	for _, more := range [][]StoreStats{byVersions, revisit} {
+	out := byVolume
+	for _, more := range [][]StoreStats{byVersions, byRatio} {
 		for _, s := range more {
 			if len(out) < limit && !slices.ContainsFunc(out, func(o StoreStats) bool { return o.Kind == s.Kind && o.Name == s.Name }) {
 				out = append(out, s)

@@ -269,21 +269,30 @@ func TestCleanupCandidatesFollowGarbageBytes(t *testing.T) {
 	got, err := c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20}, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"big", "versions"}, names(got))
+	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20, VolumeInterval: time.Hour}, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"big", "versions"}, names(got), "never cleaned: no interval to wait")
 	require.NoError(t, c.RecordCleanup(ctx, catalog.KindRollout, "big", 5, 880<<20))
 	st, err := c.GetStoreStats(ctx, catalog.KindRollout, "big")
 	require.NoError(t, err)
 	require.EqualValues(t, 20<<20, st.GarbageBytes(), "what the cleanup left")
-	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20}, 10)
+	got, err = c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 1 << 20, VolumeInterval: time.Hour}, 10)
 	require.NoError(t, err)
-	require.Equal(t, []string{"versions"}, names(got))
-	// The 20 MiB the cleanup had to keep (too young then) are revisited once its TTL has passed;
-	// "small" (never cleaned) holds 10 MiB.
-	revisit := catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20, RevisitBefore: time.Now().Add(-time.Hour), RevisitGarbageBytes: 1 << 20}
-	got, err = c.CleanupCandidates(ctx, revisit, 10)
+	require.Equal(t, []string{"small", "versions"}, names(got), "big's 20 MiB wait out the interval after its cleanup")
+	// The 20 MiB the cleanup had to keep (too young then) count by ratio (big's table holds
+	// 10 MiB) once a TTL has passed since; "small" (never cleaned, 10 MiB of garbage for 1 MiB of
+	// data) at once.
+	require.NoError(t, c.UpsertStoreStats(ctx, []catalog.StoreStats{
+		{Kind: catalog.KindRollout, Name: "big", TableVersion: 5, DroppedBytes: 900 << 20, Bytes: 10 << 20},
+		{Kind: catalog.KindRollout, Name: "small", TableVersion: 5, DroppedBytes: 10 << 20, Bytes: 1 << 20},
+	}))
+	ratio := catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20, GarbageRatio: 1, RatioInterval: time.Hour}
+	got, err = c.CleanupCandidates(ctx, ratio, 10)
 	require.NoError(t, err)
-	require.Equal(t, []string{"versions", "small"}, names(got), "cleaned a moment ago: not yet")
-	revisit.RevisitBefore = time.Now().Add(time.Minute)
-	got, err = c.CleanupCandidates(ctx, revisit, 10)
+	require.Equal(t, []string{"versions", "small"}, names(got), "big was cleaned a moment ago: not yet")
+	ratio.RatioInterval = -time.Minute // as if the TTL had passed
+	got, err = c.CleanupCandidates(ctx, ratio, 10)
 	require.NoError(t, err)
-	require.Equal(t, []string{"versions", "big", "small"}, names(got), "one TTL later, the garbage it kept is collectable")
+	require.Equal(t, []string{"versions", "big", "small"}, names(got))
+
 }

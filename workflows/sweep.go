@@ -25,11 +25,13 @@ type SweepInput struct {
 	StaleAfter            time.Duration `json:"stale_after,omitempty"`             // default 5m: merge even a few generations this old
 	MinVersionsToClean    int           `json:"min_versions_to_clean,omitempty"`   // default 64: table versions since the last version cleanup
 	MinGarbageBytes       int64         `json:"min_garbage_bytes,omitempty"`       // default 64 MiB: bytes the table no longer references, not yet cleaned
-	// CleanupRevisitAfter: a store whose last cleanup is this old and that still holds at least
-	// RevisitGarbageBytes is cleaned again (what was younger than the version TTL then is
-	// collectable now). Default 1h, the default version TTL; the worker sets its --version-ttl.
-	CleanupRevisitAfter time.Duration `json:"cleanup_revisit_after,omitempty"`
-	RevisitGarbageBytes int64         `json:"revisit_garbage_bytes,omitempty"` // default 1 MiB
+	// GarbageRatio: clean a store whose garbage is this share of its table's bytes, once its last
+	// cleanup is a version TTL old (default 1: as much garbage as data).
+	GarbageRatio float64 `json:"garbage_ratio,omitempty"`
+	// VersionTTL is the workers' version TTL (default 1h; the worker sets its --version-ttl):
+	// garbage younger than it cannot be deleted, so garbage-driven cleanups of a store wait a
+	// quarter of it (MinGarbageBytes) or all of it (GarbageRatio) after its last cleanup.
+	VersionTTL time.Duration `json:"version_ttl,omitempty"`
 	MaxRequests           int           `json:"max_requests,omitempty"`            // default 1024 per sweep
 	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
 }
@@ -48,11 +50,11 @@ func (in SweepInput) WithDefaults() SweepInput {
 	if in.MinGarbageBytes <= 0 {
 		in.MinGarbageBytes = 64 << 20
 	}
-	if in.CleanupRevisitAfter <= 0 {
-		in.CleanupRevisitAfter = time.Hour
+	if in.GarbageRatio <= 0 {
+		in.GarbageRatio = 1
 	}
-	if in.RevisitGarbageBytes <= 0 {
-		in.RevisitGarbageBytes = 1 << 20
+	if in.VersionTTL <= 0 {
+		in.VersionTTL = time.Hour
 	}
 	if in.MaxRequests <= 0 {
 		// About what 4 activity slots drain between two 30 s ticks at ~100 ms per merge: a

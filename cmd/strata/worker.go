@@ -43,12 +43,13 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
-	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the newest 10 always do), and so do unreferenced files younger than it")
+	fs.DurationVar(&c.VersionTTL, "version-ttl", time.Hour, "table versions younger than this survive version cleanup (the latest always does), and so do unreferenced files younger than it")
 	fs.DurationVar(&c.StallTimeout, "stall-timeout", activities.DefaultStallTimeout, "a maintenance activity that makes no progress (no storage call finishes, no phase advances) this long is abandoned and retried")
 	fs.IntVar(&c.Sweep.MinPendingGenerations, "sweep-min-pending-generations", 8, "the sweep merges a store with this many pending generations in a shard")
 	fs.DurationVar(&c.Sweep.StaleAfter, "sweep-stale-after", 5*time.Minute, "the sweep merges a store whose oldest pending generation is this old, however few")
 	fs.IntVar(&c.Sweep.MinVersionsToClean, "sweep-cleanup-after-versions", 64, "the sweep queues version cleanup for a store whose table moved this many versions since its last cleanup")
 	fs.Int64Var(&c.Sweep.MinGarbageBytes, "sweep-cleanup-after-garbage-bytes", 64<<20, "the sweep queues version cleanup for a store holding this many bytes of files its table no longer references")
+	fs.Float64Var(&c.Sweep.GarbageRatio, "sweep-cleanup-garbage-ratio", 1, "the sweep queues version cleanup for a store whose garbage is this share of its table's bytes, a version TTL after its last cleanup")
 	fs.DurationVar(&c.Sweep.StatsStaleAfter, "sweep-stats-stale-after", 10*time.Minute, "the sweep refreshes stats not observed for this long")
 	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
 	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")
@@ -73,7 +74,7 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 	if cfg.SweepInterval > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		sweep := cfg.Sweep
-		sweep.CleanupRevisitAfter = cfg.VersionTTL // garbage a cleanup kept for being young is collectable one TTL later
+		sweep.VersionTTL = cfg.VersionTTL // garbage younger than it cannot be deleted: cleanups wait for it
 		err := worker.EnsureSchedules(ctx, c, cfg.SweepInterval, sweep)
 		cancel()
 		if err != nil {

@@ -19,8 +19,10 @@ import (
 
 // CleanupOptions bound what CleanupVersions keeps.
 type CleanupOptions struct {
-	OlderThan  time.Duration // manifests younger than this are kept (default 1h)
-	KeepLatest int           // the newest this-many versions are always kept (default 10, min 1)
+	OlderThan time.Duration // manifests younger than this are kept (default 1h)
+	// KeepLatest: the newest this-many versions are always kept, however old (default 1: the
+	// latest; OlderThan already protects the versions a reader may still be using).
+	KeepLatest int
 	Grace      time.Duration // unreferenced files younger than this are kept (default 1h)
 }
 
@@ -40,7 +42,7 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 		opts.OlderThan = time.Hour
 	}
 	if opts.KeepLatest < 1 {
-		opts.KeepLatest = 10
+		opts.KeepLatest = 1
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = time.Hour
