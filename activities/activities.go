@@ -105,6 +105,12 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 		case out.err != nil: // what the cancelled work says is a consequence: the attempt stalled
 			out.err = fmt.Errorf("%w (then: %v)", errStalled, out.err)
 		}
+	case <-ctx.Done(): // cancelled (the worker stops, the server timed the attempt out)
+		select {
+		case out = <-done:
+		case <-time.After(abandonGrace): // work deaf to its context: leave it to finish on its own
+			out.err = ctx.Err()
+		}
 	}
 	hb.close()
 	return out.res, classify(ctx, in, out.err)
