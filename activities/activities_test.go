@@ -233,6 +233,11 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 6)
 	require.Subset(t, got, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact", "cold:cleanup_versions"})
+	// Stats refreshes have a cap of their own, so idle stores never crowd out the rest.
+	got = nil
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxStatsRefreshes: 2})
+	require.NoError(t, err)
+	require.Len(t, got, 7, "five requests and two of the four stats refreshes")
 
 	// The cap keeps the hottest, in priority order: merges by pending generations, then stale ones.
 	for limit, want := range map[int][]string{1: {"hot:merge_wal"}, 3: {"hot:merge_wal", "warm:merge_wal", "cold:merge_wal"}} {

@@ -94,9 +94,11 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 				MinGarbageBytes: in.MinGarbageBytes, VolumeInterval: in.VersionTTL / 4,
 				GarbageRatio: in.GarbageRatio, RatioInterval: in.VersionTTL}, in.MaxRequests)
 		}},
-		// Stats nobody refreshed lately (an idle store, or one never observed) come last.
+		// Stats nobody refreshed lately (an idle store, or one never observed) come last, and
+		// only a few per tick: thousands of idle stores must not queue ahead of the merges that
+		// seals ask for between two ticks.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {
-			stores, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), in.MaxRequests)
+			stores, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), min(in.MaxStatsRefreshes, in.MaxRequests))
 			out := make([]catalog.StoreStats, len(stores))
 			for i, st := range stores {
 				out[i] = catalog.StoreStats{Kind: st.Kind, Name: st.Name}

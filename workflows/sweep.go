@@ -31,9 +31,10 @@ type SweepInput struct {
 	// VersionTTL is the workers' version TTL (default 1h; the worker sets its --version-ttl):
 	// garbage younger than it cannot be deleted, so garbage-driven cleanups of a store wait a
 	// quarter of it (MinGarbageBytes) or all of it (GarbageRatio) after its last cleanup.
-	VersionTTL time.Duration `json:"version_ttl,omitempty"`
-	MaxRequests           int           `json:"max_requests,omitempty"`            // default 1024 per sweep
-	StatsStaleAfter       time.Duration `json:"stats_stale_after,omitempty"`       // default 10m: refresh stats older than this
+	VersionTTL        time.Duration `json:"version_ttl,omitempty"`
+	MaxRequests       int           `json:"max_requests,omitempty"`        // default 1024 per sweep
+	StatsStaleAfter   time.Duration `json:"stats_stale_after,omitempty"`   // default 10m: refresh stats older than this
+	MaxStatsRefreshes int           `json:"max_stats_refreshes,omitempty"` // default 128 per sweep
 }
 
 // WithDefaults fills zero fields.
@@ -60,6 +61,9 @@ func (in SweepInput) WithDefaults() SweepInput {
 		// About what 4 activity slots drain between two 30 s ticks at ~100 ms per merge: a
 		// smaller cap leaves slots idle while stores wait for the next tick.
 		in.MaxRequests = 1024
+	}
+	if in.MaxStatsRefreshes <= 0 {
+		in.MaxStatsRefreshes = 128
 	}
 	if in.StatsStaleAfter <= 0 {
 		in.StatsStaleAfter = 10 * time.Minute

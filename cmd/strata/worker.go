@@ -51,6 +51,7 @@ func (c *temporalConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Sweep.MinGarbageBytes, "sweep-cleanup-after-garbage-bytes", 64<<20, "the sweep queues version cleanup for a store holding this many bytes of files its table no longer references")
 	fs.Float64Var(&c.Sweep.GarbageRatio, "sweep-cleanup-garbage-ratio", 1, "the sweep queues version cleanup for a store whose garbage is this share of its table's bytes, a version TTL after its last cleanup")
 	fs.DurationVar(&c.Sweep.StatsStaleAfter, "sweep-stats-stale-after", 10*time.Minute, "the sweep refreshes stats not observed for this long")
+	fs.IntVar(&c.Sweep.MaxStatsRefreshes, "sweep-max-stats-refreshes", 128, "stats refreshes of idle or never-observed stores one sweep queues at most (they queue behind nothing, but merges queue behind them)")
 	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
 	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")
 	fs.Int64Var(&c.Compaction.TargetRowsPerFragment, "compact-target-rows", 1<<20, "rows per fragment compaction aims for (smaller fragments are candidates)")
