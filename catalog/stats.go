@@ -45,14 +45,14 @@ type StoreStats struct {
 	DroppedBytes        int64
 	CleanedDroppedBytes int64
 	LastCleanupAt       *time.Time
-	LastMergeAt        *time.Time // nil keeps the stored value
-	LastCompactAt      *time.Time // nil keeps the stored value
-	LastIndexAt        *time.Time // nil keeps the stored value
-	MergesTotal        int64
-	CompactionsTotal   int64
-	PendingGenerations int
-	OldestPendingAt    *time.Time
-	UpdatedAt          time.Time // observation time; zero means now
+	LastMergeAt         *time.Time // nil keeps the stored value
+	LastCompactAt       *time.Time // nil keeps the stored value
+	LastIndexAt         *time.Time // nil keeps the stored value
+	MergesTotal         int64
+	CompactionsTotal    int64
+	PendingGenerations  int
+	OldestPendingAt     *time.Time
+	UpdatedAt           time.Time // observation time; zero means now
 }
 
 // GarbageBytes estimates the bytes of files the store's table no longer references that are
