@@ -70,9 +70,15 @@ const MaxGenericColumns = 1024
 // rollout_id/problem_id "x", role "assistant", content_type "text/plain", created_at at the epoch
 // plus one microsecond); every other column is null. For tests, tools and benchmarks.
 func MinimalRolloutBatch(mem memory.Allocator, ids ...string) arrow.RecordBatch {
+	return TextRolloutBatch(mem, ids, nil)
+}
+
+// TextRolloutBatch is MinimalRolloutBatch with each row's content set to contents[i] (nil: no
+// content).
+func TextRolloutBatch(mem memory.Allocator, ids, contents []string) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, RolloutSchema)
 	defer b.Release()
-	for _, id := range ids {
+	for r, id := range ids {
 		for i, f := range RolloutSchema.Fields() {
 			switch f.Name {
 			case "id":
@@ -87,6 +93,12 @@ func MinimalRolloutBatch(mem memory.Allocator, ids ...string) arrow.RecordBatch 
 				b.Field(i).(*array.Int32Builder).Append(0)
 			case "created_at":
 				b.Field(i).(*array.TimestampBuilder).Append(1)
+			case "content":
+				if contents == nil {
+					b.Field(i).AppendNull()
+				} else {
+					b.Field(i).(*array.LargeStringBuilder).Append(contents[r])
+				}
 			default:
 				b.Field(i).AppendNull()
 			}

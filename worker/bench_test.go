@@ -70,22 +70,7 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// As `strata serve` does: a seal that leaves a shard at the threshold asks for a merge.
-		mgr, err := storecache.New(cat, storecache.Config{DataURL: b.TempDir(), Capacity: 2000, Store: lsm.Options{Instance: "api"},
-			MergeAfterGenerations: 8, RequestMerge: func(ctx context.Context, kind catalog.Kind, name string) error {
-				_, err := worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
-				return err
-			}}, nil, log)
-		if err != nil {
-			b.Fatal(err)
-		}
-		names := make([]string, stores)
-		for i := range names {
-			names[i] = fmt.Sprintf("p6-%05d", i)
-			if _, _, err := mgr.Create(ctx, catalog.KindRollout, names[i], nil, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
+		mgr, names := benchStores(b, cat, c, b.TempDir(), "p6", stores)
 		reg := prometheus.NewRegistry()
 		w := worker.New(c, &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg)}, worker.Options{ActivitySlots: 4})
 		if err := w.Start(); err != nil {
@@ -196,6 +181,29 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 		benchfmt.Report("P6-activity-mean", benchfmt.Millis(busy/time.Duration(max(runs, 1))), "ms", fmt.Sprintf("mean maintenance activity attempt (%d attempts)", runs))
 		benchfmt.Report("P6-slot-utilization", busy.Seconds()/(4*elapsed.Seconds()), "x", "activity time / (4 slots x run time)")
 	}
+}
+
+// benchStores opens a store manager over dataDir that, as `strata serve` does, asks for a merge
+// through c as soon as a seal leaves a shard at 8 pending generations, and creates n rollout
+// stores named <prefix>-<i>.
+func benchStores(b *testing.B, cat *catalog.Catalog, c client.Client, dataDir, prefix string, n int) (*storecache.Manager, []string) {
+	ctx := context.Background()
+	mgr, err := storecache.New(cat, storecache.Config{DataURL: dataDir, Capacity: 2000, Store: lsm.Options{Instance: "api"},
+		MergeAfterGenerations: 8, RequestMerge: func(ctx context.Context, kind catalog.Kind, name string) error {
+			_, err := worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
+			return err
+		}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+		if _, _, err := mgr.Create(ctx, catalog.KindRollout, names[i], nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return mgr, names
 }
 
 // activityTime sums the maintenance activity durations the worker recorded.

@@ -14,6 +14,8 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 )
@@ -54,4 +56,21 @@ func (h *harness) startWorker(t testing.TB) {
 	w := worker.New(h.c, &activities.Activities{Stores: h.mgr}, worker.Options{})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
+}
+
+// faultyManager is a store manager over dataDir whose object store goes through a
+// fault-injecting wrapper (returned), with opts for its stores.
+func faultyManager(t testing.TB, cat *catalog.Catalog, dataDir string, opts lsm.Options) (*storecache.Manager, *objstoretest.Faulty) {
+	var faults *objstoretest.Faulty
+	mgr, err := storecache.New(cat, storecache.Config{DataURL: dataDir, Store: opts,
+		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	return mgr, faults
+}
+
+// isRead matches object-store reads (for fault rules).
+func isRead(op objstoretest.Op, _ string) bool {
+	return op == objstoretest.OpGet || op == objstoretest.OpGetRange
 }

@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,9 +22,7 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
-	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -134,12 +130,7 @@ func TestRecordStoreMaintenanceFailureHistory(t *testing.T) {
 	cat, err := catalog.Open(ctx, testenv.Database(t))
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
-	var faults *objstoretest.Faulty
-	mgr, err := storecache.New(cat, storecache.Config{DataURL: t.TempDir(), Store: lsm.Options{Instance: "api"},
-		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	mgr, faults := faultyManager(t, cat, t.TempDir(), lsm.Options{Instance: "api"})
 	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.temporal.io/sdk/client"
 
@@ -26,9 +25,7 @@ import (
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
-	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
-	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -70,21 +67,7 @@ func BenchmarkP11StorageAmplification(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		mgr, err := storecache.New(cat, storecache.Config{DataURL: dataDir, Store: lsm.Options{Instance: "api"},
-			MergeAfterGenerations: 8, RequestMerge: func(ctx context.Context, kind catalog.Kind, name string) error {
-				_, err := worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
-				return err
-			}}, nil, log)
-		if err != nil {
-			b.Fatal(err)
-		}
-		names := make([]string, p11Stores)
-		for i := range names {
-			names[i] = fmt.Sprintf("p11-%03d", i)
-			if _, _, err := mgr.Create(ctx, catalog.KindRollout, names[i], nil, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
+		mgr, names := benchStores(b, cat, c, dataDir, "p11", p11Stores)
 		w := worker.New(c, &activities.Activities{Stores: mgr, Cleanup: table.CleanupOptions{OlderThan: p11TTL, Grace: p11TTL}},
 			worker.Options{ActivitySlots: 4})
 		if err := w.Start(); err != nil {
@@ -194,37 +177,16 @@ func BenchmarkP11StorageAmplification(b *testing.B) {
 
 // p11Batch builds rollout rows with random text content; sizes gets each row's logical bytes.
 func p11Batch(rng *rand.Rand, ids []string, sizes []int) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, kinds.RolloutSchema)
-	defer b.Release()
 	raw := make([]byte, p11ContentSize/2)
+	contents := make([]string, len(ids))
 	for r, id := range ids {
 		for i := range raw {
 			raw[i] = byte(rng.Uint32())
 		}
-		content := hex.EncodeToString(raw)
-		sizes[r] = len(id) + len(content) + len("xx") + len("assistant") + len("text/plain") + 4 + 8
-		for i, f := range kinds.RolloutSchema.Fields() {
-			switch f.Name {
-			case "id":
-				b.Field(i).(*array.StringBuilder).Append(id)
-			case "rollout_id", "problem_id":
-				b.Field(i).(*array.StringBuilder).Append("x")
-			case "role":
-				b.Field(i).(*array.StringBuilder).Append("assistant")
-			case "content":
-				b.Field(i).(*array.LargeStringBuilder).Append(content)
-			case "content_type":
-				b.Field(i).(*array.StringBuilder).Append("text/plain")
-			case "sequence_order":
-				b.Field(i).(*array.Int32Builder).Append(0)
-			case "created_at":
-				b.Field(i).(*array.TimestampBuilder).Append(1)
-			default:
-				b.Field(i).AppendNull()
-			}
-		}
+		contents[r] = hex.EncodeToString(raw)
+		sizes[r] = len(id) + len(contents[r]) + len("xx") + len("assistant") + len("text/plain") + 4 + 8
 	}
-	return b.NewRecordBatch()
+	return kinds.TextRolloutBatch(memory.DefaultAllocator, ids, contents)
 }
 
 // storageBytes sums the sizes of the files under dir, and describes them by kind (the store

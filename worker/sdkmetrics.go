@@ -63,20 +63,28 @@ func (m *SDKMetrics) WithTags(tags map[string]string) client.MetricsHandler {
 	return &SDKMetrics{reg: m.reg, tags: merged}
 }
 
-// Counter returns the counter name (exported as a Prometheus counter ending in _total).
-func (m *SDKMetrics) Counter(name string) client.MetricsCounter {
+// vecFor returns the vector registered for name in vecs, creating (and registering) it with the
+// handler's tags as its labels on first use; ok is false when the registry refused it.
+func vecFor[V prometheus.Collector](m *SDKMetrics, vecs map[string]*labelled[V], name string, create func(labels []string) V) (*labelled[V], bool) {
 	r := m.reg
 	r.mu.Lock()
-	l, ok := r.counters[name]
+	defer r.mu.Unlock()
+	l, ok := vecs[name]
 	if !ok {
 		labels := labelNames(m.tags)
-		vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricName(name, "_total"),
-			Help: "Temporal SDK counter " + name + "."}, labels)
-		l = &labelled[*prometheus.CounterVec]{vec: vec, labels: labels, ok: r.reg.Register(vec) == nil}
-		r.counters[name] = l
+		vec := create(labels)
+		l = &labelled[V]{vec: vec, labels: labels, ok: r.reg.Register(vec) == nil}
+		vecs[name] = l
 	}
-	r.mu.Unlock()
-	if !l.ok {
+	return l, l.ok
+}
+
+// Counter returns the counter name (exported as a Prometheus counter ending in _total).
+func (m *SDKMetrics) Counter(name string) client.MetricsCounter {
+	l, ok := vecFor(m, m.reg.counters, name, func(labels []string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricName(name, "_total"), Help: "Temporal SDK counter " + name + "."}, labels)
+	})
+	if !ok {
 		return client.MetricsNopHandler.Counter(name)
 	}
 	c := l.vec.WithLabelValues(labelValues(l.labels, m.tags)...)
@@ -85,38 +93,22 @@ func (m *SDKMetrics) Counter(name string) client.MetricsCounter {
 
 // Gauge returns the gauge name.
 func (m *SDKMetrics) Gauge(name string) client.MetricsGauge {
-	r := m.reg
-	r.mu.Lock()
-	l, ok := r.gauges[name]
+	l, ok := vecFor(m, m.reg.gauges, name, func(labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricName(name, ""), Help: "Temporal SDK gauge " + name + "."}, labels)
+	})
 	if !ok {
-		labels := labelNames(m.tags)
-		vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricName(name, ""),
-			Help: "Temporal SDK gauge " + name + "."}, labels)
-		l = &labelled[*prometheus.GaugeVec]{vec: vec, labels: labels, ok: r.reg.Register(vec) == nil}
-		r.gauges[name] = l
-	}
-	r.mu.Unlock()
-	if !l.ok {
 		return client.MetricsNopHandler.Gauge(name)
 	}
-	g := l.vec.WithLabelValues(labelValues(l.labels, m.tags)...)
-	return gaugeFunc(g.Set)
+	return gaugeFunc(l.vec.WithLabelValues(labelValues(l.labels, m.tags)...).Set)
 }
 
 // Timer returns the timer name (exported as a histogram in seconds).
 func (m *SDKMetrics) Timer(name string) client.MetricsTimer {
-	r := m.reg
-	r.mu.Lock()
-	l, ok := r.histograms[name]
+	l, ok := vecFor(m, m.reg.histograms, name, func(labels []string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricName(name, "_seconds"), Help: "Temporal SDK timer " + name + ".",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, labels)
+	})
 	if !ok {
-		labels := labelNames(m.tags)
-		vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricName(name, "_seconds"),
-			Help: "Temporal SDK timer " + name + ".", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, labels)
-		l = &labelled[*prometheus.HistogramVec]{vec: vec, labels: labels, ok: r.reg.Register(vec) == nil}
-		r.histograms[name] = l
-	}
-	r.mu.Unlock()
-	if !l.ok {
 		return client.MetricsNopHandler.Timer(name)
 	}
 	h := l.vec.WithLabelValues(labelValues(l.labels, m.tags)...)

@@ -27,7 +27,6 @@ import (
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/lsm"
-	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
@@ -271,15 +270,10 @@ func TestAHungReadInAMergeEndsTheAttemptAndTheRetryCompletes(t *testing.T) {
 	}
 	h := newHarness(t)
 	ctx := context.Background()
-	var faults *objstoretest.Faulty
 	merges := budget.New(64<<20, nil)
-	mgr, err := storecache.New(h.cat, storecache.Config{DataURL: h.mgr.DataURL(), Store: lsm.Options{Instance: "maint", ReadOnly: true, Budget: merges},
-		WrapObjects: func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults }},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
-	defer func() { _ = mgr.Close(ctx) }()
+	mgr, faults := faultyManager(t, h.cat, h.mgr.DataURL(), lsm.Options{Instance: "maint", ReadOnly: true, Budget: merges})
 	name := "hung-" + time.Now().Format("150405.000000")
-	_, _, err = h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)
