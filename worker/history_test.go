@@ -148,9 +148,7 @@ func TestRecordStoreMaintenanceFailureHistory(t *testing.T) {
 	release()
 
 	faults.AddRule(objstoretest.Rule{Err: fmt.Errorf("frame 1: %w", lsm.ErrCorrupt),
-		Match: func(op objstoretest.Op, _ string) bool {
-			return op == objstoretest.OpGet || op == objstoretest.OpGetRange
-		}})
+		Match: isRead})
 	ref := workflows.StoreRef{Kind: "rollout", Name: name}
 	run, err := worker.RequestMaintenance(ctx, c, ref, workflows.Request{Op: workflows.OpMergeWAL})
 	require.NoError(t, err)

@@ -130,9 +130,6 @@ func TestTheReadmesTemporalRecipesWorkAsWritten(t *testing.T) {
 		}
 		return st.PendingGenerations
 	}
-	isRead := func(op objstoretest.Op, _ string) bool {
-		return op == objstoretest.OpGet || op == objstoretest.OpGetRange
-	}
 
 	// A merge fails for good (corrupt data is not retried by the activity): found by the list
 	// recipe and in the catalog.

@@ -288,9 +288,7 @@ func TestAHungReadInAMergeEndsTheAttemptAndTheRetryCompletes(t *testing.T) {
 	unstick := func() { once.Do(func() { close(stuck) }) }
 	defer unstick()
 	faults.AddRule(objstoretest.Rule{Stuck: stuck, Times: 1,
-		Match: func(op objstoretest.Op, key string) bool {
-			return op == objstoretest.OpGet || op == objstoretest.OpGetRange
-		}})
+		Match: isRead})
 	reg := prometheus.NewRegistry()
 	w := worker.New(h.c, &activities.Activities{Stores: mgr, StallTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond,
 		Metrics: activities.NewMetrics(reg)}, worker.Options{})
