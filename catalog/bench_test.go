@@ -80,6 +80,10 @@ func BenchmarkP5Registry(b *testing.B) {
 			{"P5-index-candidates-p99", "stores whose key index does not cover every fragment, top 256", func() ([]catalog.StoreStats, error) {
 				return c.IndexCandidates(ctx, 256)
 			}},
+			{"P5-cleanup-candidates-p99", "stores holding garbage (64 MiB, or as much as their data) or 64 versions behind, top 256", func() ([]catalog.StoreStats, error) {
+				return c.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: 64, MinGarbageBytes: 64 << 20, VolumeInterval: 15 * time.Minute,
+					GarbageRatio: 1, RatioInterval: time.Hour}, 256)
+			}},
 		}
 
 		createP99, getP99 := benchfmt.Percentile(create, 99), benchfmt.Percentile(get, 99)
@@ -124,9 +128,10 @@ func seedP5(ctx context.Context, url string, n int) error {
 		 FROM generate_series(0, $1 - 1) AS i, unnest(ARRAY['shard-a', 'shard-b']) AS s,
 		      LATERAL (SELECT CASE WHEN i % 20 = 0 THEN 4 + i % 30 ELSE i % 3 END AS g) AS gen`,
 		`INSERT INTO store_stats (kind, name, table_version, base_rows, fragments, index_covered_fragments,
-		                          pending_generations, oldest_pending_at, compactable_fragments)
+		                          pending_generations, oldest_pending_at, compactable_fragments, bytes, dropped_bytes)
 		 SELECT kind, name, 10, 100000, f, CASE WHEN (hashtext(name) & 7) = 0 THEN f - 1 ELSE f END,
-		        sum(pending_generations), min(oldest_pending_at), CASE WHEN f >= 16 THEN f / 2 ELSE 0 END
+		        sum(pending_generations), min(oldest_pending_at), CASE WHEN f >= 16 THEN f / 2 ELSE 0 END,
+		        f * (1 << 20), (abs(hashtext(name)) % 100) * (1 << 20)
 		 FROM shard_stats, LATERAL (SELECT CASE WHEN hashtext(name) % 33 = 0 THEN 16 + abs(hashtext(name)) % 40
 		                                        ELSE 1 + abs(hashtext(name)) % 12 END AS f) AS frag
 		 GROUP BY kind, name, f`,
