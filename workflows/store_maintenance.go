@@ -164,10 +164,14 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r); got = true })
 			sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-			sel.AddFuture(workflow.NewTimer(ctx, idleTimeout), func(workflow.Future) {})
+			expired := false
+			sel.AddFuture(workflow.NewTimer(ctx, idleTimeout), func(workflow.Future) { expired = true })
 			sel.Select(ctx)
 			if got {
 				enqueue(r)
+				continue
+			}
+			if !expired { // woken by an update: its request is queued
 				continue
 			}
 			drain()
