@@ -57,8 +57,9 @@ func noteFailure(failing []Failure, op Op, err error, now time.Time) []Failure {
 }
 
 // recordOutcome writes the outcome to the catalog (best effort: the activity logs a catalog
-// error) and reports whether the search attributes may be set.
-func recordOutcome(ctx workflow.Context, in OutcomeInput) bool {
+// error) and reports whether the search attributes may be set: once they could (had), they still
+// can — a worker that failed to list them must not leave a flag it set uncleared.
+func recordOutcome(ctx workflow.Context, had bool, in OutcomeInput) bool {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
@@ -66,9 +67,9 @@ func recordOutcome(ctx workflow.Context, in OutcomeInput) bool {
 	var res OutcomeResult
 	if err := workflow.ExecuteLocalActivity(lctx, ActivityRecordOutcome, in).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("recording the maintenance outcome failed", "store", in.Store.WorkflowID(), "op", in.Op, "error", err)
-		return false
+		return had
 	}
-	return res.SearchAttributes
+	return had || res.SearchAttributes
 }
 
 // publishFailing sets the search attributes from the state's failing operations.

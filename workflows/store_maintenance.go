@@ -205,7 +205,7 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			state.Failures = 0
 			if i := failingIndex(state.Failing, req.Op); i >= 0 { // it recovered
 				state.Failing = slices.Delete(state.Failing, i, i+1)
-				state.SearchAttributes = recordOutcome(ctx, OutcomeInput{Store: state.Store, Op: req.Op})
+				state.SearchAttributes = recordOutcome(ctx, state.SearchAttributes, OutcomeInput{Store: state.Store, Op: req.Op})
 				publishFailing(ctx, state)
 			}
 			drainRetries(ctx)
@@ -224,7 +224,7 @@ func StoreMaintenance(ctx workflow.Context, in StoreMaintenanceInput) error {
 			state.Failing = noteFailure(state.Failing, req.Op, err, workflow.Now(ctx))
 			enqueue(req)
 			f := state.Failing[failingIndex(state.Failing, req.Op)]
-			state.SearchAttributes = recordOutcome(ctx, OutcomeInput{Store: state.Store, Op: req.Op, Failure: &f})
+			state.SearchAttributes = recordOutcome(ctx, state.SearchAttributes, OutcomeInput{Store: state.Store, Op: req.Op, Failure: &f})
 			publishFailing(ctx, state)
 		}
 		log.Warn("maintenance operation failed; cooling down", "store", state.Store.WorkflowID(), "op", req.Op,
