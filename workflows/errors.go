@@ -26,6 +26,9 @@ const (
 	ErrFenced = "Fenced"
 	// ErrCommitConflict: the commit kept losing compare-and-swap races to other writers. Retried.
 	ErrCommitConflict = "CommitConflict"
+	// ErrTimedOut: the server timed the attempt out — its worker stopped heartbeating (it died or
+	// froze) or it ran past its StartToClose timeout. Retried (possibly on another worker).
+	ErrTimedOut = "TimedOut"
 	// ErrInternal: anything else (a bug): the message says what.
 	ErrInternal = "Internal"
 )

@@ -45,8 +45,12 @@ func failingIndex(failing []Failure, op Op) int {
 func noteFailure(failing []Failure, op Op, err error, now time.Time) []Failure {
 	typ, msg := ErrInternal, err.Error()
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
+	var timeout *temporal.TimeoutError
+	switch {
+	case errors.As(err, &app):
 		typ, msg = app.Type(), app.Message()
+	case errors.As(err, &timeout):
+		typ = ErrTimedOut
 	}
 	if i := failingIndex(failing, op); i >= 0 {
 		f := &failing[i]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -267,4 +268,21 @@ func TestTheRunUpdateAnswersWithTheResultOfItsOwnRun(t *testing.T) {
 	require.ErrorAs(t, answers["cleanup-1"].err, &app)
 	require.Equal(t, workflows.ErrObjectStoreUnavailable, app.Type())
 	require.ErrorContains(t, rejected, "nonsense")
+}
+
+// An attempt the server timed out (its worker stopped heartbeating) is flagged TimedOut, not
+// Internal.
+func TestATimedOutOperationIsFlaggedTimedOut(t *testing.T) {
+	env, f := newEnv(t)
+	runs := 0
+	f.fail = func(op workflows.Op) error {
+		if runs++; op == workflows.OpCompact && runs <= 5 {
+			return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		}
+		return nil
+	}
+	env.ExecuteWorkflow(workflows.StoreMaintenance, workflows.StoreMaintenanceInput{Store: store, Pending: []workflows.Request{{Op: workflows.OpCompact}}})
+	require.NoError(t, env.GetWorkflowError())
+	require.NotEmpty(t, f.outcomes)
+	require.Equal(t, workflows.ErrTimedOut, f.outcomes[0].Failure.ErrorType)
 }
