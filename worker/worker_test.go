@@ -204,6 +204,21 @@ func TestRequestsForOneStoreNeverOverlap(t *testing.T) {
 	}
 }
 
+// sealGenerations creates the rollout store name and seals n generations of one row each
+// ("a", "b", ...) into it.
+func sealGenerations(t testing.TB, mgr *storecache.Manager, name string, n int) {
+	ctx := context.Background()
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	require.NoError(t, err)
+	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err)
+	defer release()
+	for g := range n {
+		appendRow(t, s, string(rune('a'+g)))
+		require.NoError(t, s.Flush(ctx))
+	}
+}
+
 // A worker stopped mid-merge (its activity is cancelled while it waits for merge memory): another
 // worker retries and finishes, the dead attempt's reservation does not leak, no row is lost or
 // duplicated.
@@ -211,15 +226,7 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	name := "kill-" + time.Now().Format("150405.000000")
-	_, _, err := h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
-	require.NoError(t, err)
-	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
-	require.NoError(t, err)
-	for g := range 3 {
-		appendRow(t, s, string(rune('a'+g)))
-		require.NoError(t, s.Flush(ctx))
-	}
-	release()
+	sealGenerations(t, h.mgr, name, 3)
 
 	// Worker A: its process-wide budget is exhausted, so its merge waits (heartbeating).
 	budgetA := budget.New(1<<20, nil)
@@ -248,7 +255,7 @@ func TestAnotherWorkerFinishesAMergeWhenTheFirstDies(t *testing.T) {
 		st, err := h.cat.GetStoreStats(ctx, catalog.KindRollout, name)
 		return err == nil && st.BaseRows == 3 && st.PendingGenerations == 0
 	}, 60*time.Second, 100*time.Millisecond, "worker B retried and finished the merge")
-	s, release, err = h.mgr.Acquire(ctx, catalog.KindRollout, name)
+	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)
 	defer release()
 	page, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{"id"}})
@@ -273,15 +280,7 @@ func TestAHungReadInAMergeEndsTheAttemptAndTheRetryCompletes(t *testing.T) {
 	merges := budget.New(64<<20, nil)
 	mgr, faults := faultyManager(t, h.cat, h.mgr.DataURL(), lsm.Options{Instance: "maint", ReadOnly: true, Budget: merges})
 	name := "hung-" + time.Now().Format("150405.000000")
-	_, _, err := h.mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
-	require.NoError(t, err)
-	s, release, err := h.mgr.Acquire(ctx, catalog.KindRollout, name)
-	require.NoError(t, err)
-	for g := range 3 {
-		appendRow(t, s, string(rune('a'+g)))
-		require.NoError(t, s.Flush(ctx))
-	}
-	release()
+	sealGenerations(t, h.mgr, name, 3)
 
 	stuck := make(chan struct{})
 	var once sync.Once
@@ -296,7 +295,7 @@ func TestAHungReadInAMergeEndsTheAttemptAndTheRetryCompletes(t *testing.T) {
 	defer w.Stop()
 	ref := workflows.StoreRef{Kind: "rollout", Name: name}
 	start := time.Now()
-	_, err = worker.RequestMaintenance(ctx, h.c, ref, workflows.Request{Op: workflows.OpMergeWAL})
+	_, err := worker.RequestMaintenance(ctx, h.c, ref, workflows.Request{Op: workflows.OpMergeWAL})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.c.TerminateWorkflow(context.Background(), ref.WorkflowID(), "", "test done") })
 
