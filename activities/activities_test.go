@@ -122,10 +122,11 @@ func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
 }
 
 // A merge waiting for budget keeps heartbeating (with waiting_for_budget set; the SDK batches
-// heartbeats after the first, so the test observes the waiter through the budget) and releases
-// its reservation when done.
+// heartbeats after the first, so the test observes the waiter through the budget), is never
+// taken for stalled however long it waits, and releases its reservation when done.
 func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	f := newFixture(t, 1<<20)
+	f.acts.StallTimeout = 50 * time.Millisecond // far shorter than the wait below
 	f.seed(t, "w", 1, 10)
 	hold, err := f.budget.Reserve(context.Background(), 1<<20)
 	require.NoError(t, err)
@@ -137,8 +138,8 @@ func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	require.Eventually(t, func() bool { return f.budget.Waiters() == 1 }, 10*time.Second, 5*time.Millisecond)
 	select {
 	case err := <-done:
-		t.Fatalf("the merge ran without budget: %v", err)
-	case <-time.After(50 * time.Millisecond):
+		t.Fatalf("the merge ran (or gave up) without budget: %v", err)
+	case <-time.After(500 * time.Millisecond):
 	}
 	hold.Release()
 	require.NoError(t, <-done)
@@ -176,6 +177,13 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	cleaned, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
 	require.NoError(t, err)
 	require.Positive(t, cleaned.CleanedVersion, "the cleanup is recorded for the sweep")
+	require.Positive(t, cleaned.GarbageBytes(), "the compacted-away fragments are garbage, younger than the TTL: kept")
+	f.acts.Cleanup = table.CleanupOptions{OlderThan: time.Nanosecond, Grace: time.Nanosecond}
+	_, err = f.env().ExecuteActivity(f.acts.CleanupVersions, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	cleaned, err = f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")
+	require.NoError(t, err)
+	require.Zero(t, cleaned.GarbageBytes(), "a cleanup past the TTL deletes them, and the catalog says so")
 	_, err = f.env().ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: ref})
 	require.NoError(t, err)
 	st, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "c")

@@ -119,16 +119,12 @@ func errorFor(err error) *APIError {
 		// Resident stores keep serving without the catalog; anything that needs it waits.
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: "the catalog (PostgreSQL) is unavailable; retry", RetryAfter: 2 * time.Second, Err: err}
-	case storageFault(err) != "":
+	case objstore.Fault(err) != "": // an operator fixes it, a client retries: never a bare 500
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeStorageUnavailable, RetryAfter: 5 * time.Second, Err: err,
-			Message: "the store's storage is unavailable (" + storageFault(err) + "); retry later"}
+			Message: "the store's storage is unavailable (" + objstore.Fault(err) + "); retry later"}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
 }
-
-// storageFault names the storage failure err stands for ("" when it is none of them): faults an
-// operator fixes and a client retries, never the client's fault, never a bare 500.
-func storageFault(err error) string { return objstore.Fault(err) }
 
 func invalid(format string, args ...any) error {
 	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}

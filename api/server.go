@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storecache"
 )
 
@@ -184,7 +185,7 @@ func (h *handlers) health(c echo.Context) error {
 			if err == nil {
 				return nil
 			}
-			if fault := storageFault(err); fault != "" {
+			if fault := objstore.Fault(err); fault != "" {
 				return errors.New("failing: " + fault)
 			}
 			return errors.New("failing: the data directory did not answer a write, read and delete")

@@ -74,3 +74,17 @@ func faultyManager(t testing.TB, cat *catalog.Catalog, dataDir string, opts lsm.
 func isRead(op objstoretest.Op, _ string) bool {
 	return op == objstoretest.OpGet || op == objstoretest.OpGetRange
 }
+
+// startFaultyWorker opens a fresh catalog and a faulty store manager (an API worker's: it
+// appends), and runs a maintenance worker over them on c (search attributes on) until the test
+// ends.
+func startFaultyWorker(t testing.TB, c client.Client) (*catalog.Catalog, *storecache.Manager, *objstoretest.Faulty) {
+	cat, err := catalog.Open(context.Background(), testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	mgr, faults := faultyManager(t, cat, t.TempDir(), lsm.Options{Instance: "api"})
+	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return cat, mgr, faults
+}

@@ -17,9 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -127,16 +125,10 @@ func TestRecordStoreMaintenanceFailureHistory(t *testing.T) {
 	c := temporalClient(t)
 	ctx := context.Background()
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, "default"))
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	mgr, faults := faultyManager(t, cat, t.TempDir(), lsm.Options{Instance: "api"})
-	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	cat, mgr, faults := startFaultyWorker(t, c)
 
 	name := "failure-history-" + time.Now().Format("150405.000000")
-	_, _, err = mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
+	_, _, err := mgr.Create(ctx, catalog.KindRollout, name, nil, nil)
 	require.NoError(t, err)
 	s, release, err := mgr.Acquire(ctx, catalog.KindRollout, name)
 	require.NoError(t, err)

@@ -19,9 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -81,13 +79,7 @@ func TestTheReadmesTemporalRecipesWorkAsWritten(t *testing.T) {
 	t.Cleanup(c.Close)
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, namespace), "registering twice is fine")
 
-	cat, err := catalog.Open(ctx, testenv.Database(t))
-	require.NoError(t, err)
-	t.Cleanup(cat.Close)
-	mgr, faults := faultyManager(t, cat, t.TempDir(), lsm.Options{Instance: "api"})
-	w := worker.New(c, &activities.Activities{Stores: mgr, SearchAttributes: true}, worker.Options{})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	cat, mgr, faults := startFaultyWorker(t, c)
 	require.NoError(t, worker.EnsureSchedules(ctx, c, time.Hour, workflows.SweepInput{}))
 	t.Cleanup(func() {
 		for _, id := range []string{workflows.SweepScheduleID, workflows.RegistryCleanupScheduleID} {

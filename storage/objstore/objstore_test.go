@@ -18,12 +18,15 @@ func implementations(t *testing.T) map[string]objstore.Store {
 	require.NoError(t, err)
 	prefixed, err := objstore.WithPrefix(objstoretest.NewMemory(), "tables/t1")
 	require.NoError(t, err)
+	counted, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
 	return map[string]objstore.Store{
 		"memory":   objstoretest.NewMemory(),
 		"local":    local,
 		"prefixed": prefixed,
 		"faulty":   objstoretest.NewFaulty(objstoretest.NewMemory()),
 		"counting": objstoretest.NewCounting(objstoretest.NewMemory()),
+		"progress": objstore.WithProgress(counted),
 	}
 }
 
