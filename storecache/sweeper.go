@@ -148,13 +148,13 @@ func (m *Manager) FlushPass(ctx context.Context, interval time.Duration, metrics
 	}
 	pass.Wait()
 	mu.Lock()
-	stats = slices.Clone(stats) // a flush that returns late must not append to what is reported
+	report := slices.Clone(stats) // a flush that returns late appends to stats, never to report
 	mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if len(stats) > 0 {
-		if err := m.cat.UpsertShardStats(rctx, stats); err != nil {
-			m.log.Warn("reporting shard stats failed; the next pass reports again", "shards", len(stats), "err", err)
+	if len(report) > 0 {
+		if err := m.cat.UpsertShardStats(rctx, report); err != nil {
+			m.log.Warn("reporting shard stats failed; the next pass reports again", "shards", len(report), "err", err)
 		}
 	}
 	m.evictDeleted(rctx)
