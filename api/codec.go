@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -282,56 +281,29 @@ func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
 // encode turns every row of rec into a JSON object (columns in schema order; nulls omitted unless
 // always lists them).
 func (c codec) encode(rec arrow.RecordBatch, always map[string]bool) []json.RawMessage {
+	e := c.newRowEncoder(rec, always)
 	out := make([]json.RawMessage, rec.NumRows())
 	for i := range out {
-		var buf bytes.Buffer
-		c.writeRow(&buf, rec, i, always)
-		out[i] = buf.Bytes()
+		out[i] = e.appendRow(nil, i)
 	}
 	return out
 }
 
 // writeRows writes every row of rec as encode does, comma-separated, straight to w.
 func (c codec) writeRows(w *bufio.Writer, rec arrow.RecordBatch, always map[string]bool) {
+	e := c.newRowEncoder(rec, always)
+	buf := make([]byte, 0, 64<<10)
 	for i := 0; i < int(rec.NumRows()); i++ {
 		if i > 0 {
-			w.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		c.writeRow(w, rec, i, always)
+		buf = e.appendRow(buf, i)
+		if len(buf) >= 32<<10 {
+			w.Write(buf)
+			buf = buf[:0]
+		}
 	}
-}
-
-// rowWriter is what writeRow writes to (a bytes.Buffer or a bufio.Writer).
-type rowWriter interface {
-	io.Writer
-	io.ByteWriter
-	io.StringWriter
-}
-
-// writeRow writes row i of rec as a JSON object.
-func (c codec) writeRow(buf rowWriter, rec arrow.RecordBatch, i int, always map[string]bool) {
-	buf.WriteByte('{')
-	first := true
-	for ci, f := range rec.Schema().Fields() {
-		col := rec.Column(ci)
-		if col.IsNull(i) && !always[f.Name] {
-			continue
-		}
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		name, _ := json.Marshal(f.Name)
-		buf.Write(name)
-		buf.WriteByte(':')
-		if c.json[f.Name] && col.IsValid(i) {
-			buf.WriteString(valueAt(col, i).(string))
-			continue
-		}
-		v, _ := json.Marshal(valueAt(col, i))
-		buf.Write(v)
-	}
-	buf.WriteByte('}')
+	w.Write(buf)
 }
 
 // writePage streams a page, {"<member>": [rows...], "next_cursor": next} (the cursor omitted on

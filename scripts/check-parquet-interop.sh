@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
 # Checks that a Strata data fragment is plain Parquet that DuckDB reads as is (docs/format/table.md):
 # writes a sample fragment with the Go test TestWriteSampleFragment, then queries it with DuckDB
-# (npm @duckdb/node-api, installed once into .data/interop) and compares the rows and types.
+# (npm @duckdb/node-api, installed once into .data/interop by scripts/duckdb.sh) and compares the rows and types.
 set -euo pipefail
-dir=.data/interop
-mkdir -p "$dir"
-if [ ! -d "$dir/node_modules/@duckdb/node-api" ]; then
-  (cd "$dir" && npm install --loglevel=error --no-audit --no-fund @duckdb/node-api@1.5.6-r.1 >/dev/null)
-fi
-frag=$(pwd)/$dir/sample.parquet
+dir=$(scripts/duckdb.sh)
+frag=$dir/sample.parquet
 STRATA_FRAGMENT_OUT="$frag" go test -count=1 -run '^TestWriteSampleFragment$' ./storage/table >/dev/null
 cat >"$dir/query.mjs" <<'JS'
 import { DuckDBInstance } from '@duckdb/node-api';

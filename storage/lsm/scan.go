@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 
 	"github.com/strata-store/strata/storage/shard"
 
@@ -84,6 +86,8 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	genRows := s.shards.NewRowReader()
 	defer genRows.Release()
 
+	// Memtable rows in key order, once per page: each chunk takes its key range by binary search.
+	slices.SortFunc(mem.Rows, func(a, b shard.MemRow) int { return strings.Compare(a.Key, b.Key) })
 	out := newPageBuilder(s, read, names)
 	defer out.release()
 	cursor := opts.After
@@ -101,35 +105,8 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 		if !exhausted {
 			end = base[len(base)-1].Key
 		}
-		within := func(k string) bool { return k > cursor && (exhausted || k <= end) }
-
-		cands := map[string]version{}
-		offer := func(c version) {
-			if c.supersedes(cands[c.key]) {
-				cands[c.key] = c
-			}
-		}
-		for _, r := range base {
-			offer(tableVersion(r))
-		}
-		for _, r := range mem.Rows {
-			if within(r.Key) {
-				offer(memtableVersion(r))
-			}
-		}
-		for _, g := range gens {
-			for i := g.start; i < len(g.keys.Keys) && within(g.keys.Keys[i]); i++ {
-				offer(generationVersion(g.shard, g.gen, g.keys, i))
-			}
-		}
-		keys := make([]string, 0, len(cands))
-		for k, c := range cands {
-			if !c.tomb {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		if err := out.add(ctx, snap, keys, cands, genRows, opts.Filters, limit); err != nil {
+		live := chunkVersions(base, mem.Rows, gens, cursor, end, exhausted)
+		if err := out.add(ctx, snap, live, genRows, opts.Filters, limit); err != nil {
 			return ScanPage{}, err
 		}
 		if exhausted {
@@ -137,7 +114,7 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 		}
 		cursor = end
 	}
-	rec, err := out.finish(ctx)
+	rec, err := out.finish()
 	if err != nil {
 		return ScanPage{}, err
 	}
@@ -146,6 +123,72 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 		page.Next = out.lastKey
 	}
 	return page, nil
+}
+
+// chunkVersions is the newest live version of every key in (cursor, end] (end unbounded when
+// exhausted), in key order: the base table's keys (base, in key order) overridden by newer
+// memtable rows (memRows, in key order) and pending generations' keys.
+func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, cursor, end string, exhausted bool) []version {
+	within := func(k string) bool { return k > cursor && (exhausted || k <= end) }
+	lo, _ := slices.BinarySearchFunc(memRows, cursor, func(r shard.MemRow, k string) int {
+		if r.Key <= k {
+			return -1
+		}
+		return 1
+	})
+	hi := len(memRows)
+	if !exhausted {
+		hi, _ = slices.BinarySearchFunc(memRows, end, func(r shard.MemRow, k string) int {
+			if r.Key <= k {
+				return -1
+			}
+			return 1
+		})
+	}
+	// Each generation's keys of this chunk start at its first key after the cursor (a chunk
+	// after the page's first starts past the keys earlier chunks took).
+	starts := make([]int, len(gens))
+	pending := hi > lo
+	for j, g := range gens {
+		keys := g.keys.Keys
+		starts[j] = g.start + sort.Search(len(keys)-g.start, func(i int) bool { return keys[g.start+i] > cursor })
+		pending = pending || (starts[j] < len(keys) && within(keys[starts[j]]))
+	}
+	if !pending {
+		// The common case of a merged store: the base keys are the chunk, already in order.
+		out := make([]version, 0, len(base))
+		for _, r := range base {
+			if !r.Tombstone {
+				out = append(out, tableVersion(r))
+			}
+		}
+		return out
+	}
+	cands := make(map[string]version, len(base))
+	offer := func(c version) {
+		if c.supersedes(cands[c.key]) {
+			cands[c.key] = c
+		}
+	}
+	for _, r := range base {
+		offer(tableVersion(r))
+	}
+	for _, r := range memRows[lo:hi] {
+		offer(memtableVersion(r))
+	}
+	for j, g := range gens {
+		for i := starts[j]; i < len(g.keys.Keys) && within(g.keys.Keys[i]); i++ {
+			offer(generationVersion(g.shard, g.gen, g.keys, i))
+		}
+	}
+	out := make([]version, 0, len(cands))
+	for _, c := range cands {
+		if !c.tomb {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b version) int { return strings.Compare(a.key, b.key) })
+	return out
 }
 
 // genView is a pending generation's keys after the scan's cursor (from start).
@@ -177,20 +220,28 @@ func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after strin
 	return out, nil
 }
 
-// pageBuilder accumulates a page's rows as one-row slices (in key order).
+// pageBuilder accumulates a page's rows, in key order, as a few multi-row records: one per chunk
+// (a chunk's rows are gathered column by column with take kernels and filtered with a selection
+// vector — no per-row records).
 type pageBuilder struct {
 	s       *Store
 	read    []string
 	names   []string
+	schema  *arrow.Schema // the read columns, as the store declares them
 	parts   []arrow.RecordBatch
+	n       int
 	lastKey string
 }
 
 func newPageBuilder(s *Store, read, names []string) *pageBuilder {
-	return &pageBuilder{s: s, read: read, names: names}
+	fields := make([]arrow.Field, len(read))
+	for i, n := range read {
+		fields[i] = s.schema.Field(s.schema.FieldIndices(n)[0])
+	}
+	return &pageBuilder{s: s, read: read, names: names, schema: arrow.NewSchema(fields, nil)}
 }
 
-func (p *pageBuilder) rows() int { return len(p.parts) }
+func (p *pageBuilder) rows() int { return p.n }
 
 func (p *pageBuilder) release() {
 	for _, r := range p.parts {
@@ -199,62 +250,125 @@ func (p *pageBuilder) release() {
 	p.parts = nil
 }
 
-// add materialises the chunk's live keys (in order), filters them and keeps up to limit rows.
-func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, keys []string, cands map[string]version, genRows *shard.RowReader, filters map[string]any, limit int) error {
-	var refs []table.RowRef
-	for _, k := range keys {
-		if c := cands[k]; c.src == sourceTable {
-			refs = append(refs, c.ref)
-		}
+// add materialises the chunk's live versions (in key order), filters them and keeps rows until
+// the page holds limit.
+func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, live []version, genRows *shard.RowReader, filters map[string]any, limit int) error {
+	if len(live) == 0 || p.n >= limit {
+		return nil
 	}
-	var baseRows arrow.RecordBatch
-	if len(refs) > 0 {
-		var err error
-		if baseRows, err = p.s.tbl.ReadRows(ctx, snap.Table, refs, p.read); err != nil {
-			return err
-		}
-		defer baseRows.Release()
+	rec, err := p.gather(ctx, snap, live, genRows)
+	if err != nil {
+		return err
 	}
-	bi := 0
-	for _, k := range keys {
-		if len(p.parts) >= limit {
-			return nil
-		}
-		c := cands[k]
-		var src arrow.RecordBatch
-		var row int
-		if c.src == sourceTable {
-			src, row = baseRows, bi
-			bi++
-		} else {
-			var err error
-			if src, row, err = pendingRow(ctx, c, genRows); err != nil {
-				return err
-			}
-		}
-		slice := src.NewSlice(int64(row), int64(row)+1)
-		one, err := project(slice, p.read)
-		slice.Release()
-		if err != nil {
-			return err
-		}
-		if !matches(one, filters) {
-			one.Release()
-			continue
-		}
-		p.parts = append(p.parts, one)
-		p.lastKey = k
+	defer rec.Release()
+	sel, err := selectRows(rec, filters, limit-p.n)
+	if err != nil {
+		return err
 	}
+	if len(sel) == 0 {
+		return nil
+	}
+	var kept arrow.RecordBatch
+	if int64(sel[len(sel)-1]) == int64(len(sel)-1) { // a prefix: no copy
+		kept = rec.NewSlice(0, int64(len(sel)))
+	} else if kept, err = arrowutil.Take(ctx, p.s.mem, rec, sel); err != nil {
+		return err
+	}
+	p.parts = append(p.parts, kept)
+	p.n += len(sel)
+	p.lastKey = live[sel[len(sel)-1]].key
 	return nil
 }
 
-// finish concatenates the page and projects it to the requested columns.
-func (p *pageBuilder) finish(ctx context.Context) (arrow.RecordBatch, error) {
-	fields := make([]arrow.Field, len(p.read))
-	for i, n := range p.read {
-		fields[i] = p.s.schema.Field(p.s.schema.FieldIndices(n)[0])
+// gather returns the read columns of the versions' rows, in their order: the base table's rows in
+// one read (in order), each pending record's rows taken once, then the sources interleaved by one
+// take over their concatenation.
+func (p *pageBuilder) gather(ctx context.Context, snap *Snapshot, live []version, genRows *shard.RowReader) (arrow.RecordBatch, error) {
+	var refs []table.RowRef
+	for _, v := range live {
+		if v.src == sourceTable {
+			refs = append(refs, v.ref)
+		}
 	}
-	all, err := arrowutil.Concat(arrow.NewSchema(fields, nil), p.parts, p.s.mem)
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, r := range parts {
+			r.Release()
+		}
+	}()
+	if len(refs) > 0 {
+		base, err := p.s.tbl.ReadRows(ctx, snap.Table, refs, p.read)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, base)
+		if len(refs) == len(live) {
+			base.Retain()
+			return base, nil
+		}
+	}
+	// Pending rows, grouped by the record holding them.
+	type pick struct{ src, row int }
+	picks := make([]pick, len(live))
+	sources := map[arrow.RecordBatch]int{}
+	var srcRecs []arrow.RecordBatch
+	var srcRows [][]int64
+	bi := 0
+	for i, v := range live {
+		if v.src == sourceTable {
+			picks[i] = pick{-1, bi}
+			bi++
+			continue
+		}
+		rec, row, err := pendingRow(ctx, v, genRows)
+		if err != nil {
+			return nil, err
+		}
+		si, ok := sources[rec]
+		if !ok {
+			si = len(srcRecs)
+			sources[rec] = si
+			srcRecs = append(srcRecs, rec)
+			srcRows = append(srcRows, nil)
+		}
+		picks[i] = pick{si, len(srcRows[si])}
+		srcRows[si] = append(srcRows[si], int64(row))
+	}
+	offsets := make([]int64, len(srcRecs)) // where each source's taken rows start in the concatenation
+	at := int64(bi)
+	for si, rec := range srcRecs {
+		proj, err := project(rec, p.read)
+		if err != nil {
+			return nil, err
+		}
+		taken, err := arrowutil.Take(ctx, p.s.mem, proj, srcRows[si])
+		proj.Release()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, taken)
+		offsets[si] = at
+		at += taken.NumRows()
+	}
+	all, err := arrowutil.Concat(p.schema, parts, p.s.mem)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	order := make([]int64, len(live))
+	for i, pk := range picks {
+		if pk.src < 0 {
+			order[i] = int64(pk.row)
+		} else {
+			order[i] = offsets[pk.src] + int64(pk.row)
+		}
+	}
+	return arrowutil.Take(ctx, p.s.mem, all, order)
+}
+
+// finish concatenates the page and projects it to the requested columns.
+func (p *pageBuilder) finish() (arrow.RecordBatch, error) {
+	all, err := arrowutil.Concat(p.schema, p.parts, p.s.mem)
 	if err != nil {
 		return nil, err
 	}
@@ -289,48 +403,88 @@ func (s *Store) checkFilters(filters map[string]any) error {
 	return nil
 }
 
-// matches reports whether the one-row record satisfies every equality filter.
-func matches(rec arrow.RecordBatch, filters map[string]any) bool {
+// selectRows returns the indices of rec's first (at most max) rows that satisfy every equality
+// filter, evaluated column by column.
+func selectRows(rec arrow.RecordBatch, filters map[string]any, max int) ([]int64, error) {
+	n := int(rec.NumRows())
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
 	for col, want := range filters {
 		arr := rec.Column(rec.Schema().FieldIndices(col)[0])
-		if arr.IsNull(0) {
-			return false
-		}
-		var got any
-		switch a := arr.(type) {
-		case *array.String:
-			got = a.Value(0)
-		case *array.LargeString:
-			got = a.Value(0)
-		case *array.Boolean:
-			got = a.Value(0)
-		case *array.Int8:
-			got = int64(a.Value(0))
-		case *array.Int16:
-			got = int64(a.Value(0))
-		case *array.Int32:
-			got = int64(a.Value(0))
-		case *array.Int64:
-			got = a.Value(0)
-		case *array.Uint8:
-			got = int64(a.Value(0))
-		case *array.Uint16:
-			got = int64(a.Value(0))
-		case *array.Uint32:
-			got = int64(a.Value(0))
-		case *array.Uint64:
-			got = int64(a.Value(0))
-		case *array.Float32:
-			got = float64(a.Value(0))
-		case *array.Float64:
-			got = a.Value(0)
-		}
-		if w, ok := want.(int); ok {
-			want = int64(w)
-		}
-		if got != want {
-			return false
+		if err := matchColumn(arr, want, keep); err != nil {
+			return nil, err
 		}
 	}
-	return true
+	sel := make([]int64, 0, min(n, max))
+	for i := 0; i < n && len(sel) < max; i++ {
+		if keep[i] {
+			sel = append(sel, int64(i))
+		}
+	}
+	return sel, nil
+}
+
+// matchColumn clears keep[i] for every row of arr that is null or differs from want (a filter
+// value checkFilters accepted for the column's type).
+func matchColumn(arr arrow.Array, want any, keep []bool) error {
+	if w, ok := want.(int); ok {
+		want = int64(w)
+	}
+	var eq func(i int) bool
+	switch a := arr.(type) {
+	case *array.String:
+		w, _ := want.(string)
+		eq = func(i int) bool { return a.Value(i) == w }
+	case *array.LargeString:
+		w, _ := want.(string)
+		eq = func(i int) bool { return a.Value(i) == w }
+	case *array.Boolean:
+		w, _ := want.(bool)
+		eq = func(i int) bool { return a.Value(i) == w }
+	case *array.Int8:
+		eq = intEq(a.Value, want)
+	case *array.Int16:
+		eq = intEq(a.Value, want)
+	case *array.Int32:
+		eq = intEq(a.Value, want)
+	case *array.Int64:
+		eq = intEq(a.Value, want)
+	case *array.Uint8:
+		eq = intEq(a.Value, want)
+	case *array.Uint16:
+		eq = intEq(a.Value, want)
+	case *array.Uint32:
+		eq = intEq(a.Value, want)
+	case *array.Uint64:
+		eq = intEq(a.Value, want)
+	case *array.Float32:
+		w, _ := want.(float64)
+		eq = func(i int) bool { return float64(a.Value(i)) == w }
+	case *array.Float64:
+		w, _ := want.(float64)
+		eq = func(i int) bool { return a.Value(i) == w }
+	default:
+		return fmt.Errorf("%w: cannot filter on a %s column", table.ErrSchema, arr.DataType())
+	}
+	for i := range keep {
+		if keep[i] && (arr.IsNull(i) || !eq(i)) {
+			keep[i] = false
+		}
+	}
+	return nil
+}
+
+// intEq compares an integer column's values with want (an int64 filter value), exactly: an
+// unsigned value past the int64 range equals no filter value.
+func intEq[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](value func(int) T, want any) func(int) bool {
+	w, _ := want.(int64)
+	return func(i int) bool {
+		v := value(i)
+		if v < 0 {
+			return int64(v) == w
+		}
+		return uint64(v) == uint64(w) && w >= 0
+	}
 }

@@ -114,21 +114,37 @@ func runLSMModel(t *testing.T, objects objstore.Store, steps int) {
 		for _, w := range writers {
 			require.NoError(t, w.Flush(ctx))
 		}
+		// Half the checks read through a writer holding fresh unsealed rows (its memtable is a
+		// source of the scan too).
+		scanner := reader
+		if rng.IntN(2) == 0 {
+			scanner = writers[0]
+			var keys []string
+			for range 1 + rng.IntN(6) {
+				keys = append(keys, fmt.Sprintf("k%03d", rng.IntN(120)))
+			}
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
+			appendIDs(t, scanner, e.mem, int64(step), keys...)
+			for _, k := range keys {
+				model[k] = int64(step)
+			}
+		}
 		wantKeys := make([]string, 0, len(model))
 		for k := range model {
 			wantKeys = append(wantKeys, k)
 		}
 		slices.Sort(wantKeys)
-		order, got := scanAll(t, reader, 1+rng.IntN(30), nil)
+		order, got := scanAll(t, scanner, 1+rng.IntN(30), nil)
 		require.Equal(t, wantKeys, order, "step %d", step)
 		require.Equal(t, model, got, "step %d", step)
 		for _, k := range wantKeys[:min(5, len(wantKeys))] {
-			require.Equal(t, model[k], value(t, reader, k))
+			require.Equal(t, model[k], value(t, scanner, k))
 		}
 		// A filter applies to the newest version of each key only.
 		if len(wantKeys) > 0 {
 			v := model[wantKeys[rng.IntN(len(wantKeys))]]
-			_, filtered := scanAll(t, reader, 7, map[string]any{"value": v})
+			_, filtered := scanAll(t, scanner, 7, map[string]any{"value": v})
 			for k, fv := range filtered {
 				require.Equal(t, v, fv)
 				require.Equal(t, v, model[k])
@@ -196,4 +212,36 @@ func TestCheckoutReadsAnOldVersionWithoutTheWAL(t *testing.T) {
 	require.EqualValues(t, 3, value(t, s, "w"), "the live view still sees it")
 	_, err = s.GetAt(ctx, 999, "x", nil)
 	require.ErrorIs(t, err, table.ErrNotFound)
+}
+
+// A page that needs several chunks of base keys (a selective filter over more keys than a
+// chunk) still sees the pending generations' and the memtable's newer rows in every chunk.
+func TestScanChunksSeePendingRowsPastTheFirstChunk(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	w := e.open("w0")
+	all := ids("k", 1000)
+	appendIDs(t, w, e.mem, 0, all...)
+	require.NoError(t, w.Flush(ctx))
+	_, err := w.Merge(ctx, MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 10)
+	require.NoError(t, err)
+	_, err = w.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	want := map[string]int64{}
+	var sealed, fresh []string
+	for i := 0; i < len(all); i += 37 {
+		if i%2 == 0 {
+			sealed = append(sealed, all[i])
+		} else {
+			fresh = append(fresh, all[i])
+		}
+		want[all[i]] = 1
+	}
+	appendIDs(t, w, e.mem, 1, sealed...) // a pending generation
+	require.NoError(t, w.Flush(ctx))
+	appendIDs(t, w, e.mem, 1, fresh...) // the memtable
+	for _, pageSize := range []int{5, 100} {
+		_, got := scanAll(t, w, pageSize, map[string]any{"value": int64(1)})
+		require.Equal(t, want, got, "page size %d", pageSize)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,16 +26,25 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 )
 
-// Row groups: a point lookup decodes one row group of the columns it wants, so groups are kept
-// small — at most rowGroupRows rows and about rowGroupBytes of Arrow data, whichever is fewer
-// (wide rows get smaller groups), never fewer than minRowGroupRows. Scans read batches of
-// scanBatchRows across row groups.
+// Layout (docs/format/table.md, "Fragment layout"): row groups of about rowGroupBytes of Arrow
+// data, at most rowGroupRows rows (wide rows get fewer), never fewer than minRowGroupRows, cut
+// into data pages of about dataPageBytes with a page index, so that a point lookup seeks to the
+// one page of each column holding its row while scans read few, large row groups. Dictionaries
+// stop growing at dictionaryPageBytes (the column falls back to plain encoding), so a point read
+// never decodes a large dictionary for one value. Scans read batches of scanBatchRows.
 const (
-	rowGroupRows    = 1024
-	minRowGroupRows = 64
-	rowGroupBytes   = 256 << 10
-	scanBatchRows   = 64 * 1024
+	rowGroupRows        = 4096
+	minRowGroupRows     = 64
+	rowGroupBytes       = 512 << 10
+	dataPageBytes       = 64 << 10
+	dictionaryPageBytes = 64 << 10
+	scanBatchRows       = 64 * 1024
 )
+
+// maxStatsBytes bounds a column chunk's min/max statistics: longer values (text, JSON documents)
+// keep only their null counts, so a footer stays small to cache and quick to decode however
+// long the rows are.
+const maxStatsBytes = 128
 
 // rowGroupLength picks the row-group size for rec.
 func rowGroupLength(rec arrow.RecordBatch) int64 {
@@ -49,15 +59,29 @@ func rowGroupLength(rec arrow.RecordBatch) int64 {
 	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/perRow))
 }
 
+// fragmentCodec compresses fragment pages: LZ4 (raw block format), chosen by measurement
+// (P13-encode-*: the least CPU per row to write and to read of the codecs that compress;
+// docs/format/table.md).
+var fragmentCodec = compress.Codecs.Lz4Raw
+
 // encodeFragment serialises rec (already aligned to the table schema) as Parquet.
 func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
+	return encodeFragmentWith(rec, mem, fragmentCodec)
+}
+
+// encodeFragmentWith is encodeFragment with another page codec (benchmarks compare them).
+func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compress.Compression) ([]byte, error) {
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
 		parquet.WithMaxRowGroupLength(rowGroupLength(rec)),
-		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithCompression(codec),
 		parquet.WithStats(true),
+		parquet.WithMaxStatsSize(maxStatsBytes),
 		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryPageSizeLimit(dictionaryPageBytes),
+		parquet.WithDataPageSize(dataPageBytes),
+		parquet.WithPageIndexEnabled(true),
 	)
 	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
 	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
@@ -126,11 +150,16 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // openFragment opens a fragment for reading. whole=true fetches the file in one read (scans);
+// pages=true streams pages for point reads;
 // otherwise column chunks are fetched by range, and when the footer is cached the byte span of
 // the rowGroups about to be read is fetched ahead in one request (a point read then costs one
 // ranged read, not one per column chunk). Footers are cached per path (files are immutable).
-func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGroups ...int) (*pqarrow.FileReader, error) {
-	md, cached := cache.Get[*metadata.FileMetaData](t.cache, "footer", f.Path)
+func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool, rowGroups ...int) (*pqarrow.FileReader, error) {
+	ft, cached := cache.Get[*footer](t.cache, "footer", f.Path)
+	var md *metadata.FileMetaData
+	if cached {
+		md = ft.md
+	}
 	var src parquet.ReaderAtSeeker
 	if whole {
 		data, err := t.store.Get(ctx, f.Path)
@@ -151,7 +180,13 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 		}
 		src = or
 	}
-	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(t.mem))}
+	props := parquet.NewReaderProperties(t.mem)
+	if pages {
+		// Point reads: column readers pull pages through a small buffer (the page index takes
+		// them to the page holding the row) instead of copying whole column chunks first.
+		props.BufferedStreamEnabled, props.BufferSize = true, pointReadBuffer
+	}
+	opts := []file.ReadOption{file.WithReadProps(props)}
 	if cached {
 		opts = append(opts, file.WithMetadata(md))
 	}
@@ -161,7 +196,8 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 	}
 	if !cached {
 		// The decoded footer is a few times its Thrift encoding.
-		cache.Add(t.cache, "footer", f.Path, pf.MetaData(), 4*int64(pf.MetaData().Size()))
+		ft := newFooter(pf.MetaData())
+		cache.Add(t.cache, "footer", f.Path, ft, 4*int64(pf.MetaData().Size())+8*int64(len(ft.rowStarts)))
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, t.mem)
 	if err != nil {
@@ -171,18 +207,42 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole bool, rowGro
 	return fr, nil
 }
 
-// fragmentFooter returns a fragment's Parquet footer, from the cache when possible.
-func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*metadata.FileMetaData, error) {
-	if md, ok := cache.Get[*metadata.FileMetaData](t.cache, "footer", f.Path); ok {
-		return md, nil
+// footer is a fragment's decoded Parquet footer and where each row group starts.
+type footer struct {
+	md        *metadata.FileMetaData
+	rowStarts []int64 // row group i holds rows rowStarts[i] .. rowStarts[i+1]-1
+}
+
+func newFooter(md *metadata.FileMetaData) *footer {
+	starts := make([]int64, md.NumRowGroups()+1)
+	for i, rg := range md.GetRowGroups() {
+		starts[i+1] = starts[i] + rg.GetNumRows()
 	}
-	fr, err := t.openFragment(ctx, f, false)
+	return &footer{md: md, rowStarts: starts}
+}
+
+// rowGroupOf maps a row of the fragment to its row group and the row's offset in it (-1 when the
+// fragment has no such row).
+func (f *footer) rowGroupOf(row int64) (int, int64) {
+	if row < 0 || row >= f.rowStarts[len(f.rowStarts)-1] {
+		return -1, 0
+	}
+	rg := sort.Search(len(f.rowStarts)-1, func(i int) bool { return f.rowStarts[i+1] > row })
+	return rg, row - f.rowStarts[rg]
+}
+
+// fragmentFooter returns a fragment's Parquet footer, from the cache when possible.
+func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*footer, error) {
+	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok {
+		return ft, nil
+	}
+	fr, err := t.openFragment(ctx, f, false, false)
 	if err != nil {
 		return nil, err
 	}
-	md := fr.ParquetReader().MetaData()
+	ft := newFooter(fr.ParquetReader().MetaData())
 	fr.ParquetReader().Close()
-	return md, nil
+	return ft, nil
 }
 
 // rowGroupSpan is the byte range holding every column chunk of the row groups (ok=false when
@@ -245,11 +305,12 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 	if !whole {
 		prefetch = rowGroups
 	}
-	fr, err := t.openFragment(ctx, f, whole, prefetch...)
+	fr, err := t.openFragment(ctx, f, whole, false, prefetch...)
 	if err != nil {
 		return nil, err
 	}
 	defer fr.ParquetReader().Close()
+	fr.Props.Parallel = true // columns decode concurrently
 	groups := rowGroupsOrAll(fr, rowGroups)
 	var n int64
 	for _, g := range groups {
@@ -272,10 +333,13 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 // per column, readRowsAt) rather than by decoding the whole row group (readFragment).
 const pointReadRows = 4
 
+// pointReadBuffer is how much a point read's column reader reads at a time.
+const pointReadBuffer = 16 << 10
+
 // readRowsAt reads the rows at offsets (ascending, within row group rg) as readFragment lays
 // them out: every column seeks to each row and decodes just that value.
 func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
-	fr, err := t.openFragment(ctx, f, false, rg)
+	fr, err := t.openFragment(ctx, f, false, true, rg)
 	if err != nil {
 		return nil, err
 	}
@@ -419,16 +483,4 @@ func concatChunks(c *arrow.Chunked, mem memory.Allocator) (arrow.Array, error) {
 		return chunks[0], nil
 	}
 	return array.Concatenate(chunks, mem)
-}
-
-// rowGroupOf returns the row group holding row and that row's offset inside it.
-func rowGroupOf(md *metadata.FileMetaData, row int64) (int, int64) {
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		n := md.RowGroup(rg).NumRows()
-		if row < n {
-			return rg, row
-		}
-		row -= n
-	}
-	return -1, 0
 }

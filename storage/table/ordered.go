@@ -8,6 +8,8 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -180,7 +182,8 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 }
 
 // ReadRows returns the named columns of the given rows of version m, in the order given. Rows are
-// read per fragment, one row group at a time. The caller releases the record.
+// read per fragment: a row group holding a few wanted rows by seeking to each, runs of adjacent
+// row groups holding more by decoding them in one read. The caller releases the record.
 func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.RecordBatch, error) {
 	names, err := userColumns(m, columns)
 	if err != nil {
@@ -190,8 +193,12 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 		out int
 		row int64
 	}
+	var fragments []uint64 // in order of first appearance: refs in a fragment's order need no take
 	byFragment := map[uint64][]want{}
 	for i, r := range refs {
+		if _, ok := byFragment[r.Fragment]; !ok {
+			fragments = append(fragments, r.Fragment)
+		}
 		byFragment[r.Fragment] = append(byFragment[r.Fragment], want{i, r.Row})
 	}
 	var parts []arrow.RecordBatch
@@ -202,48 +209,68 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 	}()
 	order := make([]int64, len(refs)) // output position -> row in the concatenation of parts
 	var base int64
-	for id, wants := range byFragment {
+	for _, id := range fragments {
+		wants := byFragment[id]
 		f, ok := m.Fragment(id)
 		if !ok {
 			continue
 		}
-		md, err := t.fragmentFooter(ctx, f)
+		ft, err := t.fragmentFooter(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		groups := map[int][]want{}
 		for _, w := range wants {
-			rg, off := rowGroupOf(md, w.row)
+			rg, off := ft.rowGroupOf(w.row)
+			if rg < 0 {
+				return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, w.row)
+			}
 			groups[rg] = append(groups[rg], want{w.out, off})
 		}
-		for rg, ws := range groups {
+		var decode []int // row groups decoded whole, ascending
+		for _, rg := range slices.Sorted(maps.Keys(groups)) {
+			ws := groups[rg]
 			offsets := make([]int64, 0, len(ws)) // each distinct row once, ascending
 			for _, w := range ws {
 				offsets = append(offsets, w.row)
 			}
 			slices.Sort(offsets)
 			offsets = slices.Compact(offsets)
-			// A few rows: seek to each (rec row i is offsets[i]); more: decode the whole group.
-			seek := len(offsets) <= pointReadRows
-			var rec arrow.RecordBatch
-			if seek {
-				rec, err = t.readRowsAt(ctx, f, m.Schema(), names, rg, offsets)
-			} else {
-				rec, err = t.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			if len(offsets) > pointReadRows {
+				decode = append(decode, rg)
+				continue
 			}
+			// A few rows: seek to each (rec row i is offsets[i]).
+			rec, err := t.readRowsAt(ctx, f, m.Schema(), names, rg, offsets)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, rec)
 			for _, w := range ws {
-				at := w.row
-				if seek {
-					i, _ := slices.BinarySearch(offsets, w.row)
-					at = int64(i)
-				}
-				order[w.out] = base + at
+				i, _ := slices.BinarySearch(offsets, w.row)
+				order[w.out] = base + int64(i)
 			}
 			base += rec.NumRows()
+		}
+		// Runs of adjacent row groups decoded whole, one read each.
+		for len(decode) > 0 {
+			run := 1
+			for run < len(decode) && decode[run] == decode[run-1]+1 {
+				run++
+			}
+			rec, err := t.readFragment(ctx, f, m.Schema(), names, decode[:run], false)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, rec)
+			first := ft.rowStarts[decode[0]]
+			for _, rg := range decode[:run] {
+				for _, w := range groups[rg] {
+					order[w.out] = base + ft.rowStarts[rg] - first + w.row
+				}
+			}
+			base += rec.NumRows()
+			decode = decode[run:]
 		}
 	}
 	schema := arrow.NewSchema(projectFields(m.Schema(), names), nil)

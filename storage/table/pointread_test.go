@@ -99,7 +99,7 @@ func typedRowsWith(mem memory.Allocator, n int, rng *rand.Rand, null func() bool
 func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
 	mem := checkedAlloc(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	comparePointReads(t, mem, rng, typedRows(mem, 3000, rng))
+	comparePointReads(t, mem, rng, typedRows(mem, 20000, rng))
 }
 
 // Row groups where every nullable column is null: the flat ones are answered from column chunk
@@ -107,10 +107,10 @@ func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
 func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
 	mem := checkedAlloc(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 3000, rng, func() bool { return true }))
+	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, func() bool { return true }))
 	m, err := tbl.Latest(context.Background())
 	require.NoError(t, err)
-	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], false, 0)
+	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], false, true, 0)
 	require.NoError(t, err)
 	defer fr.ParquetReader().Close()
 	for name, skipped := range map[string]bool{"n": true, "f": true, "big": true, "flag": true,
@@ -155,7 +155,8 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 	require.NotEmpty(t, m.Fragments)
 
 	for _, f := range m.Fragments {
-		md, err := tbl.fragmentFooter(ctx, f)
+		ft, err := tbl.fragmentFooter(ctx, f)
+		md := ft.md
 		require.NoError(t, err)
 		require.Greater(t, md.NumRowGroups(), 2, "rows spread over several row groups")
 		for rg := range md.NumRowGroups() {

@@ -46,11 +46,11 @@ func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []stri
 		return nil, nil
 	}
 	f, _ := m.Fragment(loc.fragment)
-	md, err := t.fragmentFooter(ctx, f)
+	ft, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	rg, offset := rowGroupOf(md, loc.row)
+	rg, offset := ft.rowGroupOf(loc.row)
 	if rg < 0 {
 		return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, loc.row)
 	}
@@ -99,11 +99,12 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 	if err != nil {
 		return err
 	}
-	fr, err := t.openFragment(ctx, f, true)
+	fr, err := t.openFragment(ctx, f, true, false)
 	if err != nil {
 		return err
 	}
 	defer fr.ParquetReader().Close()
+	fr.Props.Parallel = true // columns decode concurrently
 	leaves, _ := leafColumns(fr, read)
 	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {

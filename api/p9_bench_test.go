@@ -1,0 +1,249 @@
+// P9: a full keyset scan of a merged 1M-row store over HTTP (Arrow IPC and JSON pages of 10,000
+// rows) against DuckDB reading the same Parquet fragments in key order, in one run.
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/table"
+)
+
+const (
+	p9Rows      = 1_000_000
+	p9Batch     = 10_000 // rows per append and per scan page
+	p9TextBytes = 500
+)
+
+// BenchmarkP9ScanVsDuckDB loads 1M rows of ~600 B (id, rollout_id, 500 B of text) into one
+// rollout store, merges and indexes it, then times a full keyset scan over HTTP (every page of
+// 10,000 rows, Arrow IPC and JSON) and DuckDB (npm @duckdb/node-api, all cores) streaming the same
+// fragments' rows in id order.
+func BenchmarkP9ScanVsDuckDB(b *testing.B) {
+	duckDir := os.Getenv("STRATA_DUCKDB_DIR")
+	if duckDir == "" {
+		b.Skip("STRATA_DUCKDB_DIR (scripts/duckdb.sh; make bench sets it) is needed to compare with DuckDB")
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		c := benchCluster(b)
+		w := c.benchWorker(b)
+		srv := httptest.NewServer(w.e)
+		client := &http.Client{}
+		do := func(method, path, ct, accept string, body []byte) *http.Response {
+			req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			if accept != "" {
+				req.Header.Set("Accept", accept)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if resp.StatusCode/100 != 2 {
+				msg, _ := io.ReadAll(resp.Body)
+				b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
+			}
+			return resp
+		}
+		drain := func(resp *http.Response) { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }
+		drain(do("POST", "/api/v1/rollouts", "application/json", "", []byte(`{"name":"p9"}`)))
+		texts := p3Texts(1000)
+		for batch := range p9Rows / p9Batch {
+			drain(do("POST", "/api/v1/rollouts/p9/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
+		}
+		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "p9")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.BuildKeyIndex(ctx); err != nil {
+			b.Fatal(err)
+		}
+		m, err := s.TableManifest(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+		fragments := p9FragmentFiles(b, c.data, m.Fragments)
+
+		// HTTP: every page, Arrow IPC then JSON.
+		var columns []string
+		scan := func(accept string) time.Duration {
+			start, rows, cursor := time.Now(), 0, ""
+			for {
+				resp := do("GET", "/api/v1/rollouts/p9/records?limit="+strconv.Itoa(p9Batch)+"&cursor="+url.QueryEscape(cursor), "", accept, nil)
+				if accept != "" {
+					rd, err := ipc.NewReader(resp.Body, ipc.WithAllocator(memory.DefaultAllocator))
+					if err != nil {
+						b.Fatal(err)
+					}
+					for rd.Next() {
+						rows += int(rd.RecordBatch().NumRows())
+						if columns == nil {
+							for _, f := range rd.Schema().Fields() {
+								columns = append(columns, f.Name)
+							}
+						}
+					}
+					if rd.Err() != nil {
+						b.Fatal(rd.Err())
+					}
+					rd.Release()
+					cursor = resp.Header.Get("X-Next-Cursor")
+				} else {
+					body, err := io.ReadAll(resp.Body)
+					if err != nil {
+						b.Fatal(err)
+					}
+					cursor = p9NextCursor(body)
+					rows += bytes.Count(body, []byte(`"id":`))
+				}
+				drain(resp)
+				if cursor == "" {
+					break
+				}
+			}
+			if rows != p9Rows {
+				b.Fatalf("the scan (%q) returned %d rows, want %d", accept, rows, p9Rows)
+			}
+			return time.Since(start)
+		}
+		arrowTime := scan("application/vnd.apache.arrow.stream")
+		jsonTime := scan("")
+		duckTime := p9DuckDB(b, duckDir, fragments, columns)
+		srv.Close()
+
+		rate := func(d time.Duration) float64 { return p9Rows / d.Seconds() }
+		benchfmt.Report("P9-scan-arrow-rows", rate(arrowTime), "rows/s", "full keyset scan of a merged 1M-row store over HTTP, Arrow IPC pages of 10,000 rows")
+		benchfmt.Report("P9-scan-json-rows", rate(jsonTime), "rows/s", "the same scan, JSON pages")
+		benchfmt.Report("P9-duckdb-rows", rate(duckTime), "rows/s", fmt.Sprintf("DuckDB streaming the same %d fragments' rows in id order (the same columns)", len(fragments)))
+		benchfmt.Report("P9-scan-vs-duckdb", duckTime.Seconds()/arrowTime.Seconds(), "x", "Arrow IPC scan rows/s / DuckDB rows/s (goal >= 1.0)")
+		benchfmt.Report("P9-scan-json-vs-duckdb", duckTime.Seconds()/jsonTime.Seconds(), "x", "JSON scan rows/s / DuckDB rows/s (goal >= 0.5)")
+	}
+}
+
+// p9Body is append batch i as an Arrow IPC stream: ids p9-<row>, 500 B of text each.
+func p9Body(i int, texts []string) []byte {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	for r := range p9Batch {
+		row := i*p9Batch + r
+		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p9-%08d", row))
+		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", row/100))
+		bld.Field(2).(*array.LargeStringBuilder).Append(texts[row%len(texts)][:p9TextBytes])
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	_ = w.Write(rec)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
+// p9NextCursor is a JSON page's next_cursor (written last), or "".
+func p9NextCursor(body []byte) string {
+	i := bytes.LastIndex(body, []byte(`"next_cursor":"`))
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(`"next_cursor":"`):]
+	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
+// p9FragmentFiles finds the manifest's fragment files under the data directory.
+func p9FragmentFiles(b *testing.B, dataDir string, frags []table.Fragment) []string {
+	want := map[string]bool{}
+	for _, f := range frags {
+		want[filepath.Base(f.Path)] = true
+	}
+	var out []string
+	err := filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && want[d.Name()] {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil || len(out) != len(want) {
+		b.Fatalf("fragments: found %d of %d (%v)", len(out), len(want), err)
+	}
+	return out
+}
+
+// p9DuckDB times DuckDB streaming every row of the fragments (the named columns) in id order,
+// fetching each result chunk without converting it to JavaScript values.
+func p9DuckDB(b *testing.B, dir string, fragments, columns []string) time.Duration {
+	script := `import { DuckDBInstance } from '@duckdb/node-api';
+const [files, cols] = [JSON.parse(process.argv[2]), JSON.parse(process.argv[3])];
+const inst = await DuckDBInstance.create(':memory:');
+const conn = await inst.connect();
+const list = files.map((f) => "'" + f + "'").join(',');
+const start = process.hrtime.bigint();
+const res = await conn.stream('SELECT ' + cols.map((c) => '"' + c + '"').join(',') + ' FROM read_parquet([' + list + ']) ORDER BY id');
+let rows = 0;
+for (;;) {
+  const chunk = await res.fetchChunk();
+  if (!chunk || chunk.rowCount === 0) break;
+  rows += chunk.rowCount;
+}
+console.log(JSON.stringify({ rows, ns: Number(process.hrtime.bigint() - start) }));
+`
+	if err := os.WriteFile(filepath.Join(dir, "p9.mjs"), []byte(script), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	files, cols := jsonList(fragments), jsonList(columns)
+	cmd := exec.Command("node", "p9.mjs", files, cols)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("duckdb: %v: %s", err, out)
+	}
+	var res struct{ Rows, NS int64 }
+	if err := json.Unmarshal(bytes.TrimSpace(out), &res); err != nil || res.Rows != p9Rows {
+		b.Fatalf("duckdb: %s (%v)", out, err)
+	}
+	return time.Duration(res.NS)
+}
+
+func jsonList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
