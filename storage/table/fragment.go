@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,7 +73,7 @@ func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error)
 // encodeFragmentWith is encodeFragment with another page codec (benchmarks compare them).
 func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compress.Compression) ([]byte, error) {
 	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(
+	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithMaxRowGroupLength(rowGroupLength(rec)),
 		parquet.WithCompression(codec),
@@ -82,7 +83,13 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 		parquet.WithDictionaryPageSizeLimit(dictionaryPageBytes),
 		parquet.WithDataPageSize(dataPageBytes),
 		parquet.WithPageIndexEnabled(true),
-	)
+	}
+	for _, f := range rec.Schema().Fields() {
+		// Dictionary-encode a column only where it pays: one whose first page would not shrink
+		// (unique ids, sequence numbers, free text) is written plain from the start.
+		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
+	}
+	props := parquet.NewWriterProperties(opts...)
 	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
 	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
 	if err != nil {
@@ -344,37 +351,74 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 		return nil, err
 	}
 	defer fr.ParquetReader().Close()
-	fr.Props.BatchSize = 1
 	read := storedColumns(fr, names, []int{rg})
 	if len(read) == 0 {
 		return t.layoutColumns(nil, int64(len(offsets)), schema, names)
 	}
-	leaves, _ := leafColumns(fr, read)
-	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
-	if err != nil {
-		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
-	}
-	defer rr.Release()
-	parts := make([]arrow.RecordBatch, 0, len(offsets))
+	// One column at a time, on this goroutine: pqarrow's record reader would hand every column
+	// of every seek to a goroutine of its own, and each hand-off costs a point read more
+	// latency than the decoding.
+	fields := make([]arrow.Field, 0, len(read))
+	cols := make([]arrow.Column, 0, len(read))
 	defer func() {
-		for _, p := range parts {
-			p.Release()
+		for i := range cols {
+			cols[i].Release()
 		}
 	}()
-	for _, off := range offsets {
-		if err := rr.SeekToRow(off); err != nil {
-			return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, off, err)
+	for _, name := range read {
+		fi := slices.IndexFunc(fr.Manifest.Fields, func(sf pqarrow.SchemaField) bool { return sf.Field.Name == name })
+		if fi < 0 {
+			continue // not in this fragment: layoutColumns fills in nulls
 		}
-		rec, err := rr.Read()
-		if err != nil || rec == nil || rec.NumRows() != 1 {
-			return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %v", f.Path, rg, off, err)
+		leaves := map[int]bool{}
+		for _, l := range appendLeaves(nil, &fr.Manifest.Fields[fi]) {
+			leaves[l] = true
 		}
-		rec.Retain()
-		parts = append(parts, rec)
+		cr, err := fr.GetFieldReader(ctx, fi, leaves, []int{rg})
+		if err != nil {
+			return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+		}
+		chunks := make([]arrow.Array, 0, len(offsets))
+		for _, off := range offsets {
+			if err := cr.SeekToRow(off); err != nil {
+				releaseArrays(chunks)
+				cr.Release()
+				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, off, err)
+			}
+			one, err := cr.NextBatch(1)
+			if err != nil || one.Len() != 1 {
+				if one != nil {
+					one.Release()
+				}
+				releaseArrays(chunks)
+				cr.Release()
+				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %v", f.Path, rg, off, err)
+			}
+			for _, c := range one.Chunks() {
+				if c.Len() > 0 {
+					c.Retain()
+					chunks = append(chunks, c)
+				}
+			}
+			one.Release()
+		}
+		cr.Release()
+		field := *cr.Field()
+		chunked := arrow.NewChunked(field.Type, chunks)
+		releaseArrays(chunks)
+		fields = append(fields, field)
+		cols = append(cols, *arrow.NewColumn(field, chunked))
+		chunked.Release()
 	}
-	tbl := array.NewTableFromRecords(rr.Schema(), parts)
+	tbl := array.NewTable(arrow.NewSchema(fields, nil), cols, int64(len(offsets)))
 	defer tbl.Release()
 	return t.layoutColumns(tbl, int64(len(offsets)), schema, names)
+}
+
+func releaseArrays(arrs []arrow.Array) {
+	for _, a := range arrs {
+		a.Release()
+	}
 }
 
 // storedColumns is names without the columns that are null in every row of the row groups (a

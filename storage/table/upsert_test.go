@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -107,13 +108,16 @@ func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
+	// Random letters: payloads that compress little, so that they dominate the fragment's bytes
+	// as real payloads do.
+	rng := rand.New(rand.NewPCG(7, 7))
 	big := make([]byte, 4096)
-	for i := range big {
-		big[i] = byte('a' + i%26)
-	}
 	var rows []row
 	for i := range 2000 {
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: string(big) + fmt.Sprint(i), seq: 1})
+		for j := range big {
+			big[j] = byte('a' + rng.IntN(26))
+		}
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: string(big), seq: 1})
 	}
 	upsertRows(t, tbl, mem, rows)
 	m, _ := tbl.Latest(ctx)
