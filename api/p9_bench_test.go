@@ -1,5 +1,6 @@
-// P9: a full keyset scan of a merged 1M-row store over HTTP (Arrow IPC and JSON pages of 10,000
-// rows) against DuckDB reading the same Parquet fragments in key order, in one run.
+// The merged 1M-row store P8 and P9 read, and P9: a full keyset scan of it over HTTP (Arrow IPC
+// and JSON pages of 10,000 rows) against DuckDB reading the same Parquet fragments in key order,
+// in one run.
 package api_test
 
 import (
@@ -36,6 +37,73 @@ const (
 	p9TextBytes = 500
 )
 
+// mergedStore is a rollout store of p9Rows rows (~600 B each) appended over HTTP, merged into the
+// base table and indexed: the steady state P8 and P9 read.
+type mergedStore struct {
+	cluster  *benchClusterT
+	worker   *worker
+	srv      *httptest.Server
+	manifest *table.Manifest
+	// do sends a request (fatal unless it answers 2xx); drain reads and closes a response.
+	do    func(method, path, ct, accept string, body []byte) *http.Response
+	drain func(*http.Response)
+}
+
+func newMergedStore(b *testing.B, name string) *mergedStore {
+	ctx := context.Background()
+	c := benchCluster(b)
+	w := c.benchWorker(b)
+	srv := httptest.NewServer(w.e)
+	b.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	do := func(method, path, ct, accept string, body []byte) *http.Response {
+		req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode/100 != 2 {
+			msg, _ := io.ReadAll(resp.Body)
+			b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
+		}
+		return resp
+	}
+	drain := func(resp *http.Response) { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }
+	drain(do("POST", "/api/v1/rollouts", "application/json", "", []byte(`{"name":"`+name+`"}`)))
+	texts := p3Texts(1000)
+	for batch := range p9Rows / p9Batch {
+		drain(do("POST", "/api/v1/rollouts/"+name+"/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
+	}
+	s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.BuildKeyIndex(ctx); err != nil {
+		b.Fatal(err)
+	}
+	m, err := s.TableManifest(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &mergedStore{cluster: c, worker: w, srv: srv, manifest: m, do: do, drain: drain}
+}
+
 // BenchmarkP9ScanVsDuckDB loads 1M rows of ~600 B (id, rollout_id, 500 B of text) into one
 // rollout store, merges and indexes it, then times a full keyset scan over HTTP (every page of
 // 10,000 rows, Arrow IPC and JSON) and DuckDB (npm @duckdb/node-api, all cores) streaming the same
@@ -45,58 +113,10 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 	if duckDir == "" {
 		b.Skip("STRATA_DUCKDB_DIR (scripts/duckdb.sh; make bench sets it) is needed to compare with DuckDB")
 	}
-	ctx := context.Background()
 	for b.Loop() {
-		c := benchCluster(b)
-		w := c.benchWorker(b)
-		srv := httptest.NewServer(w.e)
-		client := &http.Client{}
-		do := func(method, path, ct, accept string, body []byte) *http.Response {
-			req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if ct != "" {
-				req.Header.Set("Content-Type", ct)
-			}
-			if accept != "" {
-				req.Header.Set("Accept", accept)
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if resp.StatusCode/100 != 2 {
-				msg, _ := io.ReadAll(resp.Body)
-				b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
-			}
-			return resp
-		}
-		drain := func(resp *http.Response) { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }
-		drain(do("POST", "/api/v1/rollouts", "application/json", "", []byte(`{"name":"p9"}`)))
-		texts := p3Texts(1000)
-		for batch := range p9Rows / p9Batch {
-			drain(do("POST", "/api/v1/rollouts/p9/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
-		}
-		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "p9")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.BuildKeyIndex(ctx); err != nil {
-			b.Fatal(err)
-		}
-		m, err := s.TableManifest(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		release()
-		fragments := p9FragmentFiles(b, c.data, m.Fragments)
+		st := newMergedStore(b, "p9")
+		c, do, drain := st.cluster, st.do, st.drain
+		fragments := p9FragmentFiles(b, c.data, st.manifest.Fragments)
 
 		// HTTP: every page, Arrow IPC then JSON.
 		var columns []string
@@ -143,7 +163,6 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 		arrowTime := scan("application/vnd.apache.arrow.stream")
 		jsonTime := scan("")
 		duckTime := p9DuckDB(b, duckDir, fragments, columns)
-		srv.Close()
 
 		rate := func(d time.Duration) float64 { return p9Rows / d.Seconds() }
 		benchfmt.Report("P9-scan-arrow-rows", rate(arrowTime), "rows/s", "full keyset scan of a merged 1M-row store over HTTP, Arrow IPC pages of 10,000 rows")
@@ -154,7 +173,7 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 	}
 }
 
-// p9Body is append batch i as an Arrow IPC stream: ids p9-<row>, 500 B of text each.
+// p9Body is append batch i as an Arrow IPC stream: ids p9-<row> (p9ID), 500 B of text each.
 func p9Body(i int, texts []string) []byte {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
@@ -163,7 +182,7 @@ func p9Body(i int, texts []string) []byte {
 	defer bld.Release()
 	for r := range p9Batch {
 		row := i*p9Batch + r
-		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p9-%08d", row))
+		bld.Field(0).(*array.StringBuilder).Append(p9ID(row))
 		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", row/100))
 		bld.Field(2).(*array.LargeStringBuilder).Append(texts[row%len(texts)][:p9TextBytes])
 	}
@@ -175,6 +194,8 @@ func p9Body(i int, texts []string) []byte {
 	_ = w.Close()
 	return buf.Bytes()
 }
+
+func p9ID(row int) string { return fmt.Sprintf("p9-%08d", row) }
 
 // p9NextCursor is a JSON page's next_cursor (written last), or "".
 func p9NextCursor(body []byte) string {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
@@ -63,14 +64,16 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	total := 0
 	for i := range snap.Shards {
 		sh := &snap.Shards[i]
+		// Generations are in Gen order, so the merged ones (at or below the watermark) are a
+		// prefix: the pending ones are the rest of the manifest's slice, shared, not copied
+		// (manifests and snapshots are never modified).
 		wm := snap.Table.WALWatermarks[sh.Shard]
-		for _, g := range sh.Manifest.Generations {
-			if g.Gen > wm {
-				sh.Generations = append(sh.Generations, g)
-			} else {
-				s.metrics.generationsRejected.Inc()
-			}
+		gens := sh.Manifest.Generations
+		merged := sort.Search(len(gens), func(i int) bool { return gens[i].Gen > wm })
+		if merged > 0 {
+			s.metrics.generationsRejected.Add(float64(merged))
 		}
+		sh.Generations = gens[merged:len(gens):len(gens)]
 		n := len(sh.Generations)
 		total += n
 		if n > s.opts.ReadMaxGenerations {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -60,6 +61,25 @@ func rowGroupLength(rec arrow.RecordBatch) int64 {
 	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/perRow))
 }
 
+// dictionarySample is how many leading values of a column decide whether it is dictionary-encoded.
+const dictionarySample = 1024
+
+// mostlyDistinct reports whether more than half of the first dictionarySample values of a flat
+// column differ from one another (nested columns: false, they keep the writer's default).
+func mostlyDistinct(arr arrow.Array) bool {
+	n := min(arr.Len(), dictionarySample)
+	if n < 16 || !pointReadableType(arr.DataType()) {
+		return false
+	}
+	seen := make(map[string]struct{}, n)
+	for i := range n {
+		if arr.IsValid(i) {
+			seen[arr.ValueStr(i)] = struct{}{}
+		}
+	}
+	return len(seen)*2 > n
+}
+
 // fragmentCodec compresses fragment pages: LZ4 (raw block format), chosen by measurement
 // (P13-encode-*: the least CPU per row to write and to read of the codecs that compress;
 // docs/format/table.md).
@@ -84,9 +104,15 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 		parquet.WithDataPageSize(dataPageBytes),
 		parquet.WithPageIndexEnabled(true),
 	}
-	for _, f := range rec.Schema().Fields() {
-		// Dictionary-encode a column only where it pays: one whose first page would not shrink
-		// (unique ids, sequence numbers, free text) is written plain from the start.
+	for i, f := range rec.Schema().Fields() {
+		// Dictionary-encode a column only where it pays: a column whose sampled values are
+		// mostly distinct (ids, sequence numbers, free text) is written plain from the start —
+		// a dictionary would only fill up, spill to plain pages, and cost every point read of
+		// the rows it holds a dictionary decode; the writer's own check drops one whose first
+		// page would not shrink.
+		if mostlyDistinct(rec.Column(i)) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+		}
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}
 	props := parquet.NewWriterProperties(opts...)
@@ -105,24 +131,31 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 	return buf.Bytes(), nil
 }
 
-// objectReader adapts an object to parquet.ReaderAtSeeker with ranged reads. Reads inside window
-// (the bytes at windowAt, fetched ahead in one request) are served from it.
+// objectReader adapts an object to parquet.ReaderAtSeeker with ranged reads. Reads inside one of
+// its windows (byte ranges fetched ahead, or cached) are served from it.
 type objectReader struct {
-	ctx      context.Context
-	store    objstore.Store
-	key      string
-	size     int64
-	pos      int64
-	window   []byte
-	windowAt int64
+	ctx     context.Context
+	store   objstore.Store
+	key     string
+	size    int64
+	pos     int64
+	windows []readWindow
+}
+
+// readWindow is bytes of the object starting at offset at.
+type readWindow struct {
+	at   int64
+	data []byte
 }
 
 func (r *objectReader) ReadAt(p []byte, off int64) (int, error) {
 	if off >= r.size {
 		return 0, io.EOF
 	}
-	if off >= r.windowAt && off+int64(len(p)) <= r.windowAt+int64(len(r.window)) {
-		return copy(p, r.window[off-r.windowAt:]), nil
+	for _, w := range r.windows {
+		if off >= w.at && off+int64(len(p)) <= w.at+int64(len(w.data)) {
+			return copy(p, w.data[off-w.at:]), nil
+		}
 	}
 	b, err := r.store.GetRange(r.ctx, r.key, off, int64(len(p)))
 	if err != nil {
@@ -182,7 +215,16 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool,
 				if err != nil {
 					return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
 				}
-				or.window, or.windowAt = data, start
+				or.windows = append(or.windows, readWindow{at: start, data: data})
+			}
+			if pages && len(rowGroups) == 1 {
+				w, err := t.offsetIndexWindow(ctx, f, md, rowGroups[0])
+				if err != nil {
+					return nil, err
+				}
+				if w.data != nil {
+					or.windows = append(or.windows, w)
+				}
 			}
 		}
 		src = or
@@ -236,6 +278,43 @@ func (f *footer) rowGroupOf(row int64) (int, int64) {
 	}
 	rg := sort.Search(len(f.rowStarts)-1, func(i int) bool { return f.rowStarts[i+1] > row })
 	return rg, row - f.rowStarts[rg]
+}
+
+// offsetIndexWindow returns the bytes of row group rg's offset indexes (every column's, stored
+// together after the row groups), from the object cache when possible: a point read seeks
+// through them to the page holding its row, and they never change. A fragment written without a
+// page index gives an empty window.
+func (t *Table) offsetIndexWindow(ctx context.Context, f Fragment, md *metadata.FileMetaData, rg int) (readWindow, error) {
+	if rg < 0 || rg >= md.NumRowGroups() {
+		return readWindow{}, nil
+	}
+	key := f.Path + "#offset-index-" + strconv.Itoa(rg)
+	if w, ok := cache.Get[readWindow](t.cache, "offset_index", key); ok {
+		return w, nil
+	}
+	start, end := int64(math.MaxInt64), int64(-1)
+	meta := md.RowGroup(rg)
+	for c := 0; c < meta.NumColumns(); c++ {
+		cc, err := meta.ColumnChunk(c)
+		if err != nil {
+			return readWindow{}, nil
+		}
+		loc := cc.GetOffsetIndexLocation()
+		if loc == nil {
+			return readWindow{}, nil
+		}
+		start, end = min(start, loc.Offset), max(end, loc.Offset+int64(loc.Length))
+	}
+	if end <= start || start < 0 || end > f.Bytes {
+		return readWindow{}, nil
+	}
+	data, err := t.store.GetRange(ctx, f.Path, start, end-start)
+	if err != nil {
+		return readWindow{}, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+	}
+	w := readWindow{at: start, data: data}
+	cache.Add(t.cache, "offset_index", key, w, int64(len(data)))
+	return w, nil
 }
 
 // fragmentFooter returns a fragment's Parquet footer, from the cache when possible.
@@ -346,6 +425,58 @@ const pointReadBuffer = 16 << 10
 // readRowsAt reads the rows at offsets (ascending, within row group rg) as readFragment lays
 // them out: every column seeks to each row and decodes just that value.
 func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
+	// Flat columns of a fragment with a page index come straight from their pages
+	// (pageread.go); nested ones, and every column of older fragments, through pqarrow.
+	var flat, nested []string
+	var md *metadata.FileMetaData
+	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok && rg >= 0 && rg < ft.md.NumRowGroups() {
+		md = ft.md
+	}
+	for _, n := range names {
+		fi := schema.FieldIndices(n)
+		switch {
+		case len(fi) > 0 && pointReadableType(schema.Field(fi[0]).Type):
+			flat = append(flat, n)
+		case len(fi) > 0 && md != nil && nestedAllNull(md, rg, n):
+			flat = append(flat, n) // nothing to decode: the page path lays out nulls
+		default:
+			nested = append(nested, n)
+		}
+	}
+	if len(flat) == 0 {
+		return t.readRowsGeneral(ctx, f, schema, names, rg, offsets)
+	}
+	fromPages, ok, err := t.readRowsFromPages(ctx, f, schema, flat, rg, offsets)
+	if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return t.readRowsGeneral(ctx, f, schema, names, rg, offsets)
+	}
+	if len(nested) == 0 {
+		return fromPages, nil
+	}
+	defer fromPages.Release()
+	rest, err := t.readRowsGeneral(ctx, f, schema, nested, rg, offsets)
+	if err != nil {
+		return nil, err
+	}
+	defer rest.Release()
+	cols := make([]arrow.Array, len(names))
+	fields := make([]arrow.Field, len(names))
+	for i, n := range names {
+		from := fromPages
+		if j := fromPages.Schema().FieldIndices(n); len(j) == 0 {
+			from = rest
+		}
+		j := from.Schema().FieldIndices(n)[0]
+		cols[i], fields[i] = from.Column(j), from.Schema().Field(j)
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(offsets))), nil
+}
+
+// readRowsGeneral is readRowsAt through pqarrow's column readers.
+func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
 	fr, err := t.openFragment(ctx, f, false, true, rg)
 	if err != nil {
 		return nil, err

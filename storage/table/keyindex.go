@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -250,6 +252,12 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 
 // readPage reads one page of a run.
 func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef) ([]indexEntry, error) {
+	// Decoded pages are cached (runs never change): point lookups of hot keys, and of a store
+	// whose index fits the cache, read no index bytes at all.
+	key := seg.Path + "#" + strconv.FormatInt(p.offset, 10)
+	if entries, ok := cache.Get[[]indexEntry](t.cache, "index_page", key); ok {
+		return entries, nil
+	}
 	data, err := t.store.GetRange(ctx, seg.Path, p.offset, p.length)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
@@ -258,7 +266,17 @@ func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef) ([]indexE
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 	}
+	cache.Add(t.cache, "index_page", key, entries, indexPageCost(entries))
 	return entries, nil
+}
+
+// indexPageCost estimates the memory of decoded index entries.
+func indexPageCost(entries []indexEntry) int64 {
+	n := int64(cap(entries)) * int64(unsafe.Sizeof(indexEntry{}))
+	for _, e := range entries {
+		n += int64(len(e.Key))
+	}
+	return n
 }
 
 // readRun reads every entry of a run (for merging runs).
@@ -366,6 +384,16 @@ const lookupConcurrency = 32
 // readPages reads the pages of run seg (footer f) that byPage names, concurrently.
 func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPage map[int][]string) (map[int][]indexEntry, error) {
 	out := make(map[int][]indexEntry, len(byPage))
+	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off
+		for p := range byPage {
+			entries, err := t.readPage(ctx, seg, f.pages[p])
+			if err != nil {
+				return nil, err
+			}
+			out[p] = entries
+		}
+		return out, nil
+	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(lookupConcurrency)

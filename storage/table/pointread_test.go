@@ -153,6 +153,12 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 	names, err := userColumns(m, nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, m.Fragments)
+	var flat []string
+	for _, n := range names {
+		if pointReadableType(m.Schema().Field(m.Schema().FieldIndices(n)[0]).Type) {
+			flat = append(flat, n)
+		}
+	}
 
 	for _, f := range m.Fragments {
 		ft, err := tbl.fragmentFooter(ctx, f)
@@ -161,6 +167,8 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 		require.Greater(t, md.NumRowGroups(), 2, "rows spread over several row groups")
 		for rg := range md.NumRowGroups() {
 			whole, err := tbl.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			require.NoError(t, err)
+			wholeFlat, err := tbl.readFragment(ctx, f, m.Schema(), flat, []int{rg}, false)
 			require.NoError(t, err)
 			n := whole.NumRows()
 			picks := [][]int64{{0}, {n - 1}, {rng.Int64N(n)}, {0, n / 2, n - 1}}
@@ -173,8 +181,18 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 				require.True(t, array.RecordEqual(want, got), "row group %d rows %v:\nwant %v\ngot  %v", rg, offsets, want, got)
 				want.Release()
 				got.Release()
+				// The flat columns alone are read straight from their pages.
+				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, m.Schema(), flat, rg, offsets)
+				require.NoError(t, err)
+				require.True(t, ok, "flat columns take the page path")
+				flatWant, err := takeRows(ctx, mem, wholeFlat, offsets)
+				require.NoError(t, err)
+				require.True(t, array.RecordEqual(flatWant, flatGot), "row group %d rows %v (page path):\nwant %v\ngot  %v", rg, offsets, flatWant, flatGot)
+				flatWant.Release()
+				flatGot.Release()
 			}
 			whole.Release()
+			wholeFlat.Release()
 		}
 	}
 	return tbl
@@ -202,4 +220,79 @@ func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, of
 		out[i] = col
 	}
 	return array.NewRecordBatch(rec.Schema(), out, int64(len(offsets))), nil
+}
+
+// A warm point read costs one object read: its row group's byte span. The footer and the row
+// group's offset index (the page index a seek uses) come from the object cache.
+func TestWarmPointReadIsOneObjectRead(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	var rows []row
+	for i := range 20_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: fmt.Sprintf("payload %d", i), seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	get := func(key string) int64 {
+		before := counting.Stats()
+		rec, err := tbl.Get(ctx, m, key, nil)
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		require.Equal(t, key, rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String).Value(0))
+		rec.Release()
+		return counting.Stats().Sub(before).Reads
+	}
+	get("k000010") // warms the footer, the key index and the row group's offset index
+	require.EqualValues(t, 1, get("k000011"), "a warm point read fetches its row group's span only")
+}
+
+// Dictionary-encoded pages (low-cardinality columns keep their dictionaries) read by the page
+// path match whole row-group decodes, as do plain pages of the same fragment.
+func TestPagePointReadsOfDictionaryPages(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	rng := rand.New(rand.NewPCG(9, 9))
+	labels := []string{"", "system", "user", "assistant", "tool"}
+	var rows []row
+	for i := range 30_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(rng.IntN(7)), payload: labels[rng.IntN(len(labels))], seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	names := []string{"id", "value", "payload"}
+	dictionaries := 0
+	for _, f := range m.Fragments {
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		for rg := range ft.md.NumRowGroups() {
+			for c := range ft.md.RowGroup(rg).NumColumns() {
+				cc, err := ft.md.RowGroup(rg).ColumnChunk(c)
+				require.NoError(t, err)
+				if cc.HasDictionaryPage() {
+					dictionaries++
+				}
+			}
+			whole, err := tbl.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			require.NoError(t, err)
+			n := whole.NumRows()
+			for range 20 {
+				offsets := []int64{rng.Int64N(n)}
+				got, ok, err := tbl.readRowsFromPages(ctx, f, m.Schema(), names, rg, offsets)
+				require.NoError(t, err)
+				require.True(t, ok)
+				want, err := takeRows(ctx, mem, whole, offsets)
+				require.NoError(t, err)
+				require.True(t, array.RecordEqual(want, got), "row group %d row %v:\nwant %v\ngot  %v", rg, offsets, want, got)
+				want.Release()
+				got.Release()
+			}
+			whole.Release()
+		}
+	}
+	require.Positive(t, dictionaries, "low-cardinality columns are dictionary-encoded")
 }

@@ -1,0 +1,106 @@
+// P7: durable appends of large Arrow IPC batches over HTTP against what the disk under the WAL
+// writes with direct, synced I/O (dd), on the same filesystem in the same run.
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/internal/benchfmt"
+)
+
+// BenchmarkP7AppendVsDisk appends Arrow IPC bodies of 8, 32 and 64 MB (rollout rows with 4 KB of
+// text) to one store, one request at a time, each acknowledged durable, and compares the MB/s
+// with `dd oflag=direct conv=fdatasync` writing as many bytes to the same directory.
+func BenchmarkP7AppendVsDisk(b *testing.B) {
+	for b.Loop() {
+		c := benchCluster(b)
+		w := c.benchWorker(b)
+		srv := httptest.NewServer(w.e)
+		defer srv.Close()
+		client := &http.Client{}
+		post := func(path, ct string, body []byte) {
+			resp, err := client.Post(srv.URL+path, ct, bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			msg, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				b.Fatalf("POST %s: %d %s", path, resp.StatusCode, msg)
+			}
+		}
+		post("/api/v1/rollouts", "application/json", []byte(`{"name":"p7"}`))
+		texts := p3Texts(64)
+		row := 0
+		for _, mb := range []int{8, 32, 64} {
+			const total = 256 << 20 // bytes appended per body size
+			bodies := make([][]byte, 0, total/(mb<<20))
+			for range total / (mb << 20) {
+				bodies = append(bodies, p7Body(mb<<20, &row, texts))
+			}
+			var sent int64
+			start := time.Now()
+			for _, body := range bodies {
+				post("/api/v1/rollouts/p7/records", "application/vnd.apache.arrow.stream", body)
+				sent += int64(len(body))
+			}
+			appendRate := float64(sent) / time.Since(start).Seconds() / 1e6
+			diskRate := p7DiskRate(b, c.data, mb, int(sent/(int64(mb)<<20)))
+			benchfmt.Report(fmt.Sprintf("P7-append-mbps-%dmb", mb), appendRate, "MB/s", fmt.Sprintf("durable Arrow IPC appends of %d MB bodies over HTTP, one at a time", mb))
+			benchfmt.Report(fmt.Sprintf("P7-disk-mbps-%dmb", mb), diskRate, "MB/s", fmt.Sprintf("dd oflag=direct conv=fdatasync, bs=%dM, as many bytes, same directory", mb))
+			benchfmt.Report(fmt.Sprintf("P7-append-vs-disk-%dmb", mb), appendRate/diskRate, "x", "append MB/s / dd MB/s (goal >= 0.5)")
+		}
+	}
+}
+
+// p7Body is an Arrow IPC stream of about size bytes of rollout rows (id, rollout_id, 4 KB of
+// text), ids continuing from *row.
+func p7Body(size int, row *int, texts []string) []byte {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	text := strings.Repeat(texts[0], 4)
+	for n := 0; n < size; n += len(text) + 32 {
+		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p7-%09d", *row))
+		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", *row/100))
+		bld.Field(2).(*array.LargeStringBuilder).Append(text)
+		*row++
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	_ = w.Write(rec)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
+// p7DiskRate runs dd writing count blocks of mb MiB with direct I/O and a final fdatasync into
+// dir, and returns MB/s as timed here.
+func p7DiskRate(b *testing.B, dir string, mb, count int) float64 {
+	out := filepath.Join(dir, "p7-dd.bin")
+	defer os.Remove(out)
+	start := time.Now()
+	cmd := exec.Command("dd", "if=/dev/zero", "of="+out, fmt.Sprintf("bs=%dM", mb), fmt.Sprintf("count=%d", count), "oflag=direct", "conv=fdatasync")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("dd: %v: %s", err, msg)
+	}
+	return float64(int64(count)*int64(mb)<<20) / time.Since(start).Seconds() / 1e6
+}

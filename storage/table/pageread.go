@@ -1,0 +1,767 @@
+// Point reads straight from Parquet pages: a row of a flat column is found through the row
+// group's offset index (the page holding the row), that page's header, its decompressed values
+// and, for a dictionary-encoded page, the dictionary page — with no general Parquet reader set
+// up per read (no per-column readers, buffers or goroutines). Fragments or columns this path
+// does not handle (nested types, no page index, encodings other than PLAIN and dictionary, data
+// page v2) are read by the general path (readRowsAt). Malformed pages are errors, never panics.
+package table
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/strata-store/strata/storage/cache"
+)
+
+var errPage = errors.New("malformed parquet page")
+
+// Parquet page types and encodings this path reads.
+const (
+	pageData       = 0
+	pageDictionary = 2
+
+	encPlain          = 0
+	encPlainDict      = 2
+	encRLE            = 3
+	encRLEDictionary  = 8
+	maxPageBytes      = 1 << 30 // no page of a fragment is larger (a malformed size is an error)
+	maxDictionaryRows = 1 << 24
+)
+
+// pageLoc is one page of a column chunk, from the offset index.
+type pageLoc struct {
+	offset   int64
+	size     int32
+	firstRow int64
+}
+
+// decodeOffsetIndex parses a Thrift OffsetIndex: its page locations, in row order.
+func decodeOffsetIndex(b []byte) ([]pageLoc, error) {
+	r := &thriftReader{b: b}
+	var pages []pageLoc
+	var last int16
+	for {
+		id, typ, err := r.field(last)
+		if err != nil {
+			return nil, err
+		}
+		if typ == tStop {
+			break
+		}
+		last = id
+		if id != 1 || typ != tList {
+			if err := r.skip(typ, 0); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		elem, n, err := r.listHeader()
+		if err != nil || elem != tStruct {
+			return nil, errThrift
+		}
+		pages = make([]pageLoc, 0, n)
+		for range n {
+			var p pageLoc
+			var seen int
+			var plast int16
+			for {
+				pid, ptyp, err := r.field(plast)
+				if err != nil {
+					return nil, err
+				}
+				if ptyp == tStop {
+					break
+				}
+				plast = pid
+				if (pid == 1 || pid == 3) && ptyp == tI64 || pid == 2 && ptyp == tI32 {
+					v, err := r.int()
+					if err != nil {
+						return nil, err
+					}
+					switch pid {
+					case 1:
+						p.offset = v
+					case 2:
+						if v < 0 || v > maxPageBytes {
+							return nil, errThrift
+						}
+						p.size = int32(v)
+					case 3:
+						p.firstRow = v
+					}
+					seen |= 1 << pid
+					continue
+				}
+				if err := r.skip(ptyp, 1); err != nil {
+					return nil, err
+				}
+			}
+			if seen != 0b1110 || p.offset < 0 || p.firstRow < 0 {
+				return nil, errThrift
+			}
+			pages = append(pages, p)
+		}
+	}
+	for i := 1; i < len(pages); i++ {
+		if pages[i].firstRow <= pages[i-1].firstRow {
+			return nil, errThrift
+		}
+	}
+	return pages, nil
+}
+
+// pageHeader is what a point read needs of a Parquet page header.
+type pageHeader struct {
+	typ          int32
+	uncompressed int32
+	compressed   int32
+	numValues    int32
+	encoding     int32
+	defEncoding  int32
+	headerBytes  int
+}
+
+// decodePageHeader parses the Thrift PageHeader at the start of b.
+func decodePageHeader(b []byte) (pageHeader, error) {
+	r := &thriftReader{b: b}
+	var h pageHeader
+	h.typ, h.defEncoding = -1, encRLE
+	var last int16
+	for {
+		id, typ, err := r.field(last)
+		if err != nil {
+			return h, err
+		}
+		if typ == tStop {
+			break
+		}
+		last = id
+		switch {
+		case id >= 1 && id <= 3 && typ == tI32:
+			v, err := r.int()
+			if err != nil || v < 0 || v > maxPageBytes {
+				return h, errThrift
+			}
+			switch id {
+			case 1:
+				h.typ = int32(v)
+			case 2:
+				h.uncompressed = int32(v)
+			case 3:
+				h.compressed = int32(v)
+			}
+		case (id == 5 || id == 7) && typ == tStruct: // data page or dictionary page header
+			var hlast int16
+			for {
+				hid, htyp, err := r.field(hlast)
+				if err != nil {
+					return h, err
+				}
+				if htyp == tStop {
+					break
+				}
+				hlast = hid
+				if hid >= 1 && hid <= 3 && htyp == tI32 {
+					v, err := r.int()
+					if err != nil || v < 0 || v > math.MaxInt32 {
+						return h, errThrift
+					}
+					switch {
+					case hid == 1:
+						h.numValues = int32(v)
+					case hid == 2:
+						h.encoding = int32(v)
+					case hid == 3 && id == 5:
+						h.defEncoding = int32(v)
+					}
+					continue
+				}
+				if err := r.skip(htyp, 1); err != nil {
+					return h, err
+				}
+			}
+		default:
+			if err := r.skip(typ, 0); err != nil {
+				return h, err
+			}
+		}
+	}
+	h.headerBytes = r.pos
+	if h.typ < 0 || int(h.compressed) > len(b)-r.pos {
+		return h, errThrift
+	}
+	return h, nil
+}
+
+// hybrid walks an RLE/bit-packed hybrid run sequence of values of width bits.
+type hybrid struct {
+	data  []byte
+	width int
+	pos   int
+	// the current run
+	left   int    // values left in it
+	rle    bool   // a repeated value (else bit-packed)
+	value  uint64 // the repeated value
+	packed []byte // bit-packed values of the run
+	index  int    // next bit-packed value's index in packed
+}
+
+func newHybrid(data []byte, width int) (*hybrid, error) {
+	if width < 0 || width > 32 {
+		return nil, errPage
+	}
+	return &hybrid{data: data, width: width}, nil
+}
+
+// next returns the next value.
+func (h *hybrid) next() (uint64, error) {
+	for h.left == 0 {
+		hdr, n := binary.Uvarint(h.data[h.pos:])
+		if n <= 0 {
+			return 0, errPage
+		}
+		h.pos += n
+		if hdr&1 == 0 { // a repeated run: the value in ceil(width/8) little-endian bytes
+			count := hdr >> 1
+			nb := (h.width + 7) / 8
+			if count > math.MaxInt32 || nb > len(h.data)-h.pos {
+				return 0, errPage
+			}
+			var v uint64
+			for i := range nb {
+				v |= uint64(h.data[h.pos+i]) << (8 * i)
+			}
+			h.pos += nb
+			h.left, h.rle, h.value = int(count), true, v
+			continue
+		}
+		groups := hdr >> 1 // groups of 8 values, width bytes each
+		if groups > math.MaxInt32/8 || groups*uint64(h.width) > uint64(len(h.data)-h.pos) {
+			return 0, errPage
+		}
+		size := int(groups) * h.width
+		h.packed, h.index = h.data[h.pos:h.pos+size], 0
+		h.pos += size
+		h.left, h.rle = int(groups)*8, false
+	}
+	h.left--
+	if h.rle {
+		return h.value, nil
+	}
+	bit := h.index * h.width
+	h.index++
+	var v uint64
+	for i := 0; i < h.width; i++ {
+		b := bit + i
+		if h.packed[b/8]>>(b%8)&1 == 1 {
+			v |= 1 << i
+		}
+	}
+	return v, nil
+}
+
+// pageValue locates row (within the page) of a data page whose decompressed body is body:
+// whether it is null and, if not, the index of its value among the page's stored (non-null)
+// values; it returns the body's values section too.
+func pageValue(body []byte, h pageHeader, maxDef int16, row int) (null bool, index int, values []byte, err error) {
+	if row < 0 || row >= int(h.numValues) {
+		return false, 0, nil, errPage
+	}
+	if maxDef == 0 {
+		return false, row, body, nil
+	}
+	if h.defEncoding != encRLE || len(body) < 4 {
+		return false, 0, nil, errPage
+	}
+	n := binary.LittleEndian.Uint32(body)
+	if uint64(n) > uint64(len(body)-4) {
+		return false, 0, nil, errPage
+	}
+	levels, err := newHybrid(body[4:4+n], bits.Len16(uint16(maxDef)))
+	if err != nil {
+		return false, 0, nil, err
+	}
+	for i := 0; i <= row; i++ {
+		d, err := levels.next()
+		if err != nil {
+			return false, 0, nil, err
+		}
+		switch {
+		case i == row:
+			null = d < uint64(maxDef)
+		case d == uint64(maxDef):
+			index++
+		}
+	}
+	return null, index, body[4+n:], nil
+}
+
+// plainValue returns stored value i of a PLAIN-encoded run of physical type typ: its bytes (the
+// value itself for BYTE_ARRAY, little-endian for numbers; one byte 0/1 for BOOLEAN).
+func plainValue(values []byte, typ parquet.Type, i int) ([]byte, error) {
+	width := 0
+	switch typ {
+	case parquet.Types.Boolean:
+		if i < 0 || i/8 >= len(values) {
+			return nil, errPage
+		}
+		return []byte{values[i/8] >> (i % 8) & 1}, nil
+	case parquet.Types.Int32, parquet.Types.Float:
+		width = 4
+	case parquet.Types.Int64, parquet.Types.Double:
+		width = 8
+	case parquet.Types.ByteArray:
+		pos := 0
+		for j := 0; ; j++ {
+			if len(values)-pos < 4 {
+				return nil, errPage
+			}
+			n := binary.LittleEndian.Uint32(values[pos:])
+			pos += 4
+			if uint64(n) > uint64(len(values)-pos) {
+				return nil, errPage
+			}
+			if j == i {
+				return values[pos : pos+int(n)], nil
+			}
+			pos += int(n)
+		}
+	default:
+		return nil, errPage
+	}
+	if i < 0 || i >= len(values)/width {
+		return nil, errPage
+	}
+	return values[i*width : (i+1)*width], nil
+}
+
+// pageBufferPool holds decompression buffers of point reads (a read copies what it keeps).
+var pageBufferPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// pageBody returns a page's decompressed body; done returns its buffer to the pool.
+func pageBody(page []byte, h pageHeader, codec compress.Codec) (body []byte, done func(), err error) {
+	raw := page[h.headerBytes : h.headerBytes+int(h.compressed)]
+	if codec == nil {
+		if h.uncompressed != h.compressed {
+			return nil, nil, errPage
+		}
+		return raw, func() {}, nil
+	}
+	buf := pageBufferPool.Get().(*[]byte)
+	if cap(*buf) < int(h.uncompressed) {
+		*buf = make([]byte, h.uncompressed)
+	}
+	dst := (*buf)[:h.uncompressed]
+	out, err := decodeSafely(codec, dst, raw)
+	if err != nil || len(out) != int(h.uncompressed) {
+		pageBufferPool.Put(buf)
+		return nil, nil, fmt.Errorf("%w: decompressing: %v", errPage, err)
+	}
+	return out, func() { pageBufferPool.Put(buf) }, nil
+}
+
+// decodeSafely decompresses src into dst; a codec that panics on malformed input is an error.
+func decodeSafely(codec compress.Codec, dst, src []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: %v", errPage, r)
+		}
+	}()
+	if c, ok := codec.(interface {
+		DecodeWithError(dst, src []byte) ([]byte, error)
+	}); ok {
+		return c.DecodeWithError(dst, src)
+	}
+	return codec.Decode(dst, src), nil
+}
+
+// pageColumn is one flat column chunk of a row group, ready for point reads.
+type pageColumn struct {
+	field  arrow.Field
+	leaf   int            // the column's leaf index in the fragment
+	desc   *schema.Column // nil: the fragment predates the column (every value null)
+	chunk  *metadata.ColumnChunkMetaData
+	codec  compress.Codec
+	dict   []byte     // the decompressed dictionary page's values (read on first use)
+	dictH  pageHeader // its header
+	loaded bool
+	// Decoded dictionaries are cached under dictKey (a point read of a row group whose
+	// dictionary is cached decompresses only the data page).
+	cache   cache.Namespace
+	dictKey string
+}
+
+// cachedDictionary is a decompressed dictionary page and its header.
+type cachedDictionary struct {
+	values []byte
+	header pageHeader
+}
+
+// pointReadable reports whether this path reads Arrow type dt stored as column c.
+func pointReadable(dt arrow.DataType, c *schema.Column) bool {
+	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 {
+		return false
+	}
+	phys := c.PhysicalType()
+	switch dt.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+		return phys == parquet.Types.ByteArray
+	case arrow.BOOL:
+		return phys == parquet.Types.Boolean
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.DATE32:
+		return phys == parquet.Types.Int32
+	case arrow.INT64, arrow.UINT64:
+		return phys == parquet.Types.Int64
+	case arrow.FLOAT32:
+		return phys == parquet.Types.Float
+	case arrow.FLOAT64:
+		return phys == parquet.Types.Double
+	case arrow.TIMESTAMP:
+		ts, ok := c.LogicalType().(schema.TimestampLogicalType)
+		if !ok || phys != parquet.Types.Int64 {
+			return false
+		}
+		switch dt.(*arrow.TimestampType).Unit {
+		case arrow.Millisecond:
+			return ts.TimeUnit() == schema.TimeUnitMillis
+		case arrow.Microsecond:
+			return ts.TimeUnit() == schema.TimeUnitMicros
+		case arrow.Nanosecond:
+			return ts.TimeUnit() == schema.TimeUnitNanos
+		}
+	}
+	return false
+}
+
+// offsetIndexes returns row group rg's decoded offset indexes by leaf column (nil when the
+// fragment has no page index), cached.
+func (t *Table) offsetIndexes(ctx context.Context, f Fragment, md *metadata.FileMetaData, rg int) ([][]pageLoc, error) {
+	key := f.Path + "#pages-" + strconv.Itoa(rg)
+	if idx, ok := cache.Get[[][]pageLoc](t.cache, "page_locations", key); ok {
+		return idx, nil
+	}
+	w, err := t.offsetIndexWindow(ctx, f, md, rg)
+	if err != nil || w.data == nil {
+		return nil, err
+	}
+	meta := md.RowGroup(rg)
+	out := make([][]pageLoc, meta.NumColumns())
+	cost := int64(0)
+	for c := range out {
+		cc, err := meta.ColumnChunk(c)
+		if err != nil {
+			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, err)
+		}
+		loc := cc.GetOffsetIndexLocation()
+		start := loc.Offset - w.at
+		if start < 0 || start+int64(loc.Length) > int64(len(w.data)) {
+			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, errPage)
+		}
+		if out[c], err = decodeOffsetIndex(w.data[start : start+int64(loc.Length)]); err != nil {
+			return nil, fmt.Errorf("table: fragment %s offset index: %w", f.Path, err)
+		}
+		cost += int64(len(out[c])) * 24
+	}
+	cache.Add(t.cache, "page_locations", key, out, cost)
+	return out, nil
+}
+
+// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page;
+// ok=false when the fragment or a column needs the general path.
+func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
+	ft, err := t.fragmentFooter(ctx, f)
+	if err != nil {
+		return nil, false, err
+	}
+	md := ft.md
+	if rg < 0 || rg >= md.NumRowGroups() {
+		return nil, false, nil
+	}
+	rgRows := ft.rowStarts[rg+1] - ft.rowStarts[rg]
+	for _, off := range offsets {
+		if off < 0 || off >= rgRows {
+			return nil, false, fmt.Errorf("table: fragment %s row group %d has no row %d", f.Path, rg, off)
+		}
+	}
+	cols := make([]pageColumn, len(names))
+	meta := md.RowGroup(rg)
+	for i, name := range names {
+		fi := tableSchema.FieldIndices(name)
+		if len(fi) == 0 {
+			return nil, false, fmt.Errorf("table: no column %q", name)
+		}
+		cols[i].field = tableSchema.Field(fi[0])
+		leaf := md.Schema.ColumnIndexByName(name)
+		if !pointReadableType(cols[i].field.Type) {
+			if !nestedAllNull(md, rg, name) {
+				return nil, false, nil // a nested column with values: the general path
+			}
+			continue // only nulls in this row group
+		}
+		if leaf < 0 {
+			continue // the fragment predates the column
+		}
+		desc := md.Schema.Column(leaf)
+		if !pointReadable(cols[i].field.Type, desc) {
+			return nil, false, nil
+		}
+		cc, err := meta.ColumnChunk(leaf)
+		if err != nil {
+			return nil, false, nil
+		}
+		cols[i].desc, cols[i].chunk, cols[i].leaf = desc, cc, leaf
+		cols[i].cache, cols[i].dictKey = t.cache, f.Path+"#dictionary-"+strconv.Itoa(rg)+"-"+strconv.Itoa(leaf)
+		if cc.Compression() != compress.Codecs.Uncompressed {
+			if cols[i].codec, err = compress.GetCodec(cc.Compression()); err != nil {
+				return nil, false, nil
+			}
+		}
+	}
+	idx, err := t.offsetIndexes(ctx, f, md, rg)
+	if err != nil || idx == nil {
+		return nil, false, err
+	}
+	start, end, spanOK := rowGroupSpan(md, []int{rg})
+	if !spanOK {
+		return nil, false, nil
+	}
+	window, err := t.store.GetRange(ctx, f.Path, start, end-start)
+	if err != nil {
+		return nil, false, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+	}
+	if int64(len(window)) != end-start {
+		return nil, false, fmt.Errorf("table: read fragment %s: %w", f.Path, errPage)
+	}
+	arrs := make([]arrow.Array, len(names))
+	fields := make([]arrow.Field, len(names))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		c := &cols[i]
+		fields[i] = c.field
+		b := array.NewBuilder(t.mem, c.field.Type)
+		for _, off := range offsets {
+			if err := t.appendPointValue(b, c, idx, window, start, off); err != nil {
+				b.Release()
+				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.field.Name, err)
+			}
+		}
+		arrs[i] = b.NewArray()
+		b.Release()
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(offsets))), true, nil
+}
+
+// pointReadableType reports whether Arrow type dt is one this path reads (flat).
+func pointReadableType(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.BOOL, arrow.INT8, arrow.INT16,
+		arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.DATE32, arrow.INT64, arrow.UINT64,
+		arrow.FLOAT32, arrow.FLOAT64, arrow.TIMESTAMP:
+		return true
+	}
+	return false
+}
+
+// appendPointValue appends row off of column c (window holds the row group's bytes from start).
+func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc, window []byte, start, off int64) error {
+	if c.desc == nil {
+		b.AppendNull()
+		return nil
+	}
+	if c.leaf >= len(idx) || len(idx[c.leaf]) == 0 {
+		return errPage
+	}
+	pages := idx[c.leaf]
+	p := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > off }) - 1
+	if p < 0 {
+		return errPage
+	}
+	page, err := windowSlice(window, start, pages[p].offset, int64(pages[p].size))
+	if err != nil {
+		return err
+	}
+	h, err := decodePageHeader(page)
+	if err != nil {
+		return err
+	}
+	if h.typ != pageData {
+		return errPage
+	}
+	body, done, err := pageBody(page, h, c.codec)
+	if err != nil {
+		return err
+	}
+	defer done()
+	null, i, values, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-pages[p].firstRow))
+	if err != nil {
+		return err
+	}
+	if null {
+		b.AppendNull()
+		return nil
+	}
+	phys := c.desc.PhysicalType()
+	var v []byte
+	switch h.encoding {
+	case encPlain:
+		v, err = plainValue(values, phys, i)
+	case encPlainDict, encRLEDictionary:
+		v, err = c.dictionaryValue(window, start, values, i)
+	default:
+		return errPage
+	}
+	if err != nil {
+		return err
+	}
+	return appendParquetValue(b, phys, v)
+}
+
+// dictionaryValue returns the value of the i-th stored entry of a dictionary-encoded data page
+// (values: a bit width byte, then the hybrid-encoded dictionary indices).
+func (c *pageColumn) dictionaryValue(window []byte, start int64, values []byte, i int) ([]byte, error) {
+	if !c.loaded {
+		if d, ok := cache.Get[cachedDictionary](c.cache, "dictionary", c.dictKey); ok {
+			c.dict, c.dictH, c.loaded = d.values, d.header, true
+		}
+	}
+	if !c.loaded {
+		if !c.chunk.HasDictionaryPage() {
+			return nil, errPage
+		}
+		at := c.chunk.DictionaryPageOffset()
+		page, err := windowSlice(window, start, at, c.chunk.DataPageOffset()-at)
+		if err != nil {
+			return nil, err
+		}
+		h, err := decodePageHeader(page)
+		if err != nil {
+			return nil, err
+		}
+		if h.typ != pageDictionary || (h.encoding != encPlain && h.encoding != encPlainDict) || h.numValues > maxDictionaryRows {
+			return nil, errPage
+		}
+		body, done, err := pageBody(page, h, c.codec)
+		if err != nil {
+			return nil, err
+		}
+		c.dict = append([]byte(nil), body...) // kept past the pooled buffer
+		done()
+		c.dictH, c.loaded = h, true
+		cache.Add(c.cache, "dictionary", c.dictKey, cachedDictionary{values: c.dict, header: h}, int64(len(c.dict)))
+	}
+	if len(values) < 1 {
+		return nil, errPage
+	}
+	indices, err := newHybrid(values[1:], int(values[0]))
+	if err != nil {
+		return nil, err
+	}
+	var k uint64
+	for range i + 1 {
+		if k, err = indices.next(); err != nil {
+			return nil, err
+		}
+	}
+	if k >= uint64(c.dictH.numValues) {
+		return nil, errPage
+	}
+	return plainValue(c.dict, c.desc.PhysicalType(), int(k))
+}
+
+// windowSlice is bytes [at, at+n) of the object, from window (which starts at start).
+func windowSlice(window []byte, start, at, n int64) ([]byte, error) {
+	from := at - start
+	if from < 0 || n < 0 || from > int64(len(window)) || n > int64(len(window))-from {
+		return nil, errPage
+	}
+	return window[from : from+n], nil
+}
+
+// appendParquetValue appends one stored value (as plainValue returns it) to b.
+func appendParquetValue(b array.Builder, phys parquet.Type, v []byte) error {
+	le32 := func() uint32 { return binary.LittleEndian.Uint32(v) }
+	le64 := func() uint64 { return binary.LittleEndian.Uint64(v) }
+	switch bb := b.(type) {
+	case *array.StringBuilder:
+		bb.BinaryBuilder.Append(v)
+	case *array.LargeStringBuilder:
+		bb.BinaryBuilder.Append(v)
+	case *array.BinaryBuilder:
+		bb.Append(v)
+	case *array.BooleanBuilder:
+		bb.Append(v[0] == 1)
+	case *array.Int8Builder:
+		bb.Append(int8(le32()))
+	case *array.Int16Builder:
+		bb.Append(int16(le32()))
+	case *array.Int32Builder:
+		bb.Append(int32(le32()))
+	case *array.Uint8Builder:
+		bb.Append(uint8(le32()))
+	case *array.Uint16Builder:
+		bb.Append(uint16(le32()))
+	case *array.Uint32Builder:
+		bb.Append(le32())
+	case *array.Date32Builder:
+		bb.Append(arrow.Date32(int32(le32())))
+	case *array.Int64Builder:
+		bb.Append(int64(le64()))
+	case *array.Uint64Builder:
+		bb.Append(le64())
+	case *array.TimestampBuilder:
+		bb.Append(arrow.Timestamp(int64(le64())))
+	case *array.Float32Builder:
+		bb.Append(math.Float32frombits(le32()))
+	case *array.Float64Builder:
+		bb.Append(math.Float64frombits(le64()))
+	default:
+		return fmt.Errorf("%w: no point read into %T", errPage, b)
+	}
+	return nil
+}
+
+// nestedAllNull reports, from the footer's statistics, whether top-level field name holds only
+// nulls in row group rg (every leaf column of it has one null entry per row): a point read then
+// needs none of its pages.
+func nestedAllNull(md *metadata.FileMetaData, rg int, name string) bool {
+	meta := md.RowGroup(rg)
+	leaves := 0
+	for i := range md.Schema.NumColumns() {
+		if path := md.Schema.Column(i).ColumnPath(); len(path) == 0 || path[0] != name {
+			continue
+		}
+		leaves++
+		cc, err := meta.ColumnChunk(i)
+		if err != nil {
+			return false
+		}
+		if set, err := cc.StatsSet(); err != nil || !set {
+			return false
+		}
+		stats, err := cc.Statistics()
+		if err != nil || stats == nil || !stats.HasNullCount() || stats.NullCount() != meta.NumRows() || cc.NumValues() != meta.NumRows() {
+			return false
+		}
+	}
+	return leaves > 0
+}
