@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
@@ -280,9 +281,9 @@ func benchCluster(b *testing.B) *benchClusterT {
 	return &benchClusterT{cat: cat, url: url, data: b.TempDir()}
 }
 
-func (c *benchClusterT) benchWorker(b *testing.B) *worker {
+func (c *benchClusterT) benchWorker(b *testing.B, mod ...func(*api.Deps)) *worker {
 	inner := &cluster{t: b, cat: c.cat, dataDir: c.data, mem: memory.DefaultAllocator}
-	return inner.worker("bench")
+	return inner.worker("bench", mod...)
 }
 
 func (c *benchClusterT) pgPool(b *testing.B) *pgxpool.Pool {
