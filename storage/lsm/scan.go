@@ -251,11 +251,28 @@ func (p *pageBuilder) release() {
 }
 
 // add materialises the chunk's live versions (in key order), filters them and keeps rows until
-// the page holds limit.
+// the page holds limit. Versions are gathered a slice at a time — the rows the page still needs
+// (at least scanSliceRows when a filter may drop some) — so a chunk holding many pending keys
+// never reads more rows than the page takes.
 func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, live []version, genRows *shard.RowReader, filters map[string]any, limit int) error {
-	if len(live) == 0 || p.n >= limit {
-		return nil
+	for len(live) > 0 && p.n < limit {
+		n := min(len(live), limit-p.n)
+		if len(filters) > 0 {
+			n = min(len(live), max(n, scanSliceRows))
+		}
+		if err := p.addSlice(ctx, snap, live[:n], genRows, filters, limit); err != nil {
+			return err
+		}
+		live = live[n:]
 	}
+	return nil
+}
+
+// scanSliceRows is the fewest versions gathered at once while a filter decides what a page keeps.
+const scanSliceRows = 256
+
+// addSlice gathers, filters and keeps (up to limit) the rows of some of a chunk's versions.
+func (p *pageBuilder) addSlice(ctx context.Context, snap *Snapshot, live []version, genRows *shard.RowReader, filters map[string]any, limit int) error {
 	rec, err := p.gather(ctx, snap, live, genRows)
 	if err != nil {
 		return err

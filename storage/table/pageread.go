@@ -361,6 +361,9 @@ func pageBody(page []byte, h pageHeader, codec compress.Codec) (body []byte, don
 		}
 		return raw, func() {}, nil
 	}
+	if int64(h.uncompressed) > max(1<<20, 256*int64(h.compressed)) {
+		return nil, nil, fmt.Errorf("%w: a page of %d bytes claims %d uncompressed", errPage, h.compressed, h.uncompressed)
+	}
 	buf := pageBufferPool.Get().(*[]byte)
 	if cap(*buf) < int(h.uncompressed) {
 		*buf = make([]byte, h.uncompressed)
