@@ -15,9 +15,15 @@ import (
 	"time"
 )
 
-// Selected reports whether the figure id is wanted by STRATA_BENCH (an ID prefix; empty = all).
+// Selected reports whether the figure id is wanted by STRATA_BENCH: empty selects every figure,
+// a group (no '-': "P1") that group's figures only (not P10's or P13's), anything else is an ID
+// prefix ("P5-create").
 func Selected(id string) bool {
-	return strings.HasPrefix(id, os.Getenv("STRATA_BENCH"))
+	want := os.Getenv("STRATA_BENCH")
+	if want != "" && !strings.Contains(want, "-") {
+		return strings.HasPrefix(id, want+"-")
+	}
+	return strings.HasPrefix(id, want)
 }
 
 // Report prints one figure when it is selected. Descriptions are one line.

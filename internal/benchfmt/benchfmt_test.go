@@ -28,6 +28,10 @@ func TestSelectedByPrefix(t *testing.T) {
 	if !Selected("P5-create-p99") || Selected("P5-get-p99") {
 		t.Error("prefix selection")
 	}
+	t.Setenv("STRATA_BENCH", "P1")
+	if !Selected("P1-get-p50") || Selected("P10-s3-get-p99") || Selected("P13-merge-cpu-per-row") {
+		t.Error("a group selects its own figures only")
+	}
 	t.Setenv("STRATA_BENCH", "")
 	if !Selected("anything") {
 		t.Error("empty selects all")

@@ -190,10 +190,11 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // openFragment opens a fragment for reading. whole=true fetches the file in one read (scans);
-// pages=true streams pages for point reads;
 // otherwise column chunks are fetched by range, and when the footer is cached the byte span of
 // the rowGroups about to be read is fetched ahead in one request (a point read then costs one
-// ranged read, not one per column chunk). Footers are cached per path (files are immutable).
+// ranged read, not one per column chunk). pages=true (point reads) makes column readers stream
+// pages and adds the row group's cached offset index to what is served from memory. Footers are
+// cached per path (files are immutable).
 func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool, rowGroups ...int) (*pqarrow.FileReader, error) {
 	ft, cached := cache.Get[*footer](t.cache, "footer", f.Path)
 	var md *metadata.FileMetaData
