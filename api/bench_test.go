@@ -39,15 +39,24 @@ var p3Text = p3Texts(p3Clients * p3Batches * p3Batch)
 
 // p3ArrowBody is client's batch of P3's load as an Arrow IPC stream (id, rollout_id, content).
 func p3ArrowBody(client, batch int) []byte {
+	return rolloutIPCBody(p3Batch, func(i int) (string, string, string) {
+		return fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i), fmt.Sprintf("t%d", client), p3Content(client, batch, i)
+	})
+}
+
+// rolloutIPCBody is an append body of n rollout rows as an Arrow IPC stream: id, rollout_id and
+// content of row i from row(i).
+func rolloutIPCBody(n int, row func(i int) (id, rolloutID, content string)) []byte {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
 		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer bld.Release()
-	for i := range p3Batch {
-		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%02d-b%03d-r%03d", client, batch, i))
-		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", client))
-		bld.Field(2).(*array.LargeStringBuilder).Append(p3Content(client, batch, i))
+	for i := range n {
+		id, rid, content := row(i)
+		bld.Field(0).(*array.StringBuilder).Append(id)
+		bld.Field(1).(*array.StringBuilder).Append(rid)
+		bld.Field(2).(*array.LargeStringBuilder).Append(content)
 	}
 	rec := bld.NewRecordBatch()
 	defer rec.Release()

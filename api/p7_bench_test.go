@@ -17,11 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/internal/benchfmt"
 )
@@ -91,25 +86,12 @@ func BenchmarkP7AppendVsDisk(b *testing.B) {
 // p7Body is an Arrow IPC stream of about size bytes of rollout rows (id, rollout_id, 4 KB of
 // text), ids continuing from *row.
 func p7Body(size int, row *int, texts []string) []byte {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
-		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer bld.Release()
 	text := strings.Repeat(texts[0], 4)
-	for n := 0; n < size; n += len(text) + 32 {
-		bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p7-%09d", *row))
-		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", *row/100))
-		bld.Field(2).(*array.LargeStringBuilder).Append(text)
-		*row++
-	}
-	rec := bld.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	_ = w.Write(rec)
-	_ = w.Close()
-	return buf.Bytes()
+	first, n := *row, size/(len(text)+32)+1
+	*row += n
+	return rolloutIPCBody(n, func(i int) (string, string, string) {
+		return fmt.Sprintf("p7-%09d", first+i), fmt.Sprintf("t%d", (first+i)/100), text
+	})
 }
 
 // p7DiskRate runs dd writing count blocks of mb MiB with direct I/O and a final fdatasync into

@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -175,24 +173,10 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 
 // p9Body is append batch i as an Arrow IPC stream: ids p9-<row> (p9ID), 500 B of text each.
 func p9Body(i int, texts []string) []byte {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
-		{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer bld.Release()
-	for r := range p9Batch {
+	return rolloutIPCBody(p9Batch, func(r int) (string, string, string) {
 		row := i*p9Batch + r
-		bld.Field(0).(*array.StringBuilder).Append(p9ID(row))
-		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", row/100))
-		bld.Field(2).(*array.LargeStringBuilder).Append(texts[row%len(texts)][:p9TextBytes])
-	}
-	rec := bld.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	_ = w.Write(rec)
-	_ = w.Close()
-	return buf.Bytes()
+		return p9ID(row), fmt.Sprintf("t%d", row/100), texts[row%len(texts)][:p9TextBytes]
+	})
 }
 
 func p9ID(row int) string { return fmt.Sprintf("p9-%08d", row) }
