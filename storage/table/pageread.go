@@ -29,6 +29,10 @@ import (
 
 var errPage = errors.New("malformed parquet page")
 
+// errPageUnsupported: a well-formed page this path does not read (a data page of version 2,
+// another encoding); the read goes through the general path instead.
+var errPageUnsupported = errors.New("parquet page not read by the page path")
+
 // Parquet page types and encodings this path reads.
 const (
 	pageData       = 0
@@ -284,7 +288,10 @@ func pageValue(body []byte, h pageHeader, maxDef int16, row int) (null bool, ind
 	if maxDef == 0 {
 		return false, row, body, nil
 	}
-	if h.defEncoding != encRLE || len(body) < 4 {
+	if h.defEncoding != encRLE {
+		return false, 0, nil, errPageUnsupported
+	}
+	if len(body) < 4 {
 		return false, 0, nil, errPage
 	}
 	n := binary.LittleEndian.Uint32(body)
@@ -565,6 +572,9 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *
 		for _, off := range offsets {
 			if err := t.appendPointValue(b, c, idx, window, start, off); err != nil {
 				b.Release()
+				if errors.Is(err, errPageUnsupported) {
+					return nil, false, nil
+				}
 				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.field.Name, err)
 			}
 		}
@@ -608,7 +618,7 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 		return err
 	}
 	if h.typ != pageData {
-		return errPage
+		return errPageUnsupported
 	}
 	body, done, err := pageBody(page, h, c.codec)
 	if err != nil {
@@ -631,7 +641,7 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 	case encPlainDict, encRLEDictionary:
 		v, err = c.dictionaryValue(window, start, values, i)
 	default:
-		return errPage
+		return errPageUnsupported
 	}
 	if err != nil {
 		return err
@@ -660,8 +670,11 @@ func (c *pageColumn) dictionaryValue(window []byte, start int64, values []byte, 
 		if err != nil {
 			return nil, err
 		}
-		if h.typ != pageDictionary || (h.encoding != encPlain && h.encoding != encPlainDict) || h.numValues > maxDictionaryRows {
+		if h.typ != pageDictionary || h.numValues > maxDictionaryRows {
 			return nil, errPage
+		}
+		if h.encoding != encPlain && h.encoding != encPlainDict {
+			return nil, errPageUnsupported
 		}
 		body, done, err := pageBody(page, h, c.codec)
 		if err != nil {

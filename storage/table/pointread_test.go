@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -295,4 +298,43 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 		}
 	}
 	require.Positive(t, dictionaries, "low-cardinality columns are dictionary-encoded")
+}
+
+// A fragment whose pages the page path does not read (data pages of version 2, here; written by
+// another writer) is read through the general path, with the same rows.
+func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	objects := objstoretest.NewMemory()
+	tbl := newTestTable(t, objects, mem)
+	var rows []row
+	for i := range 5000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i % 3), payload: fmt.Sprintf("p%d", i), seq: uint64(i + 1)})
+	}
+	rec := batch(mem, rows)
+	defer rec.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithMaxRowGroupLength(1000),
+		parquet.WithPageIndexEnabled(true), parquet.WithDataPageSize(1<<10))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	require.NoError(t, err)
+	require.NoError(t, w.Write(rec))
+	require.NoError(t, w.Close())
+	f := Fragment{ID: 1, Path: "data/v2.parquet", Rows: int64(len(rows)), Bytes: int64(buf.Len())}
+	require.NoError(t, objects.Put(ctx, f.Path, buf.Bytes()))
+	names := []string{"id", "value", "payload"}
+	_, ok, err := tbl.readRowsFromPages(ctx, f, rec.Schema(), names, 1, []int64{5})
+	require.NoError(t, err)
+	require.False(t, ok, "version 2 data pages are not the page path's")
+	for _, rg := range []int{0, 3} {
+		whole, err := tbl.readFragment(ctx, f, rec.Schema(), names, []int{rg}, false)
+		require.NoError(t, err)
+		got, err := tbl.readRowsAt(ctx, f, rec.Schema(), names, rg, []int64{0, 7, 999})
+		require.NoError(t, err)
+		want, err := takeRows(ctx, mem, whole, []int64{0, 7, 999})
+		require.NoError(t, err)
+		require.True(t, array.RecordEqual(want, got), "want %v\ngot  %v", want, got)
+		whole.Release()
+		got.Release()
+		want.Release()
+	}
 }
