@@ -359,11 +359,11 @@ func r4Hostile(b *testing.B, s *childServer, n int) {
 // a soak with merges (goal <= 1.1; STRATA_BENCH_SOAK sets its length, default 8m).
 func BenchmarkR6Memory(b *testing.B) {
 	for b.Loop() {
-		if benchfmt.Selected("R6-unsealed") {
+		if benchfmt.Wanted("R6-unsealed") {
 			r6Unsealed(b, "")
 			r6Unsealed(b, "1GiB")
 		}
-		if benchfmt.Selected("R6-rss-growth") {
+		if benchfmt.Wanted("R6-rss-growth") {
 			r6Soak(b)
 		}
 	}

@@ -34,6 +34,13 @@ func Report(id string, value float64, unit, description string) {
 	fmt.Printf("BENCH %s %s %s %s\n", id, formatValue(value), unit, strings.ReplaceAll(description, "\n", " "))
 }
 
+// Wanted reports whether any figure whose ID starts with prefix may be selected: a benchmark
+// guards work that only such figures need with it ("R6-unsealed" is wanted by "R6",
+// "R6-unsealed" and "R6-unsealed-rss-1000-stores" alike).
+func Wanted(prefix string) bool {
+	return Selected(prefix) || strings.HasPrefix(os.Getenv("STRATA_BENCH"), prefix)
+}
+
 func formatValue(v float64) string {
 	if v >= 100 || v <= -100 {
 		return fmt.Sprintf("%.0f", v)

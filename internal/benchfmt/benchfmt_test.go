@@ -32,6 +32,12 @@ func TestSelectedByPrefix(t *testing.T) {
 	if !Selected("P1-get-p50") || Selected("P10-s3-get-p99") || Selected("P13-merge-cpu-per-row") {
 		t.Error("a group selects its own figures only")
 	}
+	for want, ok := range map[string]bool{"R6": true, "R6-unsealed": true, "R6-unsealed-rss-1000-stores": true, "R6-rss": false, "P1": false} {
+		t.Setenv("STRATA_BENCH", want)
+		if Wanted("R6-unsealed") != ok {
+			t.Errorf("Wanted(R6-unsealed) with STRATA_BENCH=%s: want %v", want, ok)
+		}
+	}
 	t.Setenv("STRATA_BENCH", "")
 	if !Selected("anything") {
 		t.Error("empty selects all")
