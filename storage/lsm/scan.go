@@ -90,6 +90,9 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	slices.SortFunc(mem.Rows, func(a, b shard.MemRow) int { return strings.Compare(a.Key, b.Key) })
 	out := newPageBuilder(s, read, names)
 	defer out.release()
+	if len(opts.Filters) > 0 {
+		out.pruner = s.tbl.NewRowGroupPruner(snap.Table, opts.Filters)
+	}
 	cursor := opts.After
 	chunk := max(limit, 256)
 	for out.rows() < limit {
@@ -231,6 +234,9 @@ type pageBuilder struct {
 	parts   []arrow.RecordBatch
 	n       int
 	lastKey string
+	// pruner (set when the scan filters) drops base-table rows whose row group's statistics
+	// rule out every filter match, before they are read.
+	pruner *table.RowGroupPruner
 }
 
 func newPageBuilder(s *Store, read, names []string) *pageBuilder {
@@ -255,6 +261,22 @@ func (p *pageBuilder) release() {
 // (at least scanSliceRows when a filter may drop some) — so a chunk holding many pending keys
 // never reads more rows than the page takes.
 func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, live []version, genRows *shard.RowReader, filters map[string]any, limit int) error {
+	if p.pruner != nil {
+		kept := live[:0] // live is this chunk's own slice
+		for _, v := range live {
+			if v.src == sourceTable {
+				may, err := p.pruner.MayMatch(ctx, v.ref)
+				if err != nil {
+					return err
+				}
+				if !may {
+					continue
+				}
+			}
+			kept = append(kept, v)
+		}
+		live = kept
+	}
 	for len(live) > 0 && p.n < limit {
 		n := min(len(live), limit-p.n)
 		if len(filters) > 0 {

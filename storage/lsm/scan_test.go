@@ -269,3 +269,48 @@ func TestScanPageReadsOnlyTheRowsItReturns(t *testing.T) {
 	require.EqualValues(t, 10, page.Rows.NumRows())
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "bytes allocated by one page of 10 rows")
 }
+
+// A filter on a clustered column reads the row groups that may hold its value: row-group
+// statistics rule the others out before their rows are read.
+func TestFilteredScanSkipsRowGroupsStatisticsRuleOut(t *testing.T) {
+	ctx := context.Background()
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	e := newEnv(t, counting)
+	w := e.open("w0")
+	rng := rand.New(rand.NewPCG(5, 5))
+	payload := make([]byte, 1000) // random letters: compresses little, as real payloads
+	for v := range 10 {           // 2,000 rows per value, in key order
+		b := array.NewRecordBuilder(e.mem, userSchema)
+		for i := range 2000 {
+			for j := range payload {
+				payload[j] = byte('a' + rng.IntN(26))
+			}
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%06d", v*2000+i))
+			b.Field(1).(*array.Int64Builder).Append(int64(v))
+			b.Field(2).(*array.StringBuilder).Append(string(payload))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		_, err := w.Append(ctx, rec)
+		rec.Release()
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Flush(ctx))
+	_, err := w.Merge(ctx, MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 10)
+	require.NoError(t, err)
+	_, err = w.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+
+	before := counting.Stats()
+	_, got := scanAll(t, w, 500, map[string]any{"value": int64(3)})
+	filtered := counting.Stats().Sub(before).ReadBytes
+	require.Len(t, got, 2000)
+	for k, v := range got {
+		require.EqualValues(t, 3, v, k)
+	}
+	before = counting.Stats()
+	_, all := scanAll(t, w, 500, nil)
+	unfiltered := counting.Stats().Sub(before).ReadBytes
+	require.Len(t, all, 20_000)
+	require.Less(t, filtered, unfiltered/3, "a filtered scan reads %d bytes, a full one %d", filtered, unfiltered)
+}

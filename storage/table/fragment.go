@@ -257,10 +257,12 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool,
 	return fr, nil
 }
 
-// footer is a fragment's decoded Parquet footer and where each row group starts.
+// footer is a fragment's decoded Parquet footer, where each row group starts, and the leaf
+// column of each top-level flat column.
 type footer struct {
-	md        *metadata.FileMetaData
-	rowStarts []int64 // row group i holds rows rowStarts[i] .. rowStarts[i+1]-1
+	md         *metadata.FileMetaData
+	rowStarts  []int64        // row group i holds rows rowStarts[i] .. rowStarts[i+1]-1
+	flatLeaves map[string]int // column name -> leaf index, for leaves whose path is one name
 }
 
 func newFooter(md *metadata.FileMetaData) *footer {
@@ -268,7 +270,13 @@ func newFooter(md *metadata.FileMetaData) *footer {
 	for i, rg := range md.GetRowGroups() {
 		starts[i+1] = starts[i] + rg.GetNumRows()
 	}
-	return &footer{md: md, rowStarts: starts}
+	leaves := map[string]int{}
+	for i := range md.Schema.NumColumns() {
+		if path := md.Schema.Column(i).ColumnPath(); len(path) == 1 {
+			leaves[path[0]] = i
+		}
+	}
+	return &footer{md: md, rowStarts: starts, flatLeaves: leaves}
 }
 
 // rowGroupOf maps a row of the fragment to its row group and the row's offset in it (-1 when the

@@ -515,14 +515,14 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *
 			return nil, false, fmt.Errorf("table: no column %q", name)
 		}
 		cols[i].field = tableSchema.Field(fi[0])
-		leaf := md.Schema.ColumnIndexByName(name)
+		leaf, stored := ft.flatLeaves[name]
 		if !pointReadableType(cols[i].field.Type) {
 			if !nestedAllNull(md, rg, name) {
 				return nil, false, nil // a nested column with values: the general path
 			}
 			continue // only nulls in this row group
 		}
-		if leaf < 0 {
+		if !stored {
 			continue // the fragment predates the column
 		}
 		desc := md.Schema.Column(leaf)

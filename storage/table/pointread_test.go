@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -336,5 +337,43 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 		whole.Release()
 		got.Release()
 		want.Release()
+	}
+}
+
+// Row-group pruning is sound: a row group whose rows hold a value is never ruled out for it (for
+// every filterable type), and a value beyond every row group's range is ruled out everywhere.
+func TestRowGroupPruningNeverRulesOutAPresentValue(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(11, 11))
+	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	rec := typedRows(mem, 20_000, rng)
+	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	for _, f := range m.Fragments {
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		for rg := range ft.md.NumRowGroups() {
+			whole, err := tbl.readFragment(ctx, f, m.Schema(), []string{"id", "n", "flag"}, []int{rg}, false)
+			require.NoError(t, err)
+			ids, ns, flags := whole.Column(0).(*array.String), whole.Column(1).(*array.Int32), whole.Column(2).(*array.Boolean)
+			for i := 0; i < int(whole.NumRows()); i++ {
+				require.True(t, chunkMayHold(ft, rg, "id", ids.Value(i)))
+				if ns.IsValid(i) {
+					require.True(t, chunkMayHold(ft, rg, "n", int64(ns.Value(i))))
+					require.True(t, chunkMayHold(ft, rg, "n", int(ns.Value(i))))
+				}
+				if flags.IsValid(i) {
+					require.True(t, chunkMayHold(ft, rg, "flag", flags.Value(i)))
+				}
+			}
+			whole.Release()
+			require.False(t, chunkMayHold(ft, rg, "id", "~beyond every key"))
+			require.False(t, chunkMayHold(ft, rg, "n", int64(math.MaxInt32)+1))
+			require.False(t, chunkMayHold(ft, rg, "missing", "x"), "a column the fragment lacks is null")
+		}
 	}
 }
