@@ -339,7 +339,17 @@ func valueAt(arr arrow.Array, i int) any {
 		return a.Value(i)
 	case *array.Int8:
 		return a.Value(i)
+	case *array.Int16:
+		return a.Value(i)
 	case *array.Int32:
+		return a.Value(i)
+	case *array.Uint8:
+		return a.Value(i)
+	case *array.Uint16:
+		return a.Value(i)
+	case *array.Uint32:
+		return a.Value(i)
+	case *array.Uint64:
 		return a.Value(i)
 	case *array.Int64:
 		return a.Value(i)
