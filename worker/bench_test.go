@@ -158,8 +158,11 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 		minutes := elapsed.Minutes()
 		merges := float64(mergesAt()-startMerges) / minutes
 		_ = c.ScheduleClient().GetHandle(ctx, workflows.SweepScheduleID).Delete(ctx)
-		_ = mgr.Close(ctx) // before the client: its last seals may still ask for merges
+		// The worker first: its activities hold stores of mgr (a store acquired or released after
+		// mgr closed would be opened, or closed, with nobody waiting for it). Then the stores,
+		// before the client: their last seals may still ask for merges.
 		w.Stop()
+		_ = mgr.Close(ctx)
 		c.Close()
 		pool.Close()
 		cat.Close()
