@@ -24,6 +24,7 @@ import (
 	"github.com/strata-store/strata/internal/benchfmt"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/table"
 )
 
 const (
@@ -221,24 +222,7 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		benchfmt.Report("P3-minimal-log-vs-pg", minimalLog/pgRate, "x", "minimal segment-protocol server rows/s / PostgreSQL rows/s: what that protocol allows here")
 
 		// Point gets: seal, merge and index the JSON store first (its steady state).
-		s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, "json")
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = s.Flush(ctx)
-		for {
-			res, err := s.MergeShard(ctx, s.Shard(), lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Generations == 0 {
-				break
-			}
-		}
-		if _, err := s.BuildKeyIndex(ctx); err != nil {
-			b.Fatal(err)
-		}
-		release()
+		mergeAndIndex(b, w, "json")
 		rng := rand.New(rand.NewPCG(1, 2))
 		randomID := func() string {
 			return fmt.Sprintf("c%02d-b%03d-r%03d", rng.IntN(p3Clients), rng.IntN(p3Batches), rng.IntN(p3Batch))
@@ -272,6 +256,31 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 		benchfmt.Report("P3-get-p99-vs-pg", float64(hp99)/float64(pp99), "x", "HTTP get p99 / PostgreSQL SELECT p99")
 		srv.Close()
 	}
+}
+
+// mergeAndIndex brings rollout store name to its steady state: every row sealed, merged into the
+// base table and covered by the key index. It returns the table's manifest.
+func mergeAndIndex(b *testing.B, w *worker, name string) *table.Manifest {
+	ctx := context.Background()
+	s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.BuildKeyIndex(ctx); err != nil {
+		b.Fatal(err)
+	}
+	m, err := s.TableManifest(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
 
 type benchClusterT struct {

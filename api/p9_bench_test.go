@@ -5,7 +5,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,9 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/benchfmt"
-	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -48,7 +45,6 @@ type mergedStore struct {
 }
 
 func newMergedStore(b *testing.B, name string) *mergedStore {
-	ctx := context.Background()
 	c := benchCluster(b)
 	w := c.benchWorker(b)
 	srv := httptest.NewServer(w.e)
@@ -81,24 +77,7 @@ func newMergedStore(b *testing.B, name string) *mergedStore {
 	for batch := range p9Rows / p9Batch {
 		drain(do("POST", "/api/v1/rollouts/"+name+"/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
 	}
-	s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer release()
-	if err := s.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.BuildKeyIndex(ctx); err != nil {
-		b.Fatal(err)
-	}
-	m, err := s.TableManifest(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := mergeAndIndex(b, w, name)
 	return &mergedStore{cluster: c, worker: w, srv: srv, manifest: m, do: do, drain: drain}
 }
 

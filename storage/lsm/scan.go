@@ -473,12 +473,10 @@ func matchColumn(arr arrow.Array, want any, keep []bool) error {
 	}
 	var eq func(i int) bool
 	switch a := arr.(type) {
-	case *array.String:
+	case *array.String, *array.LargeString:
+		text := a.(interface{ Value(int) string })
 		w, _ := want.(string)
-		eq = func(i int) bool { return a.Value(i) == w }
-	case *array.LargeString:
-		w, _ := want.(string)
-		eq = func(i int) bool { return a.Value(i) == w }
+		eq = func(i int) bool { return text.Value(i) == w }
 	case *array.Boolean:
 		w, _ := want.(bool)
 		eq = func(i int) bool { return a.Value(i) == w }

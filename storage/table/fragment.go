@@ -192,10 +192,11 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 // openFragment opens a fragment for reading. whole=true fetches the file in one read (scans);
 // otherwise column chunks are fetched by range, and when the footer is cached the byte span of
 // the rowGroups about to be read is fetched ahead in one request (a point read then costs one
-// ranged read, not one per column chunk). pages=true (point reads) makes column readers stream
-// pages and adds the row group's cached offset index to what is served from memory. Footers are
-// cached per path (files are immutable).
-func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool, rowGroups ...int) (*pqarrow.FileReader, error) {
+// ranged read, not one per column chunk) — or span, when the caller fetched it already (a zero
+// span: none). pages=true (point reads) makes column readers stream pages and adds the row
+// group's cached offset index to what is served from memory. Footers are cached per path (files
+// are immutable).
+func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool, span readWindow, rowGroups ...int) (*pqarrow.FileReader, error) {
 	ft, cached := cache.Get[*footer](t.cache, "footer", f.Path)
 	var md *metadata.FileMetaData
 	if cached {
@@ -210,13 +211,18 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool,
 		src = bytes.NewReader(data)
 	} else {
 		or := &objectReader{ctx: ctx, store: t.store, key: f.Path, size: f.Bytes}
+		if span.data != nil {
+			or.windows = append(or.windows, span)
+		}
 		if cached && len(rowGroups) > 0 {
-			if start, end, ok := rowGroupSpan(md, rowGroups); ok {
-				data, err := t.store.GetRange(ctx, f.Path, start, end-start)
+			if span.data == nil {
+				w, err := t.rowGroupWindow(ctx, f, md, rowGroups)
 				if err != nil {
-					return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+					return nil, err
 				}
-				or.windows = append(or.windows, readWindow{at: start, data: data})
+				if w.data != nil {
+					or.windows = append(or.windows, w)
+				}
 			}
 			if pages && len(rowGroups) == 1 {
 				w, err := t.offsetIndexWindow(ctx, f, md, rowGroups[0])
@@ -289,6 +295,23 @@ func (f *footer) rowGroupOf(row int64) (int, int64) {
 	return rg, row - f.rowStarts[rg]
 }
 
+// rowGroupWindow fetches the byte span of the row groups in one ranged read (an empty window
+// when the footer does not describe them).
+func (t *Table) rowGroupWindow(ctx context.Context, f Fragment, md *metadata.FileMetaData, rowGroups []int) (readWindow, error) {
+	start, end, ok := rowGroupSpan(md, rowGroups)
+	if !ok {
+		return readWindow{}, nil
+	}
+	data, err := t.store.GetRange(ctx, f.Path, start, end-start)
+	if err != nil {
+		return readWindow{}, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+	}
+	if int64(len(data)) != end-start {
+		return readWindow{}, fmt.Errorf("table: read fragment %s: %w", f.Path, errPage)
+	}
+	return readWindow{at: start, data: data}, nil
+}
+
 // offsetIndexWindow returns the bytes of row group rg's offset indexes (every column's, stored
 // together after the row groups), from the object cache when possible: a point read seeks
 // through them to the page holding its row, and they never change. A fragment written without a
@@ -331,7 +354,7 @@ func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*footer, error)
 	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok {
 		return ft, nil
 	}
-	fr, err := t.openFragment(ctx, f, false, false)
+	fr, err := t.openFragment(ctx, f, false, false, readWindow{})
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +423,7 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 	if !whole {
 		prefetch = rowGroups
 	}
-	fr, err := t.openFragment(ctx, f, whole, false, prefetch...)
+	fr, err := t.openFragment(ctx, f, whole, false, readWindow{}, prefetch...)
 	if err != nil {
 		return nil, err
 	}
@@ -436,37 +459,45 @@ const pointReadBuffer = 16 << 10
 func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
 	// Flat columns of a fragment with a page index come straight from their pages
 	// (pageread.go); nested ones, and every column of older fragments, through pqarrow.
-	var flat, nested []string
-	var md *metadata.FileMetaData
-	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok && rg >= 0 && rg < ft.md.NumRowGroups() {
-		md = ft.md
+	// Both paths read the row group's byte span: it is fetched once, here.
+	ft, err := t.fragmentFooter(ctx, f)
+	if err != nil {
+		return nil, err
 	}
+	if rg < 0 || rg >= ft.md.NumRowGroups() {
+		return nil, fmt.Errorf("table: fragment %s has no row group %d", f.Path, rg)
+	}
+	span, err := t.rowGroupWindow(ctx, f, ft.md, []int{rg})
+	if err != nil {
+		return nil, err
+	}
+	var flat, nested []string
 	for _, n := range names {
 		fi := schema.FieldIndices(n)
 		switch {
 		case len(fi) > 0 && pointReadableType(schema.Field(fi[0]).Type):
 			flat = append(flat, n)
-		case len(fi) > 0 && md != nil && nestedAllNull(md, rg, n):
+		case len(fi) > 0 && nestedAllNull(ft.md, rg, n):
 			flat = append(flat, n) // nothing to decode: the page path lays out nulls
 		default:
 			nested = append(nested, n)
 		}
 	}
 	if len(flat) == 0 {
-		return t.readRowsGeneral(ctx, f, schema, names, rg, offsets)
+		return t.readRowsGeneral(ctx, f, span, schema, names, rg, offsets)
 	}
-	fromPages, ok, err := t.readRowsFromPages(ctx, f, schema, flat, rg, offsets)
+	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, schema, flat, rg, offsets)
 	if err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
-		return t.readRowsGeneral(ctx, f, schema, names, rg, offsets)
+		return t.readRowsGeneral(ctx, f, span, schema, names, rg, offsets)
 	}
 	if len(nested) == 0 {
 		return fromPages, nil
 	}
 	defer fromPages.Release()
-	rest, err := t.readRowsGeneral(ctx, f, schema, nested, rg, offsets)
+	rest, err := t.readRowsGeneral(ctx, f, span, schema, nested, rg, offsets)
 	if err != nil {
 		return nil, err
 	}
@@ -484,9 +515,10 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(offsets))), nil
 }
 
-// readRowsGeneral is readRowsAt through pqarrow's column readers.
-func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
-	fr, err := t.openFragment(ctx, f, false, true, rg)
+// readRowsGeneral is readRowsAt through pqarrow's column readers (span: the row group's bytes,
+// when already fetched).
+func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, span readWindow, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
+	fr, err := t.openFragment(ctx, f, false, true, span, rg)
 	if err != nil {
 		return nil, err
 	}
@@ -594,20 +626,33 @@ func allNullInRowGroup(fr *pqarrow.FileReader, name string, rg int) bool {
 			return false
 		}
 		meta := fr.ParquetReader().MetaData().RowGroup(rg)
-		cc, err := meta.ColumnChunk(sf.ColIndex)
-		if err != nil {
-			return false
-		}
-		if set, err := cc.StatsSet(); err != nil || !set {
-			return false
-		}
-		stats, err := cc.Statistics()
-		if err != nil || stats == nil || !stats.HasNullCount() {
-			return false
-		}
-		return stats.NullCount() == meta.NumRows() && cc.NumValues() == meta.NumRows()
+		cc, stats := leafStats(meta, sf.ColIndex)
+		return nullInEveryRow(meta, cc, stats)
 	}
 	return false
+}
+
+// leafStats returns leaf column leaf's chunk in a row group and its statistics (nil when the
+// chunk has none or they cannot be read).
+func leafStats(meta *metadata.RowGroupMetaData, leaf int) (*metadata.ColumnChunkMetaData, metadata.TypedStatistics) {
+	cc, err := meta.ColumnChunk(leaf)
+	if err != nil {
+		return nil, nil
+	}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return cc, nil
+	}
+	stats, err := cc.Statistics()
+	if err != nil {
+		return cc, nil
+	}
+	return cc, stats
+}
+
+// nullInEveryRow reports, from a chunk's statistics, whether it holds one null entry per row of
+// its row group (false when unknown).
+func nullInEveryRow(meta *metadata.RowGroupMetaData, cc *metadata.ColumnChunkMetaData, stats metadata.TypedStatistics) bool {
+	return stats != nil && stats.HasNullCount() && stats.NullCount() == meta.NumRows() && cc.NumValues() == meta.NumRows()
 }
 
 // layoutColumns returns the named columns of tbl, n rows (in that order, as typed by schema), as

@@ -421,38 +421,45 @@ type cachedDictionary struct {
 	header pageHeader
 }
 
-// pointReadable reports whether this path reads Arrow type dt stored as column c.
+// pointReadPhysical is the Parquet physical type this path reads each flat Arrow type from.
+var pointReadPhysical = map[arrow.Type]parquet.Type{
+	arrow.STRING: parquet.Types.ByteArray, arrow.LARGE_STRING: parquet.Types.ByteArray,
+	arrow.BINARY: parquet.Types.ByteArray, arrow.LARGE_BINARY: parquet.Types.ByteArray,
+	arrow.BOOL: parquet.Types.Boolean,
+	arrow.INT8: parquet.Types.Int32, arrow.INT16: parquet.Types.Int32, arrow.INT32: parquet.Types.Int32,
+	arrow.UINT8: parquet.Types.Int32, arrow.UINT16: parquet.Types.Int32, arrow.UINT32: parquet.Types.Int32,
+	arrow.DATE32: parquet.Types.Int32,
+	arrow.INT64:  parquet.Types.Int64, arrow.UINT64: parquet.Types.Int64, arrow.TIMESTAMP: parquet.Types.Int64,
+	arrow.FLOAT32: parquet.Types.Float, arrow.FLOAT64: parquet.Types.Double,
+}
+
+// pointReadableType reports whether Arrow type dt is one this path reads (flat).
+func pointReadableType(dt arrow.DataType) bool {
+	_, ok := pointReadPhysical[dt.ID()]
+	return ok
+}
+
+// pointReadable reports whether this path reads Arrow type dt stored as column c: a flat
+// column of the expected physical type (timestamps: in the same unit).
 func pointReadable(dt arrow.DataType, c *schema.Column) bool {
-	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 {
+	phys, ok := pointReadPhysical[dt.ID()]
+	if !ok || c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || c.PhysicalType() != phys {
 		return false
 	}
-	phys := c.PhysicalType()
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-		return phys == parquet.Types.ByteArray
-	case arrow.BOOL:
-		return phys == parquet.Types.Boolean
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.DATE32:
-		return phys == parquet.Types.Int32
-	case arrow.INT64, arrow.UINT64:
-		return phys == parquet.Types.Int64
-	case arrow.FLOAT32:
-		return phys == parquet.Types.Float
-	case arrow.FLOAT64:
-		return phys == parquet.Types.Double
-	case arrow.TIMESTAMP:
-		ts, ok := c.LogicalType().(schema.TimestampLogicalType)
-		if !ok || phys != parquet.Types.Int64 {
-			return false
-		}
-		switch dt.(*arrow.TimestampType).Unit {
-		case arrow.Millisecond:
-			return ts.TimeUnit() == schema.TimeUnitMillis
-		case arrow.Microsecond:
-			return ts.TimeUnit() == schema.TimeUnitMicros
-		case arrow.Nanosecond:
-			return ts.TimeUnit() == schema.TimeUnitNanos
-		}
+	if dt.ID() != arrow.TIMESTAMP {
+		return true
+	}
+	ts, ok := c.LogicalType().(schema.TimestampLogicalType)
+	if !ok {
+		return false
+	}
+	switch dt.(*arrow.TimestampType).Unit {
+	case arrow.Millisecond:
+		return ts.TimeUnit() == schema.TimeUnitMillis
+	case arrow.Microsecond:
+		return ts.TimeUnit() == schema.TimeUnitMicros
+	case arrow.Nanosecond:
+		return ts.TimeUnit() == schema.TimeUnitNanos
 	}
 	return false
 }
@@ -490,9 +497,10 @@ func (t *Table) offsetIndexes(ctx context.Context, f Fragment, md *metadata.File
 	return out, nil
 }
 
-// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page;
-// ok=false when the fragment or a column needs the general path.
-func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
+// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page,
+// from span (the row group's bytes; fetched here when empty); ok=false when the fragment or a
+// column needs the general path.
+func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
 	ft, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, false, err
@@ -545,17 +553,12 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *
 	if err != nil || idx == nil {
 		return nil, false, err
 	}
-	start, end, spanOK := rowGroupSpan(md, []int{rg})
-	if !spanOK {
-		return nil, false, nil
+	if span.data == nil {
+		if span, err = t.rowGroupWindow(ctx, f, md, []int{rg}); err != nil || span.data == nil {
+			return nil, false, err
+		}
 	}
-	window, err := t.store.GetRange(ctx, f.Path, start, end-start)
-	if err != nil {
-		return nil, false, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
-	}
-	if int64(len(window)) != end-start {
-		return nil, false, fmt.Errorf("table: read fragment %s: %w", f.Path, errPage)
-	}
+	window, start := span.data, span.at
 	arrs := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))
 	defer func() {
@@ -582,17 +585,6 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, tableSchema *
 		b.Release()
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(offsets))), true, nil
-}
-
-// pointReadableType reports whether Arrow type dt is one this path reads (flat).
-func pointReadableType(dt arrow.DataType) bool {
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.BOOL, arrow.INT8, arrow.INT16,
-		arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.DATE32, arrow.INT64, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.TIMESTAMP:
-		return true
-	}
-	return false
 }
 
 // appendPointValue appends row off of column c (window holds the row group's bytes from start).
@@ -767,15 +759,7 @@ func nestedAllNull(md *metadata.FileMetaData, rg int, name string) bool {
 			continue
 		}
 		leaves++
-		cc, err := meta.ColumnChunk(i)
-		if err != nil {
-			return false
-		}
-		if set, err := cc.StatsSet(); err != nil || !set {
-			return false
-		}
-		stats, err := cc.Statistics()
-		if err != nil || stats == nil || !stats.HasNullCount() || stats.NullCount() != meta.NumRows() || cc.NumValues() != meta.NumRows() {
+		if cc, stats := leafStats(meta, i); !nullInEveryRow(meta, cc, stats) {
 			return false
 		}
 	}

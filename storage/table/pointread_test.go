@@ -114,7 +114,7 @@ func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
 	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, func() bool { return true }))
 	m, err := tbl.Latest(context.Background())
 	require.NoError(t, err)
-	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], false, true, 0)
+	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], false, true, readWindow{}, 0)
 	require.NoError(t, err)
 	defer fr.ParquetReader().Close()
 	for name, skipped := range map[string]bool{"n": true, "f": true, "big": true, "flag": true,
@@ -186,7 +186,7 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 				want.Release()
 				got.Release()
 				// The flat columns alone are read straight from their pages.
-				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, m.Schema(), flat, rg, offsets)
+				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, m.Schema(), flat, rg, offsets)
 				require.NoError(t, err)
 				require.True(t, ok, "flat columns take the page path")
 				flatWant, err := takeRows(ctx, mem, wholeFlat, offsets)
@@ -286,7 +286,7 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 			n := whole.NumRows()
 			for range 20 {
 				offsets := []int64{rng.Int64N(n)}
-				got, ok, err := tbl.readRowsFromPages(ctx, f, m.Schema(), names, rg, offsets)
+				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, m.Schema(), names, rg, offsets)
 				require.NoError(t, err)
 				require.True(t, ok)
 				want, err := takeRows(ctx, mem, whole, offsets)
@@ -299,6 +299,46 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 		}
 	}
 	require.Positive(t, dictionaries, "low-cardinality columns are dictionary-encoded")
+	// Unique ids are written plain: a dictionary would never pay.
+	for _, f := range m.Fragments {
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		for rg := range ft.md.NumRowGroups() {
+			cc, err := ft.md.RowGroup(rg).ColumnChunk(ft.flatLeaves["id"])
+			require.NoError(t, err)
+			require.False(t, cc.HasDictionaryPage(), "row group %d: the id column has a dictionary", rg)
+		}
+	}
+}
+
+// Long values keep no min/max statistics (a footer stays small however long the rows are):
+// every min/max a fragment keeps fits maxStatsBytes, while the column's smallest values (the
+// most zero-padded) run to thousands of bytes. Such distinct values get no dictionary either.
+func TestFragmentStatisticsDropLongValues(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	rec := typedRows(mem, 5000, rand.New(rand.NewPCG(4, 4)))
+	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	for _, f := range m.Fragments {
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		for rg := range ft.md.NumRowGroups() {
+			_, stats := leafStats(ft.md.RowGroup(rg), ft.flatLeaves["big"])
+			require.NotNil(t, stats, "null counts stay")
+			require.True(t, stats.HasNullCount(), "null counts stay")
+			require.LessOrEqual(t, len(stats.EncodeMin()), maxStatsBytes, "row group %d", rg)
+			require.LessOrEqual(t, len(stats.EncodeMax()), maxStatsBytes, "row group %d", rg)
+			// Distinct long values are written plain: a dictionary of them would fill up, and a
+			// point read of its rows would decode it.
+			cc, _ := leafStats(ft.md.RowGroup(rg), ft.flatLeaves["big"])
+			require.False(t, cc.HasDictionaryPage(), "row group %d: the text column has a dictionary", rg)
+		}
+	}
 }
 
 // A fragment whose pages the page path does not read (data pages of version 2, here; written by
@@ -323,7 +363,7 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 	f := Fragment{ID: 1, Path: "data/v2.parquet", Rows: int64(len(rows)), Bytes: int64(buf.Len())}
 	require.NoError(t, objects.Put(ctx, f.Path, buf.Bytes()))
 	names := []string{"id", "value", "payload"}
-	_, ok, err := tbl.readRowsFromPages(ctx, f, rec.Schema(), names, 1, []int64{5})
+	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, rec.Schema(), names, 1, []int64{5})
 	require.NoError(t, err)
 	require.False(t, ok, "version 2 data pages are not the page path's")
 	for _, rg := range []int{0, 3} {
@@ -376,4 +416,32 @@ func TestRowGroupPruningNeverRulesOutAPresentValue(t *testing.T) {
 			require.False(t, chunkMayHold(ft, rg, "missing", "x"), "a column the fragment lacks is null")
 		}
 	}
+}
+
+// A point read of flat and nested columns together (the page path and pqarrow) still fetches
+// its row group's span once.
+func TestWarmPointReadOfNestedColumnsIsOneObjectRead(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl, err := Create(ctx, counting, pointReadSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	rec := typedRowsWith(mem, 3000, rand.New(rand.NewPCG(8, 8)), func() bool { return false })
+	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	_, err = tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	get := func(key string) int64 {
+		before := counting.Stats()
+		got, err := tbl.Get(ctx, m, key, nil)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+		require.False(t, got.Column(got.Schema().FieldIndices("tokens")[0]).IsNull(0), "the nested column has a value")
+		got.Release()
+		return counting.Stats().Sub(before).Reads
+	}
+	get("k00010")
+	require.EqualValues(t, 1, get("k00011"), "a warm point read fetches its row group's span once")
 }

@@ -69,18 +69,11 @@ func chunkMayHold(ft *footer, rg int, col string, want any) bool {
 		return false
 	}
 	meta := md.RowGroup(rg)
-	cc, err := meta.ColumnChunk(leaf)
-	if err != nil {
+	cc, stats := leafStats(meta, leaf)
+	if stats == nil {
 		return true
 	}
-	if set, err := cc.StatsSet(); err != nil || !set {
-		return true
-	}
-	stats, err := cc.Statistics()
-	if err != nil || stats == nil {
-		return true
-	}
-	if stats.HasNullCount() && stats.NullCount() == meta.NumRows() && cc.NumValues() == meta.NumRows() {
+	if nullInEveryRow(meta, cc, stats) {
 		return false
 	}
 	if !stats.HasMinMax() {
