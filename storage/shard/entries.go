@@ -20,33 +20,69 @@ import (
 	"github.com/strata-store/strata/storage/table"
 )
 
-// encodeEntry encodes a WAL entry: rec as one IPC stream, without its nullable columns that are
+// gatherEntry encodes a WAL entry: rec as one IPC stream, without its nullable columns that are
 // null in every row (a wide schema's unused columns would otherwise be written as zeroed buffers,
-// about a sixth of a typical rollout row); decodeEntry restores them as nulls.
-func encodeEntry(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
+// about a sixth of a typical rollout row); decodeEntry restores them as nulls. rec's large column
+// buffers are referenced, not copied (entrydata.go): rec must stay retained until the entry has
+// been written, and the caller releases the entry then.
+func gatherEntry(rec arrow.RecordBatch, mem memory.Allocator) (*entryData, error) {
 	var fields []arrow.Field
 	var cols []arrow.Array
-	size := uint64(1 << 12)
+	small := 1 << 12
 	for i, c := range rec.Columns() {
 		f := rec.Schema().Field(i)
 		if f.Nullable && c.NullN() == c.Len() {
 			continue
 		}
 		fields, cols = append(fields, f), append(cols, c)
-		size += c.Data().SizeInBytes() + 1<<8
+		small += smallBufferBytes(c.Data()) + 1<<8
 	}
 	kept := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	defer kept.Release()
-	buf := bytes.NewBuffer(entryBuffer(int(size)))
-	w := ipc.NewWriter(buf, ipc.WithSchema(kept.Schema()), ipc.WithAllocator(mem))
+	g := newGatherWriter(kept, small)
+	w := ipc.NewWriter(g, ipc.WithSchema(kept.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(kept); err != nil {
 		_ = w.Close()
+		g.finish().release()
 		return nil, err
 	}
 	if err := w.Close(); err != nil {
+		g.finish().release()
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return g.finish(), nil
+}
+
+// smallBufferBytes is what encoding d copies: its buffers (children and dictionary included)
+// smaller than minReferencedPiece.
+func smallBufferBytes(d arrow.ArrayData) int {
+	n := 0
+	for _, b := range d.Buffers() {
+		if b != nil && b.Len() < minReferencedPiece {
+			n += b.Len() + 8
+		}
+	}
+	for _, c := range d.Children() {
+		n += smallBufferBytes(c)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY && d.Dictionary() != nil {
+		n += smallBufferBytes(d.Dictionary())
+	}
+	return n
+}
+
+// encodeEntry is gatherEntry as one new slice (fences, tests).
+func encodeEntry(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
+	e, err := gatherEntry(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release()
+	out := make([]byte, 0, e.size)
+	for _, p := range e.pieces {
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 // Arrow IPC stream framing (the columnar format's "encapsulated message"): a continuation marker
@@ -64,7 +100,11 @@ const (
 
 // ipcMessage returns the type and total length (framing, metadata and body) of the message at
 // the start of data; ok is false when data does not start with a whole message.
-func ipcMessage(data []byte) (kind byte, length int, ok bool) {
+func ipcMessage(data []byte) (kind byte, length int, ok bool) { return ipcMessageIn(data, len(data)) }
+
+// ipcMessageIn is ipcMessage for a message of which data holds at least the framing and the
+// metadata, with avail bytes (data's and those after it) from its start.
+func ipcMessageIn(data []byte, avail int) (kind byte, length int, ok bool) {
 	if len(data) < 8 || binary.LittleEndian.Uint32(data) != 0xFFFFFFFF {
 		return 0, 0, false
 	}
@@ -100,7 +140,7 @@ func ipcMessage(data []byte) (kind byte, length int, ok bool) {
 	if at := field(ipcSlotBodyLength, 8); at >= 0 {
 		body = int64(binary.LittleEndian.Uint64(meta[at:]))
 	}
-	if body < 0 || body > int64(len(data)-8-metaLen) {
+	if body < 0 || body > int64(avail-8-metaLen) {
 		return 0, 0, false
 	}
 	return kind, 8 + metaLen + int(body), true
@@ -108,31 +148,34 @@ func ipcMessage(data []byte) (kind byte, length int, ok bool) {
 
 // spliceEntries joins WAL entries that each hold one schema message, one record batch and the
 // end-of-stream marker, all with byte-identical schema messages, into one entry holding every
-// batch in order: the rows are not decoded or copied twice. ok is false when any entry has
-// another shape (the caller then concatenates and encodes the records).
-func spliceEntries(entries [][]byte) ([]byte, bool) {
-	kind, schemaLen, ok := ipcMessage(entries[0])
+// batch in order: the rows are not decoded or copied again (the result's pieces are the entries'
+// pieces: the entries must not be released before it). ok is false when any entry has another
+// shape (the caller then concatenates and encodes the records).
+func spliceEntries(entries []*entryData) (*entryData, bool) {
+	kind, schemaLen, ok := entries[0].messageAt(0)
 	if !ok || kind != ipcHeaderSchema {
 		return nil, false
 	}
-	schema := entries[0][:schemaLen]
-	size := schemaLen + len(ipcEOS)
+	schema, _ := entries[0].view(0, schemaLen)
+	out := &entryData{pieces: entries[0].appendRange(nil, 0, schemaLen)}
 	for _, e := range entries {
-		if len(e) < schemaLen || !bytes.Equal(e[:schemaLen], schema) {
+		if got, ok := e.view(0, schemaLen); !ok || !bytes.Equal(got, schema) {
 			return nil, false
 		}
-		kind, batchLen, ok := ipcMessage(e[schemaLen:])
-		if !ok || kind != ipcHeaderRecordBatch || !bytes.Equal(e[schemaLen+batchLen:], ipcEOS) {
+		kind, batchLen, ok := e.messageAt(schemaLen)
+		if !ok || kind != ipcHeaderRecordBatch {
 			return nil, false
 		}
-		size += batchLen
+		if eos, ok := e.view(schemaLen+batchLen, len(ipcEOS)); !ok || !bytes.Equal(eos, ipcEOS) || e.size != schemaLen+batchLen+len(ipcEOS) {
+			return nil, false
+		}
+		out.pieces = e.appendRange(out.pieces, schemaLen, schemaLen+batchLen)
 	}
-	out := entryBuffer(size)
-	out = append(out, schema...)
-	for _, e := range entries {
-		out = append(out, e[schemaLen:len(e)-len(ipcEOS)]...)
+	out.pieces = append(out.pieces, ipcEOS)
+	for _, p := range out.pieces {
+		out.size += len(p)
 	}
-	return append(out, ipcEOS...), true
+	return out, true
 }
 
 // decodeEntry returns a WAL entry's rows, batch by batch in entry order (rows are numbered

@@ -22,8 +22,9 @@ func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 		return data
 	}
 	a, b := enc("a"), enc("b", "c")
-	joined, ok := spliceEntries([][]byte{a, b})
+	spliced, ok := spliceEntries([]*entryData{entryBytes(a), entryBytes(b)})
 	require.True(t, ok)
+	joined := spliced.join()
 	recs, err := decodeEntry(joined, tableSchema, "id", mem)
 	require.NoError(t, err)
 	var ids []string
@@ -45,11 +46,11 @@ func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 	dEnc, err := encodeEntry(d, mem)
 	d.Release()
 	require.NoError(t, err)
-	_, ok = spliceEntries([][]byte{a, dEnc})
+	_, ok = spliceEntries([]*entryData{entryBytes(a), entryBytes(dEnc)})
 	require.False(t, ok, "different schema messages")
-	_, ok = spliceEntries([][]byte{a, b[:len(b)-3]})
+	_, ok = spliceEntries([]*entryData{entryBytes(a), entryBytes(b[:len(b)-3])})
 	require.False(t, ok, "a truncated entry")
-	_, ok = spliceEntries([][]byte{joined, a})
+	_, ok = spliceEntries([]*entryData{entryBytes(joined), entryBytes(a)})
 	require.False(t, ok, "an entry of two batches")
 }
 
@@ -69,7 +70,14 @@ func FuzzIPCMessage(f *testing.F) {
 			require.GreaterOrEqual(t, n, 8)
 			_ = kind
 		}
-		_, _ = spliceEntries([][]byte{data, data})
+		_, _ = spliceEntries([]*entryData{entryBytes(data), entryBytes(data)})
+		// The same bytes in pieces of every size answer the same.
+		for cut := range min(len(data), 40) {
+			split := &entryData{pieces: [][]byte{data[:cut], data[cut:]}, size: len(data)}
+			gotKind, gotN, gotOK := split.messageAt(0)
+			wantKind, wantN, wantOK := ipcMessage(data)
+			require.Equal(t, []any{wantKind, wantN, wantOK}, []any{gotKind, gotN, gotOK})
+		}
 	})
 }
 

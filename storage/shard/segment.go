@@ -68,14 +68,14 @@ func ParseSegmentName(name string) (epoch, first uint64, ok bool) {
 // frameSize is the bytes a frame with an n-byte payload takes in its segment.
 func frameSize(n int) int64 { return int64(FrameHeaderSize + n) }
 
-// frameHeader returns the header of the frame holding payload for position pos; the payload
-// follows it.
-func frameHeader(pos uint64, payload []byte) []byte {
+// frameHeader returns the header of the frame for position pos whose payload, n bytes with
+// crc32c checksum, follows it.
+func frameHeader(pos uint64, n int, checksum uint32) []byte {
 	b := make([]byte, FrameHeaderSize)
 	copy(b, frameMagic)
 	binary.LittleEndian.PutUint64(b[8:], pos)
-	binary.LittleEndian.PutUint64(b[16:], uint64(len(payload)))
-	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint64(b[16:], uint64(n))
+	binary.LittleEndian.PutUint32(b[24:], checksum)
 	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
 	return b
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"bytes"
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // encodeFrame returns the whole frame holding payload for position pos (the writer writes the
 // header and the payload separately).
 func encodeFrame(pos uint64, payload []byte) []byte {
-	return append(frameHeader(pos, payload), payload...)
+	return append(frameHeader(pos, len(payload), crc32.Checksum(payload, castagnoli)), payload...)
 }
 
 func TestSegmentScanStopsAtTheFirstFrameThatIsNotIntact(t *testing.T) {

@@ -132,13 +132,16 @@ func (w *Writer) openSegment(ctx context.Context, pos uint64) (*activeSegment, e
 	return &activeSegment{name: name, first: pos, file: file, broken: -1}, nil
 }
 
-// writeFrame writes the group's frame at off and makes it durable. The payload and the header
-// are written separately (no copy of the payload); until the sync, a crash may leave either
-// without the other, which a scan reads as the end of the segment.
-func (w *Writer) writeFrame(ctx context.Context, seg *activeSegment, off int64, pos uint64, data []byte) error {
-	err := seg.file.WriteAt(ctx, data, off+FrameHeaderSize)
+// writeFrame writes the group's frame at off and makes it durable. The payload (its pieces, see
+// entrydata.go: large column buffers as they lie, no copy) and the header are written
+// separately; until the sync, a crash may leave any of them without the others, which a scan
+// reads as the end of the segment.
+func (w *Writer) writeFrame(ctx context.Context, seg *activeSegment, off int64, pos uint64, data *entryData) error {
+	err := data.writePieces(func(p []byte, at int) error {
+		return seg.file.WriteAt(ctx, p, off+FrameHeaderSize+int64(at))
+	})
 	if err == nil {
-		err = seg.file.WriteAt(ctx, frameHeader(pos, data), off)
+		err = seg.file.WriteAt(ctx, frameHeader(pos, data.size, data.checksum()), off)
 	}
 	if err != nil {
 		return fmt.Errorf("shard: write WAL segment %s: %w", seg.name, err)

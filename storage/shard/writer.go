@@ -86,7 +86,7 @@ const objectStoreCommitsInFlight = 8
 
 type pendingAppend struct {
 	rec     arrow.RecordBatch
-	encoded []byte // rec as a WAL entry of its own (encodeEntry), made by the appender
+	encoded *entryData // rec as a WAL entry of its own (gatherEntry), made by the appender
 	bytes   int64
 	done    chan error
 }
@@ -137,7 +137,7 @@ func (w *Writer) Enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	for _, c := range rec.Columns() {
 		size += int64(c.Data().SizeInBytes())
 	}
-	encoded, err := encodeEntry(rec, w.a.Allocator)
+	encoded, err := gatherEntry(rec, w.a.Allocator)
 	if err != nil {
 		return err
 	}
@@ -146,9 +146,11 @@ func (w *Writer) Enqueue(ctx context.Context, rec arrow.RecordBatch) error {
 	switch fenced := w.fenced; {
 	case fenced != nil:
 		w.mu.Unlock()
+		encoded.release()
 		return fenced
 	case w.closed:
 		w.mu.Unlock()
+		encoded.release()
 		return ErrClosed
 	}
 	rec.Retain()
@@ -304,7 +306,7 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	ctx, cancel := context.WithTimeout(context.Background(), w.a.IOTimeout)
 	defer cancel()
 	if err == nil && w.segments {
-		seg, off, err = w.reserveFrame(ctx, g.pos, len(data))
+		seg, off, err = w.reserveFrame(ctx, g.pos, data.size)
 	}
 	close(reserved)
 	if seg != nil {
@@ -323,7 +325,10 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	} else if err == nil {
 		err = w.writeEntry(ctx, g.pos, data)
 	}
-	size := int64(len(data))
+	var size int64
+	if data != nil { // nil when the group failed before its entry was made
+		size = int64(data.size)
+	}
 	w.releaseEncodings(g, data)
 	<-prev
 	if err == nil && seg != nil && seg.failedAtOrBefore(off) {
@@ -391,16 +396,16 @@ func keepAsAppended(recs []arrow.RecordBatch) bool {
 // them). When every append was encoded with the same schema message (the common case: one client
 // shape), the entry is spliced from their encodings without copying or encoding rows again, and
 // the appends' records are kept as they are; otherwise the records are concatenated and encoded.
-func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error) {
+func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, *entryData, error) {
 	if g.fenced != nil {
 		return nil, nil, g.fenced
 	}
 	parts := make([]arrow.RecordBatch, len(g.appends))
-	encoded := make([][]byte, len(g.appends))
+	encoded := make([]*entryData, len(g.appends))
 	for i, p := range g.appends {
 		parts[i], encoded[i] = p.rec, p.encoded
 	}
-	var data []byte
+	var data *entryData
 	if len(encoded) == 1 {
 		data = encoded[0]
 	} else if spliced, ok := spliceEntries(encoded); ok {
@@ -417,7 +422,7 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 		return nil, nil, err
 	}
 	if data == nil {
-		if data, err = encodeEntry(rec, w.a.Allocator); err != nil {
+		if data, err = gatherEntry(rec, w.a.Allocator); err != nil {
 			rec.Release()
 			return nil, nil, err
 		}
@@ -426,25 +431,26 @@ func (w *Writer) groupEntry(g *commitGroup) ([]arrow.RecordBatch, []byte, error)
 }
 
 // releaseEncodings hands the group's buffers back once its entry is written (or failed): each
-// append's encoding and the group's entry when it is a separate buffer (spliced or re-encoded).
-func (w *Writer) releaseEncodings(g *commitGroup, data []byte) {
-	separate := len(data) > 0
+// append's encoding and the group's entry when it is a separate one (spliced or re-encoded).
+func (w *Writer) releaseEncodings(g *commitGroup, data *entryData) {
 	for _, p := range g.appends {
-		if separate && len(p.encoded) > 0 && &p.encoded[0] == &data[0] {
-			separate = false // a group of one append: its encoding is the entry
+		if p.encoded == data {
+			data = nil // a group of one append: its encoding is the entry
 		}
-		releaseEntryBuffer(p.encoded)
-		p.encoded = nil
+		if p.encoded != nil {
+			p.encoded.release()
+			p.encoded = nil
+		}
 	}
-	if separate {
-		releaseEntryBuffer(data)
+	if data != nil {
+		data.release()
 	}
 }
 
 // writeEntry creates the entry object at pos and confirms that the shard is still ours (see
 // commit).
-func (w *Writer) writeEntry(ctx context.Context, pos uint64, data []byte) error {
-	putErr := w.a.Objects.PutIfAbsent(ctx, EntryKey(w.shard, pos), data)
+func (w *Writer) writeEntry(ctx context.Context, pos uint64, data *entryData) error {
+	putErr := w.a.Objects.PutIfAbsent(ctx, EntryKey(w.shard, pos), data.join())
 	if putErr != nil && !errors.Is(putErr, objstore.ErrExists) {
 		return putErr
 	}
