@@ -110,6 +110,13 @@ func (b *byteBudget) tryReserve(n int64) (int64, bool) {
 	return n, true
 }
 
+// held is the bytes reserved right now.
+func (b *byteBudget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight
+}
+
 // free returns what tryReserve reserved.
 func (b *byteBudget) free(reserved int64) {
 	if reserved == 0 {

@@ -56,7 +56,13 @@ type Deps struct {
 	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
 	// (twice each body; 0 = unlimited).
 	MaxInflightRequestBytes int64
+	// Memory, when set, is told what the request-memory and blob budgets hold at any moment
+	// (the process's memory governor sizes the soft memory limit from it).
+	Memory MemoryTracker
 }
+
+// MemoryTracker accounts for memory a budget holds.
+type MemoryTracker interface{ Track(source func() int64) }
 
 // New builds the Echo instance with every route registered.
 func New(d Deps) *echo.Echo {
@@ -94,6 +100,9 @@ func New(d Deps) *echo.Echo {
 	h := &handlers{deps: d, mem: d.Allocator, bodyLimit: limit,
 		blobs: &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections}}
 	requests := &byteBudget{what: "request bytes", capacity: d.MaxInflightRequestBytes, rejected: requestRejections}
+	if d.Memory != nil {
+		d.Memory.Track(func() int64 { return requests.held() + h.blobs.held() })
+	}
 	e.GET("/api/v1/health", h.health, middleware.BodyLimit("1M"))
 	e.GET("/api/v1/openapi.json", h.openAPI, middleware.BodyLimit("1M"))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})), middleware.BodyLimit("1M"))

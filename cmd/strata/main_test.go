@@ -171,6 +171,28 @@ func TestWorkerServesMetricsAndHealth(t *testing.T) {
 	require.Error(t, err, "a busy --metrics-addr fails clearly")
 }
 
+// A runtime's memory governor sets the soft memory limit from its budgets while it runs, exports
+// it, and puts back the limit the process started with when the runtime closes.
+func TestTheRuntimesMemoryGovernorSetsTheSoftLimitUntilItCloses(t *testing.T) {
+	start := debug.SetMemoryLimit(-1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := openRuntime(context.Background(), serveConfig{DatabaseURL: testenv.Database(t), DataURL: t.TempDir(),
+		StoreCacheCapacity: 10, MergeMemoryBytes: 1 << 20, GCHeadroomBytes: 64 << 20}, log)
+	require.NoError(t, err)
+	limit := debug.SetMemoryLimit(-1)
+	require.Less(t, limit, start, "the governor set a limit")
+	require.GreaterOrEqual(t, limit, int64(64<<20), "budgets in use plus the headroom")
+	families, err := rt.registry.Gather()
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+	}
+	require.True(t, names["strata_memory_soft_limit_bytes"])
+	rt.close(context.Background())
+	require.Equal(t, start, debug.SetMemoryLimit(-1))
+}
+
 func TestMemoryBoundsFollowTheGoMemoryLimit(t *testing.T) {
 	old := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(old)

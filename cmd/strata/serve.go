@@ -26,6 +26,7 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/memlimit"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
@@ -49,6 +50,7 @@ type serveConfig struct {
 	MergeMemoryBytes   int64
 	MemtableBytes      int64
 	CacheBytes         int64
+	GCHeadroomBytes    int64
 	APIToken           string
 	AdminToken         string
 	BodyLimit          string
@@ -109,6 +111,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.IntVar(&c.PendingReadMax, "pending-read-max-generations", 4096, "refuse reads of a store with 503 while a shard has this many pending generations")
 	fs.IntVar(&c.PendingAppendMax, "pending-append-max-generations", 2048, "refuse appends with 503 while this worker's shard of the store has this many pending generations (maintenance is behind)")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
+	fs.Int64Var(&c.GCHeadroomBytes, "gc-headroom-bytes", 64<<20, "keep the Go soft memory limit at the bytes the memory budgets hold (write buffer, cache, merge and request memory) plus this much, at least 1.15x the live heap and at most GOMEMLIMIT, so RSS follows the budgets (0 = the Go runtime's defaults)")
 }
 
 func registerLogFlags(fs *flag.FlagSet, level, format *string) {
@@ -196,6 +199,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
 		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
+		Memory: rt.memory,
 		Temporal: api.PingFunc(func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -270,6 +274,7 @@ type runtime struct {
 	registry    *prometheus.Registry
 	stores      *storecache.Manager
 	writeBuffer *shard.WriteBuffer // closed after the stores
+	memory      *memlimit.Governor // the soft memory limit; stopped last
 	log         *slog.Logger
 }
 
@@ -282,7 +287,10 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	// The budgets are sized (from GOMEMLIMIT when set) before the governor moves the limit.
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
+	objectCache := cache.New(cacheLimit(cfg.CacheBytes), reg)
+	mergeBudget := budget.New(cfg.MergeMemoryBytes, reg)
 	sdkMetrics := worker.NewSDKMetrics(reg)
 	var tc client.Client
 	var requestMerge storecache.MergeRequester
@@ -313,10 +321,10 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			ReadWarnGenerations: cfg.PendingWarn, ReadMaxGenerations: cfg.PendingReadMax,
 			AppendMaxGenerations: cfg.PendingAppendMax,
 			Clock:                hlc.New(nil),
-			Budget:               budget.New(cfg.MergeMemoryBytes, reg),
+			Budget:               mergeBudget,
 			WriteBuffer:          writeBuffer,
 			Metrics:              lsm.NewMetrics(reg),
-			Table:                table.Options{Metrics: table.NewMetrics(reg), Cache: cache.New(cacheLimit(cfg.CacheBytes), reg)},
+			Table:                table.Options{Metrics: table.NewMetrics(reg), Cache: objectCache},
 		},
 	}, reg, log)
 	if err != nil {
@@ -327,7 +335,12 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		cat.Close()
 		return nil, err
 	}
-	return &runtime{temporal: tc, sdkMetrics: sdkMetrics, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer, log: log}, nil
+	memory := memlimit.Start(memlimit.Config{Headroom: cfg.GCHeadroomBytes}, reg)
+	memory.Track(writeBuffer.Used)
+	memory.Track(objectCache.Bytes)
+	memory.Track(mergeBudget.Reserved)
+	return &runtime{temporal: tc, sdkMetrics: sdkMetrics, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer,
+		memory: memory, log: log}, nil
 }
 
 // memtableLimit resolves --memtable-memory-bytes: 0 picks a quarter of the Go memory limit
@@ -368,6 +381,7 @@ func (r *runtime) close(ctx context.Context) {
 	}
 	r.writeBuffer.Close()
 	r.catalog.Close()
+	r.memory.Stop()
 	if r.temporal != nil {
 		r.temporal.Close() // after the stores: their last seals may still ask for merges
 	}

@@ -80,8 +80,13 @@ func NewWriteBuffer(limit int64, ioTimeout time.Duration, reg prometheus.Registe
 }
 
 // Used is the unsealed bytes counted across the process's writers, plus appends admitted and
-// not yet in a memtable.
-func (b *WriteBuffer) Used() int64 { return b.used.Load() }
+// not yet in a memtable (0 for the nil, unlimited buffer, which counts nothing).
+func (b *WriteBuffer) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
 
 // SetMaxWait sets how long an append waits for room before failing with ErrOverloaded
 // (default writeBufferMaxWait). Call it before the buffer is used.
