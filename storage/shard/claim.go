@@ -109,7 +109,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 		size := r.loc.Length
 		if r.loc.Segment == "" {
 			recs, size, err = a.readRows(ctx, EntryKey(shard, r.pos), true)
-		} else if recs, err = decodeEntry(r.payload, a.Schema, a.KeyColumn, a.Allocator); err != nil {
+		} else if recs, err = decodeEntry(r.payload, a.Schema, a.KeyColumn, a.Allocator, false); err != nil {
 			err = fmt.Errorf("%w (%s)", err, r.loc.cacheKey(shard, r.pos))
 		}
 		if err != nil {

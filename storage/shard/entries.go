@@ -180,9 +180,16 @@ func spliceEntries(entries []*entryData) (*entryData, bool) {
 
 // decodeEntry returns a WAL entry's rows, batch by batch in entry order (rows are numbered
 // across them), each laid out as schema (the table schema; columns the entry omits are null).
-// The caller releases the batches.
-func decodeEntry(data []byte, schema *arrow.Schema, keyColumn string, mem memory.Allocator) ([]arrow.RecordBatch, error) {
-	parts, _, err := arrowutil.ReadBytesBatchesCopy(data, mem, walDecodeLimit(data))
+// With shared, the batches' buffers are slices of data (which must never be modified: bytes read
+// for this decode, or shared read-only by a read cache); otherwise they are copies, so that the
+// batches do not keep data alive (a claim's replay decodes frames out of a whole segment and
+// keeps the rows in its memtable). The caller releases the batches.
+func decodeEntry(data []byte, schema *arrow.Schema, keyColumn string, mem memory.Allocator, shared bool) ([]arrow.RecordBatch, error) {
+	read := arrowutil.ReadBytesBatchesCopy
+	if shared {
+		read = arrowutil.ReadBytesBatches
+	}
+	parts, _, err := read(data, mem, walDecodeLimit(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

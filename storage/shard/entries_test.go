@@ -25,7 +25,7 @@ func TestSpliceEntriesNeedsOneShape(t *testing.T) {
 	spliced, ok := spliceEntries([]*entryData{entryBytes(a), entryBytes(b)})
 	require.True(t, ok)
 	joined := spliced.join()
-	recs, err := decodeEntry(joined, tableSchema, "id", mem)
+	recs, err := decodeEntry(joined, tableSchema, "id", mem, false)
 	require.NoError(t, err)
 	var ids []string
 	for _, rec := range recs {
@@ -93,7 +93,7 @@ func TestCorruptWALEntriesAreErrorsNotPanics(t *testing.T) {
 	require.NoError(t, w.Write(rec))
 	rec.Release()
 	require.NoError(t, w.Close())
-	_, err := decodeEntry(buf.Bytes(), tableSchema, "id", mem)
+	_, err := decodeEntry(buf.Bytes(), tableSchema, "id", mem, false)
 	require.ErrorIs(t, err, ErrCorrupt)
 
 	// Valid Arrow, but without the columns a memtable indexes.
@@ -101,11 +101,11 @@ func TestCorruptWALEntriesAreErrorsNotPanics(t *testing.T) {
 	data, err := encodeEntry(good, mem)
 	good.Release()
 	require.NoError(t, err)
-	_, err = decodeEntry(data, tableSchema, "id", mem)
+	_, err = decodeEntry(data, tableSchema, "id", mem, false)
 	require.ErrorIs(t, err, ErrCorrupt)
 
 	// A body length past the end of the entry.
-	_, err = decodeEntry(data[:len(data)-16], tableSchema, "id", mem)
+	_, err = decodeEntry(data[:len(data)-16], tableSchema, "id", mem, false)
 	require.True(t, errors.Is(err, ErrCorrupt), "%v", err)
 }
 
@@ -122,7 +122,16 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add([]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		recs, err := decodeEntry(data, tableSchema, "id", mem)
+		shared, sharedErr := decodeEntry(data, tableSchema, "id", mem, true) // slices of data
+		recs, err := decodeEntry(data, tableSchema, "id", mem, false)
+		require.Equal(t, err == nil, sharedErr == nil, "shared and copied decodes agree: %v / %v", err, sharedErr)
+		if err == nil {
+			require.Equal(t, len(recs), len(shared))
+			for i := range recs {
+				require.Equal(t, recs[i].NumRows(), shared[i].NumRows())
+			}
+			releaseAll(shared)
+		}
 		if err != nil {
 			// The Arrow library does not release the columns it built before failing on a later
 			// one (garbage the Go allocator collects), so only successes are checked for leaks.

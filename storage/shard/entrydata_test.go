@@ -68,7 +68,7 @@ func TestALargeAppendsEntryReferencesItsColumnsInsteadOfCopyingThem(t *testing.T
 	require.Less(t, owned, 64<<10, "what the entry copied: framing, metadata and the small columns")
 	require.Equal(t, plainEncoding(t, rec), e.join())
 
-	recs, err := decodeEntry(e.join(), tableSchema, "id", mem)
+	recs, err := decodeEntry(e.join(), tableSchema, "id", mem, false)
 	require.NoError(t, err)
 	defer releaseAll(recs)
 	require.Equal(t, rec.Column(2).(*array.String).Value(63), recs[0].Column(2).(*array.String).Value(63))
@@ -142,7 +142,7 @@ func TestSplicedLargeAndSmallAppendsDecodeInOrder(t *testing.T) {
 	spliced, ok := spliceEntries(parts)
 	require.True(t, ok)
 	defer spliced.release()
-	recs, err := decodeEntry(spliced.join(), tableSchema, "id", mem)
+	recs, err := decodeEntry(spliced.join(), tableSchema, "id", mem, false)
 	require.NoError(t, err)
 	defer releaseAll(recs)
 	require.Len(t, recs, 3)

@@ -42,8 +42,8 @@ func (a *Access) readRows(ctx context.Context, key string, entry bool) ([]arrow.
 		return nil, 0, err
 	}
 	var recs []arrow.RecordBatch
-	if entry {
-		recs, err = decodeEntry(data, a.Schema, a.KeyColumn, a.Allocator)
+	if entry { // the batches share data: it holds just this entry, read for this call
+		recs, err = decodeEntry(data, a.Schema, a.KeyColumn, a.Allocator, true)
 	} else {
 		recs, err = decodeFile(data, a.KeyColumn, a.Allocator)
 	}
@@ -64,7 +64,9 @@ func (a *Access) readEntry(ctx context.Context, shard string, pos uint64, loc wa
 	if err != nil {
 		return nil, err
 	}
-	recs, err := decodeEntry(payload, a.Schema, a.KeyColumn, a.Allocator)
+	// The batches share the frame's bytes, read for this call: merges and reads release them
+	// when done (nothing keeps them, so nothing keeps a larger read alive).
+	recs, err := decodeEntry(payload, a.Schema, a.KeyColumn, a.Allocator, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, loc.cacheKey(shard, pos))
 	}
