@@ -126,7 +126,9 @@ func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
 // taken for stalled however long it waits, and releases its reservation when done.
 func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	f := newFixture(t, 1<<20)
-	f.acts.StallTimeout = 50 * time.Millisecond // far shorter than the wait below
+	// Far shorter than the wait below, long enough for the merge's own phases on a loaded machine
+	// (the race detector, other test packages).
+	f.acts.StallTimeout = 250 * time.Millisecond
 	f.seed(t, "w", 1, 10)
 	hold, err := f.budget.Reserve(context.Background(), 1<<20)
 	require.NoError(t, err)
@@ -139,7 +141,7 @@ func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Fatalf("the merge ran (or gave up) without budget: %v", err)
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(5 * f.acts.StallTimeout):
 	}
 	hold.Release()
 	require.NoError(t, <-done)

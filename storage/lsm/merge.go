@@ -119,7 +119,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	progress.Phase, progress.ReservedBytes = MergeReading, res.Bytes()
 	report()
 
-	rec, err := s.readGenerations(ctx, shardID, batch, &progress, report)
+	parts, err := s.readGenerations(ctx, shardID, batch, &progress, report)
 	if errors.Is(err, objstore.ErrNotFound) {
 		// A racing merge folded and deleted it: confirm through the watermark.
 		if latest, lerr := s.tbl.Latest(ctx); lerr == nil && latest.WALWatermarks[shardID] >= batch[0].Gen {
@@ -130,11 +130,14 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	if err != nil {
 		return MergeResult{}, err
 	}
-	rows := rec.NumRows()
+	var rows int64
+	for _, p := range parts {
+		rows += p.NumRows()
+	}
 	progress.Phase, progress.RowsMerged = MergeCommitting, rows
 	report()
 	first, last := batch[0].Gen, batch[len(batch)-1].Gen
-	up, err := s.tbl.Upsert(ctx, rec, table.UpsertOptions{
+	up, err := s.tbl.UpsertParts(ctx, parts, table.UpsertOptions{
 		Merge:      true,
 		Watermarks: map[string]uint64{shardID: last},
 		Precondition: func(m *table.Manifest) error {
@@ -144,7 +147,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 			return nil
 		},
 	})
-	rec.Release()
+	releaseBatches(parts)
 	res.Release() // the commit has consumed the batches
 	if errors.Is(err, errAlreadyMerged) {
 		s.metrics.merges.WithLabelValues("lost_race").Inc()
@@ -202,24 +205,41 @@ func totalFootprint(gens []shard.Generation) int64 {
 	return n
 }
 
-// readGenerations reads and concatenates the generations' rows (the upsert dedupes them).
-func (s *Store) readGenerations(ctx context.Context, shardID string, gens []shard.Generation, progress *MergeProgress, report func()) (arrow.RecordBatch, error) {
+// readGenerations reads the generations' rows, batch by batch in generation order, each laid
+// out as the table schema (the upsert dedupes them and gathers the rows it writes from the
+// batches: they are never joined). The caller releases them.
+func (s *Store) readGenerations(ctx context.Context, shardID string, gens []shard.Generation, progress *MergeProgress, report func()) ([]arrow.RecordBatch, error) {
 	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
 	for _, g := range gens {
 		recs, err := s.shards.GenerationRows(ctx, shardID, g)
 		if err != nil {
+			releaseBatches(parts)
 			return nil, fmt.Errorf("lsm: read generation %d of shard: %w", g.Gen, err)
 		}
-		parts = append(parts, recs...)
+		for i, rec := range recs {
+			if !rec.Schema().Equal(s.schema) { // a format 1 generation written before a schema change
+				aligned, err := table.Align(rec, s.schema, s.mem)
+				if err != nil {
+					releaseBatches(parts)
+					releaseBatches(recs[i:])
+					return nil, fmt.Errorf("lsm: read generation %d of shard: %w", g.Gen, err)
+				}
+				rec.Release()
+				rec = aligned
+			}
+			parts = append(parts, rec)
+		}
 		progress.GenerationsRead++
 		report()
 	}
-	return arrowutil.Concat(s.schema, parts, s.mem)
+	if len(parts) == 0 { // generations without rows: an empty batch still advances the watermark
+		empty, err := arrowutil.Concat(s.schema, nil, s.mem)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, empty)
+	}
+	return parts, nil
 }
 
 // mergePlan is what one merge pass of a shard does, decided from its manifest and the table's
@@ -252,5 +272,11 @@ func (s *Store) dropMerged(ctx context.Context, shardID string, gen uint64) {
 	n := s.shards.DropMerged(ctx, shardID, gen)
 	if w := s.residentWriter(); w != nil && w.ShardID() == shardID && n > 0 {
 		w.NoteMerged(n)
+	}
+}
+
+func releaseBatches(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/strata-store/strata/storage/arrowutil"
 	"golang.org/x/sync/errgroup"
 )
@@ -50,7 +51,7 @@ type UpsertResult struct {
 // PreparedUpsert is an upsert whose files are written but not committed. Release it when done.
 type PreparedUpsert struct {
 	t      *Table
-	rec    arrow.RecordBatch
+	parts  []arrow.RecordBatch // the rows, laid end to end (retained; nil once released)
 	opts   UpsertOptions
 	base   *Manifest
 	next   *Manifest
@@ -61,7 +62,14 @@ type PreparedUpsert struct {
 
 // Upsert prepares and commits in one call.
 func (t *Table) Upsert(ctx context.Context, rec arrow.RecordBatch, opts UpsertOptions) (UpsertResult, error) {
-	p, err := t.PrepareUpsert(ctx, rec, opts)
+	return t.UpsertParts(ctx, []arrow.RecordBatch{rec}, opts)
+}
+
+// UpsertParts is Upsert of the rows of parts laid end to end (records of one schema, e.g. the WAL
+// batches of a merge): the parts are never joined into one record; the rows written are gathered
+// from them directly (arrowutil.TakeParts).
+func (t *Table) UpsertParts(ctx context.Context, parts []arrow.RecordBatch, opts UpsertOptions) (UpsertResult, error) {
+	p, err := t.PrepareUpsertParts(ctx, parts, opts)
 	if err != nil {
 		return UpsertResult{}, err
 	}
@@ -72,15 +80,31 @@ func (t *Table) Upsert(ctx context.Context, rec arrow.RecordBatch, opts UpsertOp
 // PrepareUpsert validates rec (it must hold the key column and a non-null uint64 _seq column;
 // _tombstone is optional) and prepares it against the latest manifest.
 func (t *Table) PrepareUpsert(ctx context.Context, rec arrow.RecordBatch, opts UpsertOptions) (*PreparedUpsert, error) {
-	if err := checkUpsertBatch(rec); err != nil {
-		return nil, err
+	return t.PrepareUpsertParts(ctx, []arrow.RecordBatch{rec}, opts)
+}
+
+// PrepareUpsertParts is PrepareUpsert of the rows of parts laid end to end (at least one record;
+// all of one schema).
+func (t *Table) PrepareUpsertParts(ctx context.Context, parts []arrow.RecordBatch, opts UpsertOptions) (*PreparedUpsert, error) {
+	if len(parts) == 0 {
+		return nil, schemaErr("an upsert needs at least one batch")
+	}
+	for _, rec := range parts {
+		if !rec.Schema().Equal(parts[0].Schema()) {
+			return nil, schemaErr("the batches of one upsert must have one schema")
+		}
+		if err := checkUpsertBatch(rec); err != nil {
+			return nil, err
+		}
 	}
 	base, err := t.Latest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rec.Retain()
-	p := &PreparedUpsert{t: t, rec: rec, opts: opts}
+	for _, rec := range parts {
+		rec.Retain()
+	}
+	p := &PreparedUpsert{t: t, parts: parts, opts: opts}
 	if err := p.prepare(ctx, base); err != nil {
 		p.Release()
 		return nil, err
@@ -101,17 +125,17 @@ func checkUpsertBatch(rec arrow.RecordBatch) error {
 
 // Release frees the batch and removes files of a prepared upsert that was never committed.
 func (p *PreparedUpsert) Release() {
-	if p.rec != nil {
-		p.rec.Release()
-		p.rec = nil
+	for _, rec := range p.parts {
+		rec.Release()
 	}
+	p.parts = nil
 	p.t.deleteFiles(p.files)
 	p.files = nil
 }
 
 // Commit publishes the prepared upsert, re-preparing against newer versions as needed.
 func (p *PreparedUpsert) Commit(ctx context.Context) (UpsertResult, error) {
-	if p.rec == nil {
+	if p.parts == nil {
 		return UpsertResult{}, errors.New("table: upsert already released")
 	}
 	m, err := p.t.commitWithRetry(ctx, "upsert", func(base *Manifest) (*Manifest, error) {
@@ -192,7 +216,7 @@ func (t *Table) locate(ctx context.Context, m *Manifest, keys []string) (map[str
 	return out, nil
 }
 
-// prepare computes and writes everything for committing p.rec on top of base.
+// prepare computes and writes everything for committing p.parts on top of base.
 func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	t := p.t
 	p.base, p.next, p.result = base, nil, UpsertResult{}
@@ -201,18 +225,40 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 			return err
 		}
 	}
-	schema, schemaChanged, err := evolve(base.Schema(), p.rec.Schema())
+	schema, schemaChanged, err := evolve(base.Schema(), p.parts[0].Schema())
 	if err != nil {
 		return err
 	}
-	rec, err := align(p.rec, schema, t.mem)
+	parts := make([]arrow.RecordBatch, 0, len(p.parts))
+	defer func() {
+		for _, rec := range parts {
+			rec.Release()
+		}
+	}()
+	for _, part := range p.parts {
+		rec, err := align(part, schema, t.mem)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, rec)
+	}
+	// The key and _seq columns across the parts (joined: a few bytes a row; the other columns
+	// are gathered from the parts only for the rows written).
+	keyCol, err := joinColumn(parts, schema.FieldIndices(base.KeyColumn)[0], t.mem)
 	if err != nil {
 		return err
 	}
-	defer rec.Release()
-	keyIdx := schema.FieldIndices(base.KeyColumn)[0]
-	keys := rec.Column(keyIdx).(*array.String)
-	seqs := rec.Column(schema.FieldIndices(SeqColumn)[0]).(*array.Uint64)
+	defer keyCol.Release()
+	seqCol, err := joinColumn(parts, schema.FieldIndices(SeqColumn)[0], t.mem)
+	if err != nil {
+		return err
+	}
+	defer seqCol.Release()
+	keys, ok := keyCol.(*array.String)
+	if !ok {
+		return schemaErr("the key column %q must be a string column", base.KeyColumn)
+	}
+	seqs := seqCol.(*array.Uint64)
 
 	// Newest _seq per key within the batch (a later row wins a tie).
 	newest := make(map[string]int, keys.Len())
@@ -312,7 +358,7 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	}
 	if len(rows) > 0 {
 		g.Go(func() (err error) {
-			frag, entries, err = p.writeRows(gctx, rec, rows, fragID, next.KeyColumn)
+			frag, entries, err = p.writeRows(gctx, parts, rows, fragID, next.KeyColumn)
 			return err
 		})
 	}
@@ -331,11 +377,25 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	return nil
 }
 
-// writeRows writes rec's rows (already sorted by key) as new fragment id and returns it with its
-// index entries.
-func (p *PreparedUpsert) writeRows(ctx context.Context, rec arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
+// joinColumn is column c of every part, as one array (the part's own when there is one).
+func joinColumn(parts []arrow.RecordBatch, c int, mem memory.Allocator) (arrow.Array, error) {
+	if len(parts) == 1 {
+		col := parts[0].Column(c)
+		col.Retain()
+		return col, nil
+	}
+	chunks := make([]arrow.Array, len(parts))
+	for i, p := range parts {
+		chunks[i] = p.Column(c)
+	}
+	return array.Concatenate(chunks, mem)
+}
+
+// writeRows writes rows of parts (laid end to end; rows already sorted by key) as new fragment
+// id and returns it with its index entries.
+func (p *PreparedUpsert) writeRows(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
 	t := p.t
-	sel, err := arrowutil.Take(ctx, t.mem, rec, rows)
+	sel, err := arrowutil.TakeParts(ctx, t.mem, parts, rows)
 	if err != nil {
 		return Fragment{}, nil, err
 	}
