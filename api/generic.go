@@ -19,6 +19,7 @@ type CreateGenericRequest struct {
 	Schema         json.RawMessage   `json:"schema"`
 	StorageOptions map[string]string `json:"storage_options,omitempty"`
 	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
+	ExistOK        bool              `json:"exist_ok,omitempty"` // see CreateStoreRequest
 }
 
 // RowsPage is a page of generic rows.
@@ -31,6 +32,7 @@ type RowsPage struct {
 type genericOptions struct {
 	StorageOptions map[string]string `json:"storage_options,omitempty"`
 	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
+	ExistOK        bool              `json:"exist_ok,omitempty"` // see CreateStoreRequest
 }
 
 func (h *handlers) registerGeneric(g *echo.Group) {
@@ -43,6 +45,7 @@ func (h *handlers) registerGeneric(g *echo.Group) {
 	g.GET("/generic/:name/rows/:id", h.getGenericRow)
 	g.DELETE("/generic/:name/rows/:id", h.deleteRecord(catalog.KindGeneric))
 	g.POST("/generic/:name/flush", h.flushStore(catalog.KindGeneric))
+	g.POST("/generic/:name/merge-wal", h.mergeWAL(catalog.KindGeneric))
 }
 
 func (h *handlers) createGeneric(c echo.Context) error {
@@ -58,7 +61,7 @@ func (h *handlers) createGeneric(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.respondStore(c, st, created)
+	return h.respondStore(c, catalog.KindGeneric, st, created, req.ExistOK)
 }
 
 // genericCodec is the codec of a generic store's schema.

@@ -17,8 +17,8 @@ var apiRoutes = []apiRoute{
 	{"GET", "/api/v1/health", "Liveness and catalog reachability"},
 	{"GET", "/api/v1/openapi.json", "This document"},
 	{"GET", "/metrics", "Prometheus metrics"},
-	{"POST", "/api/v1/rollouts", "Create a rollout store (201 created, 200 same definition exists, 409 conflict)"},
-	{"GET", "/api/v1/rollouts", "List rollout stores (?limit, ?cursor, ?prefix)"},
+	{"POST", "/api/v1/rollouts", "Create a rollout store (201 created; 409 ALREADY_EXISTS when the name exists, unless exist_ok: then 200 for the same definition)"},
+	{"GET", "/api/v1/rollouts", "List rollout stores: every store without ?limit (streamed), a page with ?limit (next_cursor); ?cursor, ?prefix"},
 	{"GET", "/api/v1/rollouts/{name}", "Describe a rollout store"},
 	{"DELETE", "/api/v1/rollouts/{name}", "Delete a rollout store (soft delete; data purged by maintenance)"},
 	{"POST", "/api/v1/rollouts/{name}/records", "Append rollout records: JSON {records:[...]}, multipart (metadata + payload parts) or an Arrow IPC stream; ?flush=true seals before answering"},
@@ -27,6 +27,7 @@ var apiRoutes = []apiRoute{
 	{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "Delete a record (tombstone)"},
 	{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "Download a record's binary payload"},
 	{"POST", "/api/v1/rollouts/{name}/flush", "Seal this worker's shard: rows become visible to every worker"},
+	{"POST", "/api/v1/internal/merge-wal/{name}", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table; {reclaimed: generations merged}"},
 	{"POST", "/api/v1/rollouts/{name}/compact", "Compact the base table now ({target_rows_per_fragment?, materialize_deletions?})"},
 	{"GET", "/api/v1/rollouts/{name}/compact/stats", "Compaction state of the base table"},
 	{"POST", "/api/v1/rollouts/{name}/checkout", "Confirm a base-table version is readable ({version}); read it with ?version=N on the record routes"},
@@ -39,6 +40,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/api/v1/generic/{name}/rows/{id}", "Get one row (?columns=a,b)"},
 	{"DELETE", "/api/v1/generic/{name}/rows/{id}", "Delete a row (tombstone)"},
 	{"POST", "/api/v1/generic/{name}/flush", "Seal this worker's shard"},
+	{"POST", "/api/v1/generic/{name}/merge-wal", "Seal this worker's shard and merge the store's pending generations; {reclaimed: generations merged}"},
 	{"POST", "/api/v1/admin/{kind}/{name}/maintenance", "Queue maintenance ({op: merge_wal|build_key_index|compact|cleanup_versions|stats_refresh}) on the store's workflow; admin token"},
 }
 

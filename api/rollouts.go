@@ -3,7 +3,9 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,6 +33,10 @@ var rolloutFilterKeys = map[string]string{
 type CreateStoreRequest struct {
 	Name           string            `json:"name"`
 	StorageOptions map[string]string `json:"storage_options,omitempty"`
+	// ExistOK answers 200 with the store when one of the same definition exists (Strata's own
+	// clients create idempotently); without it a store of that name is 409 ALREADY_EXISTS, as in
+	// lance-context. Also ?exist_ok=true.
+	ExistOK bool `json:"exist_ok,omitempty"`
 }
 
 // StoreInfo describes a store.
@@ -76,6 +82,7 @@ func (h *handlers) registerRollouts(g *echo.Group) {
 	g.DELETE("/rollouts/:name/records/:id", h.deleteRecord(catalog.KindRollout))
 	g.GET("/rollouts/:name/records/:id/blob", h.getRolloutBlob)
 	g.POST("/rollouts/:name/flush", h.flushStore(catalog.KindRollout))
+	g.POST("/internal/merge-wal/:name", h.mergeWAL(catalog.KindRollout))
 	g.POST("/rollouts/:name/compact", h.compactRollouts)
 	g.POST("/rollouts/:name/checkout", h.checkoutRollouts)
 	g.GET("/rollouts/:name/compact/stats", h.compactStats)
@@ -94,13 +101,27 @@ func (h *handlers) createRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.respondStore(c, st, created)
+	return h.respondStore(c, catalog.KindRollout, st, created, req.ExistOK)
 }
 
-// respondStore answers a create: 201 when created, 200 when the same definition existed.
-func (h *handlers) respondStore(c echo.Context, st catalog.Store, created bool) error {
+// respondStore answers a create: 201 when created; when a store of the same definition existed,
+// 200 if the request allows it (exist_ok in the body or the query), else 409 ALREADY_EXISTS. The
+// answer carries the store's base-table version (read as a get reads it: the store is opened).
+func (h *handlers) respondStore(c echo.Context, kind catalog.Kind, st catalog.Store, created, existOK bool) error {
+	if !created && !existOK && !queryFlag(c, "exist_ok") {
+		return &APIError{Status: http.StatusConflict, Code: CodeAlreadyExists,
+			Message: fmt.Sprintf("%s store %q already exists (create with \"exist_ok\": true to get the existing store)", kind, st.Name)}
+	}
 	info := StoreInfo{Name: st.Name, URI: st.URI, Schema: st.Schema}
-	var v uint64 = 1
+	s, _, release, err := h.deps.Stores.AcquireEntry(c.Request().Context(), kind, st.Name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	v, err := tableVersion(c.Request().Context(), s)
+	if err != nil {
+		return err
+	}
 	info.Version = &v
 	status := http.StatusOK
 	if created {
@@ -109,11 +130,17 @@ func (h *handlers) respondStore(c echo.Context, st catalog.Store, created bool) 
 	return c.JSON(status, info)
 }
 
+// listStores lists the live stores of kind in name order. Without ?limit it answers every store
+// (as lance-context does), streamed a catalog page at a time; with ?limit one page and its
+// next_cursor. ?prefix and ?cursor narrow either.
 func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		limit, _, cursor, err := pageParams(c)
 		if err != nil {
 			return err
+		}
+		if !c.QueryParams().Has("limit") {
+			return h.streamStores(c, kind, cursor)
 		}
 		p, err := h.deps.Stores.Catalog().ListStores(c.Request().Context(), kind,
 			catalog.ListOptions{Prefix: c.QueryParam("prefix"), After: cursor, Limit: limit})
@@ -126,6 +153,57 @@ func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
+}
+
+// streamStorePage is how many stores streamStores reads from the catalog at a time (a variable
+// for tests only).
+var streamStorePage = 10_000
+
+// streamStores answers {"stores": [...]} with every live store of kind after cursor (matching
+// ?prefix), reading the catalog a page at a time and writing each page as it comes, so a listing
+// of 100k stores never holds them all. The first page is read before the status is sent, so a
+// catalog that cannot be reached is still a clean 503; a failure after that ends the response
+// short (the client sees truncated JSON, never a complete-looking partial list).
+func (h *handlers) streamStores(c echo.Context, kind catalog.Kind, cursor string) error {
+	ctx := c.Request().Context()
+	opts := catalog.ListOptions{Prefix: c.QueryParam("prefix"), After: cursor, Limit: streamStorePage}
+	p, err := h.deps.Stores.Catalog().ListStores(ctx, kind, opts)
+	if err != nil {
+		return err
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSONCharsetUTF8)
+	res.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(res, 64<<10)
+	enc := json.NewEncoder(bw)
+	_, _ = bw.WriteString(`{"stores":[`)
+	first := true
+	for {
+		for _, st := range p.Stores {
+			if !first {
+				_ = bw.WriteByte(',')
+			}
+			first = false
+			if err := enc.Encode(StoreInfo{Name: st.Name, URI: st.URI}); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		opts.After = p.Next
+		if p, err = h.deps.Stores.Catalog().ListStores(ctx, kind, opts); err != nil {
+			if h.deps.Log != nil {
+				h.deps.Log.Warn("listing stores failed mid-stream; the response ends short", "kind", kind, "err", err)
+			}
+			return nil // the status is sent: the truncated body is the client's signal
+		}
+	}
+	_, _ = bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 func (h *handlers) getStore(kind catalog.Kind) echo.HandlerFunc {
@@ -413,7 +491,7 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: int(full.NumRows())})
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, IDs: stringColumn(full, "id"), Count: int(full.NumRows())})
 	})
 }
 

@@ -142,9 +142,16 @@ func TestRolloutStoreLifecycle(t *testing.T) {
 	var info api.StoreInfo
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "exp-1"}, &info))
 	require.Equal(t, "exp-1", info.Name)
-	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "exp-1"}, nil), "same definition: idempotent")
+	status, code := errCode(t, w, "POST", "/api/v1/rollouts", `{"name": "exp-1"}`)
+	require.Equal(t, http.StatusConflict, status, "a store of that name exists: 409, as in lance-context")
+	require.Equal(t, api.CodeAlreadyExists, code)
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "exp-1", "exist_ok": true}, nil), "exist_ok: idempotent")
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts?exist_ok=true", map[string]any{"name": "exp-1"}, nil), "exist_ok as a query parameter")
+	created := info.Version
+	require.NotNil(t, created, "a create reports the store's version")
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1", nil, &info))
 	require.NotNil(t, info.Version)
+	require.Equal(t, *info.Version, *created, "the version a create reports is the table's")
 
 	var app api.AppendResponse
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/exp-1/records", map[string]any{"records": []any{
@@ -174,7 +181,7 @@ func TestRolloutStoreLifecycle(t *testing.T) {
 	var blob []byte
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3/blob", nil, &blob))
 	require.Equal(t, "hello", string(blob))
-	status, code := errCode(t, w, "GET", "/api/v1/rollouts/exp-1/records/r1/blob", nil)
+	status, code = errCode(t, w, "GET", "/api/v1/rollouts/exp-1/records/r1/blob", nil)
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, api.CodeNotFound, code)
 
@@ -309,6 +316,10 @@ func TestGenericStoreRoundTrip(t *testing.T) {
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, &info))
 	require.JSONEq(t, schema, string(info.Schema))
 	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["step", "int32"]]}}`, nil))
+	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, nil), "the same definition is 409 too")
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "exist_ok": true, "schema": `+schema+`}`, nil))
+	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "exist_ok": true, "schema": {"columns": [["step", "int32"]]}}`, nil),
+		"exist_ok never hides a different definition")
 
 	var app api.AppendResponse
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows?flush=true", map[string]any{"rows": []any{
@@ -496,6 +507,10 @@ func TestArrowIPCAppendAndListing(t *testing.T) {
 	rec := httptest.NewRecorder()
 	w.e.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	var app api.AppendResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &app))
+	require.Equal(t, []string{"r0", "r1", "r2", "r3", "r4"}, app.IDs, "an Arrow append names its ids, as a JSON one does")
+	require.Equal(t, 5, app.Count)
 
 	req = httptest.NewRequest("GET", "/api/v1/rollouts/a/records?limit=3", nil)
 	req.Header.Set(echo.HeaderAccept, api.MIMEArrowStream)
@@ -558,6 +573,25 @@ func TestCompactAndStats(t *testing.T) {
 	var page api.RecordsPage
 	w.do(t, "GET", "/api/v1/rollouts/c/records", nil, &page)
 	require.Len(t, page.Records, 3)
+}
+
+// A create answers with the store's true base-table version (lance-context's StoreInfo.version),
+// not a constant: after a merge, creating the same store again reports the version a get reads.
+func TestCreateReportsTheTablesVersion(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "cv"}, nil))
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "cv")
+	require.NoError(t, err)
+	defer release()
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/cv/records?flush=true", map[string]any{"records": []any{rollout("a", "t")}}, nil))
+	_, err = s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
+	require.NoError(t, err)
+	var got, again api.StoreInfo
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/cv", nil, &got))
+	require.Greater(t, *got.Version, uint64(1), "the merge made a version")
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "cv", "exist_ok": true}, &again))
+	require.Equal(t, *got.Version, *again.Version)
 }
 
 func TestCheckoutReadsAnOldVersion(t *testing.T) {
@@ -706,4 +740,71 @@ func TestAFlushRequestedByAClientIsReportedToTheCatalogAtOnce(t *testing.T) {
 	st, err = c.cat.GetStoreStats(context.Background(), catalog.KindRollout, "flushed")
 	require.NoError(t, err)
 	require.Equal(t, 2, st.PendingGenerations)
+}
+
+// A listing without ?limit answers every store, as lance-context does (its clients never page),
+// streamed a catalog page at a time; ?limit pages with next_cursor; ?prefix and ?cursor narrow.
+func TestListingWithoutALimitAnswersEveryStore(t *testing.T) {
+	defer api.SetStreamStorePage(3)()
+	c := newCluster(t)
+	w := c.worker("w1")
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("ls-%02d", i)
+		names = append(names, name)
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": name}, nil))
+	}
+	storeNames := func(l api.StoreList) []string {
+		var out []string
+		for _, s := range l.Stores {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	var all api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts", nil, &all))
+	require.Equal(t, names, storeNames(all), "every store, across three catalog pages")
+	require.Empty(t, all.NextCursor)
+	require.NotEmpty(t, all.Stores[0].URI)
+
+	var page api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts?limit=2", nil, &page))
+	require.Equal(t, names[:2], storeNames(page))
+	require.Equal(t, names[1], page.NextCursor)
+	var rest api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts?cursor="+page.NextCursor, nil, &rest))
+	require.Equal(t, names[2:], storeNames(rest), "from a cursor to the end")
+	var none api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts?prefix=zz", nil, &none))
+	require.NotNil(t, none.Stores, "an empty listing is [] (not null)")
+	require.Empty(t, none.Stores)
+}
+
+// lance-context's merge-wal routes: the worker seals its shard and the store's pending
+// generations are folded into the base table; the answer counts them ({reclaimed}).
+func TestMergeWALRoutesFoldPendingGenerations(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "mw"}, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/mw/records?flush=true", map[string]any{"records": []any{rollout("a", "t")}}, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/mw/records", map[string]any{"records": []any{rollout("b", "t")}}, nil)) // unsealed
+	var res api.MergeWALResponse
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/internal/merge-wal/mw", nil, &res))
+	require.Equal(t, 2, res.Reclaimed, "the sealed generation and the one the route sealed")
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "mw")
+	require.NoError(t, err)
+	m, err := s.TableManifest(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 2, m.Rows(), "both rows are in the base table")
+	release()
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/internal/merge-wal/mw", nil, &res))
+	require.Zero(t, res.Reclaimed, "nothing left to merge")
+	status, code := errCode(t, w, "POST", "/api/v1/internal/merge-wal/nope", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, api.CodeNotFound, code)
+
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "gm", "schema": {"columns": [["id", "string"], ["step", "int64"]]}}`, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/gm/rows", `{"rows": [{"id": "x", "step": 1}]}`, nil))
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/gm/merge-wal", nil, &res))
+	require.Equal(t, 1, res.Reclaimed)
 }

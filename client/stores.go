@@ -28,10 +28,10 @@ type CreateOptions struct {
 	SealOnAdd bool
 }
 
-// CreateStore creates a store. Creating a store that exists with the same definition succeeds
-// (created = false); a different definition is a 409 *Error.
+// CreateStore creates a store, idempotently (it sends exist_ok): creating a store that exists
+// with the same definition succeeds (created = false); a different definition is a 409 *Error.
 func (c *Client) CreateStore(ctx context.Context, kind Kind, name string, opts CreateOptions) (store Store, created bool, err error) {
-	body := map[string]any{"name": name}
+	body := map[string]any{"name": name, "exist_ok": true} // idempotent: the same store is not an error
 	if len(opts.StorageOptions) > 0 {
 		body["storage_options"] = opts.StorageOptions
 	}

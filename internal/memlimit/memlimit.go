@@ -47,7 +47,8 @@ type Governor struct {
 }
 
 // Start starts a governor (nil when cfg.Headroom <= 0); register its gauge with reg (when not
-// nil). Sources are added with Track.
+// nil). Sources are added with Track. The soft limit is process-wide: start at most one governor
+// per process (`strata serve`, `worker` and `dev` each open one runtime).
 func Start(cfg Config, reg prometheus.Registerer) *Governor {
 	if cfg.Headroom <= 0 {
 		return nil
