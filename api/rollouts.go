@@ -473,12 +473,17 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 		return err
 	}
 	defer rec.Release()
-	full, err := withRolloutDefaults(rec, h.mem)
+	withDefaults, err := withRolloutDefaults(rec, h.mem)
 	if err != nil {
 		return err
 	}
-	defer full.Release()
+	defer withDefaults.Release()
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+		full, err := conformNumericColumns(withDefaults, s.Schema(), h.mem)
+		if err != nil {
+			return err
+		}
+		defer full.Release()
 		if _, err := s.Append(c.Request().Context(), full); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"fmt"
 	"io"
 	"log/slog"
@@ -807,4 +808,54 @@ func TestMergeWALRoutesFoldPendingGenerations(t *testing.T) {
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/gm/rows", `{"rows": [{"id": "x", "step": 1}]}`, nil))
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/gm/merge-wal", nil, &res))
 	require.Equal(t, 1, res.Reclaimed)
+}
+
+// Arrow bodies from DuckDB or pandas carry BIGINT and DOUBLE where a rollout store has int32
+// (sequence_order) and float32 (reward): they are converted when every value fits, and a value
+// that does not is a 400 naming its column and row, with nothing written.
+func TestArrowAppendsAcceptWiderNumbersThatFit(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "wide"}, nil))
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "sequence_order", Type: arrow.PrimitiveTypes.Int64}, {Name: "reward", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	post := func(seq int64, reward float64) *httptest.ResponseRecorder {
+		body := arrowBody(t, c.mem, schema, func(b *array.RecordBuilder) {
+			for i, id := range []string{"a", "b"} {
+				b.Field(0).(*array.StringBuilder).Append(id)
+				b.Field(1).(*array.StringBuilder).Append("traj")
+				b.Field(2).(*array.Int64Builder).Append(seq + int64(i))
+				if i == 1 {
+					b.Field(3).(*array.Float64Builder).Append(reward)
+				} else {
+					b.Field(3).(*array.Float64Builder).AppendNull()
+				}
+			}
+		})
+		req := httptest.NewRequest("POST", "/api/v1/rollouts/wide/records?flush=true", bytes.NewReader(body))
+		req.Header.Set(echo.HeaderContentType, api.MIMEArrowStream)
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := post(math.MaxInt32, 0) // the second row's sequence_order is MaxInt32 + 1
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), `column \"sequence_order\" row 1`)
+	rec = post(7, 1e300)
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), `column \"reward\" row 1`)
+	var none api.RecordResponse
+	w.do(t, "GET", "/api/v1/rollouts/wide/records/a", nil, &none)
+	require.Equal(t, "null", string(none.Record), "a refused batch writes nothing")
+
+	rec = post(41, 0.5)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	var got api.RecordResponse
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/wide/records/b", nil, &got))
+	var row map[string]any
+	require.NoError(t, json.Unmarshal(got.Record, &row))
+	require.EqualValues(t, 42, row["sequence_order"])
+	require.EqualValues(t, 0.5, row["reward"])
 }
