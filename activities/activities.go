@@ -166,7 +166,8 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 			return workflows.ActivityResult{}, err
 		}
 		v, err := a.refresh(ctx, in.Store, s)
-		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded, TableVersion: v}, err
+		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded,
+			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v}, err
 	})
 }
 

@@ -70,7 +70,8 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 			if err != nil {
 				return maintenanceError(string(workflows.OpCompact), name, err)
 			}
-			return c.JSON(http.StatusOK, compactResponse(res.FragmentsRemoved, res.FragmentsAdded))
+			return c.JSON(http.StatusOK, CompactResponse{FragmentsRemoved: res.FragmentsRemoved, FragmentsAdded: res.FragmentsAdded,
+				FilesRemoved: res.FilesRemoved, FilesAdded: res.FilesAdded})
 		}
 		// No maintenance worker to run it: compact here (commits are compare-and-swaps, so this
 		// is safe next to a maintenance worker that comes up meanwhile).
@@ -82,12 +83,9 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, compactResponse(res.FragmentsRemoved, res.FragmentsAdded))
+		return c.JSON(http.StatusOK, CompactResponse{FragmentsRemoved: res.FragmentsRemoved, FragmentsAdded: res.FragmentsAdded,
+			FilesRemoved: res.FilesRemoved, FilesAdded: res.FilesAdded})
 	})
-}
-
-func compactResponse(removed, added int) CompactResponse {
-	return CompactResponse{FragmentsRemoved: removed, FragmentsAdded: added, FilesRemoved: removed, FilesAdded: added}
 }
 
 // maintenanceAvailable reports whether maintenance runs through Temporal now.

@@ -554,26 +554,32 @@ func TestCompactAndStats(t *testing.T) {
 	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "c")
 	require.NoError(t, err)
 	for i := range 3 {
-		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/c/records?flush=true", map[string]any{"records": []any{rollout(fmt.Sprint(i), "t")}}, nil))
+		require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/c/records?flush=true", map[string]any{"records": []any{rollout(fmt.Sprint(i), "t"), rollout(fmt.Sprint(i)+"-x", "t")}}, nil))
 		_, err := s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
 		require.NoError(t, err)
 	}
+	// A rewrite masks a row of the first fragment: it gets a deletion vector.
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/c/records?flush=true", map[string]any{"records": []any{rollout("0", "t")}}, nil))
+	_, err = s.MergeShard(context.Background(), s.Shard(), lsm.MergeOptions{})
+	require.NoError(t, err)
 	release()
 	var stats api.CompactStats
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/c/compact/stats", nil, &stats))
-	require.Equal(t, 3, stats.TotalFragments)
+	require.Equal(t, 4, stats.TotalFragments)
 	require.Nil(t, stats.LastCompaction)
 	var res api.CompactResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/c/compact", map[string]any{}, &res))
-	require.Equal(t, 3, res.FragmentsRemoved)
+	require.Equal(t, 4, res.FragmentsRemoved)
 	require.Equal(t, 1, res.FragmentsAdded)
+	require.Equal(t, 5, res.FilesRemoved, "four data files and the first fragment's deletion vector")
+	require.Equal(t, 1, res.FilesAdded)
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/c/compact/stats", nil, &stats))
 	require.Equal(t, 1, stats.TotalFragments)
 	require.EqualValues(t, 1, stats.TotalCompactions)
 	require.NotNil(t, stats.LastCompaction)
 	var page api.RecordsPage
 	w.do(t, "GET", "/api/v1/rollouts/c/records", nil, &page)
-	require.Len(t, page.Records, 3)
+	require.Len(t, page.Records, 6)
 }
 
 // A create answers with the store's true base-table version (lance-context's StoreInfo.version),

@@ -38,6 +38,8 @@ type MaintenanceResult struct {
 	RowsMerged        int64  `json:"rows_merged,omitempty"`
 	FragmentsRemoved  int    `json:"fragments_removed,omitempty"`
 	FragmentsAdded    int    `json:"fragments_added,omitempty"`
+	FilesRemoved      int    `json:"files_removed,omitempty"`
+	FilesAdded        int    `json:"files_added,omitempty"`
 	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
 	FilesDeleted      int    `json:"files_deleted,omitempty"`
 	BytesDeleted      int64  `json:"bytes_deleted,omitempty"`

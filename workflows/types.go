@@ -106,12 +106,16 @@ type ActivityInput struct {
 
 // ActivityResult is what every maintenance activity returns (fields unused by an op are zero).
 type ActivityResult struct {
-	GenerationsMerged int    `json:"generations_merged,omitempty"`
-	RowsMerged        int64  `json:"rows_merged,omitempty"`
-	FragmentsRemoved  int    `json:"fragments_removed,omitempty"`
-	FragmentsAdded    int    `json:"fragments_added,omitempty"`
-	VersionsDeleted   int    `json:"versions_deleted,omitempty"`
-	FilesDeleted      int    `json:"files_deleted,omitempty"`
-	BytesDeleted      int64  `json:"bytes_deleted,omitempty"`
-	TableVersion      uint64 `json:"table_version,omitempty"`
+	GenerationsMerged int   `json:"generations_merged,omitempty"`
+	RowsMerged        int64 `json:"rows_merged,omitempty"`
+	FragmentsRemoved  int   `json:"fragments_removed,omitempty"`
+	FragmentsAdded    int   `json:"fragments_added,omitempty"`
+	// FilesRemoved / FilesAdded (compactions): the objects the removed fragments referenced
+	// (data files and deletion vectors) and the new data files.
+	FilesRemoved    int    `json:"files_removed,omitempty"`
+	FilesAdded      int    `json:"files_added,omitempty"`
+	VersionsDeleted int    `json:"versions_deleted,omitempty"`
+	FilesDeleted    int    `json:"files_deleted,omitempty"`
+	BytesDeleted    int64  `json:"bytes_deleted,omitempty"`
+	TableVersion    uint64 `json:"table_version,omitempty"`
 }

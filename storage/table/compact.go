@@ -89,7 +89,11 @@ type CompactionResult struct {
 	Manifest         *Manifest
 	FragmentsRemoved int
 	FragmentsAdded   int
-	RowsWritten      int64
+	// FilesRemoved counts the objects the removed fragments referenced: each one's data file and,
+	// when it had deleted rows, its deletion vector. FilesAdded counts the new data files.
+	FilesRemoved int
+	FilesAdded   int
+	RowsWritten  int64
 }
 
 // errSourcesChanged: a source fragment was removed or had rows deleted after it was read.
@@ -209,7 +213,14 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 		}
 		return CompactionResult{}, err
 	}
-	return CompactionResult{Manifest: m, FragmentsRemoved: len(sources), FragmentsAdded: len(added), RowsWritten: rec.NumRows()}, nil
+	files := len(sources)
+	for _, src := range sources {
+		if src.DeletionFile != "" {
+			files++
+		}
+	}
+	return CompactionResult{Manifest: m, FragmentsRemoved: len(sources), FragmentsAdded: len(added),
+		FilesRemoved: files, FilesAdded: len(added), RowsWritten: rec.NumRows()}, nil
 }
 
 // readLiveRows reads every live row (tombstones included: they must outlive the rows they
