@@ -172,7 +172,7 @@ func (h *handlers) streamStores(c echo.Context, kind catalog.Kind, cursor string
 		return err
 	}
 	res := c.Response()
-	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSONCharsetUTF8)
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	res.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(res, 64<<10)
 	enc := json.NewEncoder(bw)
