@@ -112,7 +112,8 @@ func (e *entryData) checksum() uint32 {
 }
 
 // writePieces calls write with the entry's bytes in order and their offsets within the entry:
-// referenced pieces as they are, each run of smaller ones copied into one buffer first.
+// referenced pieces and lone small pieces as they are, each run of several smaller ones copied
+// into one buffer first (one write instead of one per piece).
 func (e *entryData) writePieces(write func(p []byte, off int) error) error {
 	var run []byte
 	runStart, at := 0, 0
@@ -126,7 +127,7 @@ func (e *entryData) writePieces(write func(p []byte, off int) error) error {
 		return err
 	}
 	for i, p := range e.pieces {
-		if len(p) >= minReferencedPiece {
+		if len(p) >= minReferencedPiece || (run == nil && e.smallRunBytes(i) == len(p)) {
 			if err := flush(); err != nil {
 				return err
 			}

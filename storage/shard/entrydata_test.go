@@ -123,6 +123,15 @@ func TestWritePiecesCoalescesSmallPiecesAndKeepsLargeOnesWhole(t *testing.T) {
 	require.Equal(t, []write{{0, 4}, {4, L}, {4 + L, 2}, {6 + L, L}, {6 + 2*L, L}, {6 + 3*L, 1}}, writes)
 	require.Equal(t, e.join(), out)
 	e.release()
+
+	// An entry of one small piece (a group of one small append) is written as it is: no copy.
+	small := []byte("one small entry")
+	one := entryBytes(small)
+	require.NoError(t, one.writePieces(func(p []byte, off int) error {
+		require.Zero(t, off)
+		require.True(t, inside(p, small), "the piece itself, not a copy")
+		return nil
+	}))
 }
 
 // A spliced group of appends, some large, is the records' rows in order.
