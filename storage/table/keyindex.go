@@ -250,10 +250,12 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 	return f, nil
 }
 
-// readPage reads one page of a run.
-func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef) ([]indexEntry, error) {
+// readPage reads one page of a run. keep says whether a page read from storage enters the cache.
+func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef, keep bool) ([]indexEntry, error) {
 	// Decoded pages are cached (runs never change): point lookups of hot keys, and of a store
-	// whose index fits the cache, read no index bytes at all.
+	// whose index fits the cache, read no index bytes at all. Bulk lookups (a merge's keys, spread
+	// over many pages, each read once) pass keep=false: caching them would fill the cache with
+	// pages nobody reads again and push out the ones point reads and scans come back to.
 	key := seg.Path + "#" + strconv.FormatInt(p.offset, 10)
 	if entries, ok := cache.Get[[]indexEntry](t.cache, "index_page", key); ok {
 		return entries, nil
@@ -266,7 +268,9 @@ func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef) ([]indexE
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 	}
-	cache.Add(t.cache, "index_page", key, entries, indexPageCost(entries))
+	if keep {
+		cache.Add(t.cache, "index_page", key, entries, indexPageCost(entries))
+	}
 	return entries, nil
 }
 
@@ -384,9 +388,9 @@ const lookupConcurrency = 32
 // readPages reads the pages of run seg (footer f) that byPage names, concurrently.
 func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPage map[int][]string) (map[int][]indexEntry, error) {
 	out := make(map[int][]indexEntry, len(byPage))
-	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off
+	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off, and cache it
 		for p := range byPage {
-			entries, err := t.readPage(ctx, seg, f.pages[p])
+			entries, err := t.readPage(ctx, seg, f.pages[p], true)
 			if err != nil {
 				return nil, err
 			}
@@ -399,7 +403,7 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	g.SetLimit(lookupConcurrency)
 	for p := range byPage {
 		g.Go(func() error {
-			entries, err := t.readPage(gctx, seg, f.pages[p])
+			entries, err := t.readPage(gctx, seg, f.pages[p], false)
 			if err != nil {
 				return err
 			}

@@ -56,7 +56,7 @@ func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 		if c.page >= len(c.footer.pages) {
 			return indexEntry{}, false, nil
 		}
-		entries, err := c.t.readPage(ctx, c.seg, c.footer.pages[c.page])
+		entries, err := c.t.readPage(ctx, c.seg, c.footer.pages[c.page], true) // the next scan page likely starts here
 		if err != nil {
 			return indexEntry{}, false, err
 		}

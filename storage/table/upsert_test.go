@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
@@ -191,4 +193,60 @@ func arrowSchemaWith(t *testing.T, name string, nullable bool) *arrow.Schema {
 		{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: nullable},
 		{Name: SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
 	}, nil)
+}
+
+// cachedIndexPages counts the decoded key-index pages tbl's cache holds for m's runs.
+func cachedIndexPages(tbl *Table, m *Manifest) int {
+	n := 0
+	for _, seg := range m.KeyIndex.Runs {
+		f, ok := cache.Get[*runFooter](tbl.cache, "index", seg.Path)
+		if !ok {
+			continue
+		}
+		for _, p := range f.pages {
+			if _, ok := cache.Get[[]indexEntry](tbl.cache, "index_page", seg.Path+"#"+strconv.FormatInt(p.offset, 10)); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestMergeLookupsLeaveIndexPagesUncachedAndPointReadsCacheThem(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	var rows []row
+	for i := range 10_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Zero(t, cachedIndexPages(tbl, m))
+
+	// A merge rewriting keys spread over ~100 pages reads each page once and keeps none.
+	var rewrite []row
+	for i := 0; i < 10_000; i += 97 {
+		rewrite = append(rewrite, row{id: fmt.Sprintf("k%06d", i), value: -int64(i), payload: "q", seq: 2})
+	}
+	upsertRows(t, tbl, mem, rewrite)
+	m, err = tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Zero(t, cachedIndexPages(tbl, m), "a bulk lookup's pages must not fill the cache")
+
+	// A point read caches the one page it reads, so the next read of a nearby key reads none.
+	rec, err := tbl.Get(ctx, m, "k005001", []string{"value"})
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.EqualValues(t, 5001, rec.Column(0).(*array.Int64).Value(0))
+	rec.Release()
+	require.Equal(t, 1, cachedIndexPages(tbl, m))
+	// The rewritten rows are what the index now answers.
+	rec, err = tbl.Get(ctx, m, "k000097", []string{"value"})
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.EqualValues(t, -97, rec.Column(0).(*array.Int64).Value(0))
+	rec.Release()
 }
