@@ -12,7 +12,8 @@ import (
 	"github.com/strata-store/strata/catalog"
 )
 
-// KeyColumn is the key column of every kind: a non-empty UTF-8 string, newest _seq wins.
+// KeyColumn is the key column of the rollout and generic kinds: a non-empty UTF-8 string,
+// newest _seq wins. Datagen stores key on DatagenKeyColumn.
 const KeyColumn = "id"
 
 // Kind describes one store kind.
@@ -23,12 +24,16 @@ type Kind struct {
 	Schema func(spec json.RawMessage) (*arrow.Schema, error)
 	// JSONColumns are the string columns that hold JSON documents (served as JSON values).
 	JSONColumns map[string]bool
+	// KeyColumn is the table's key column (a non-empty UTF-8 string, newest _seq wins).
+	KeyColumn string
 }
 
 var served = map[catalog.Kind]*Kind{
 	catalog.KindRollout: {Name: catalog.KindRollout, Schema: func(json.RawMessage) (*arrow.Schema, error) { return RolloutSchema, nil },
-		JSONColumns: RolloutJSONColumns},
-	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}},
+		JSONColumns: RolloutJSONColumns, KeyColumn: KeyColumn},
+	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}, KeyColumn: KeyColumn},
+	catalog.KindDatagen: {Name: catalog.KindDatagen, Schema: func(json.RawMessage) (*arrow.Schema, error) { return DatagenSchema, nil },
+		JSONColumns: map[string]bool{}, KeyColumn: DatagenKeyColumn},
 }
 
 // Of returns the kind's description, or an error wrapping catalog.ErrInvalid for a kind this

@@ -23,15 +23,20 @@ func TestGenericSchemaSpec(t *testing.T) {
 }
 
 func TestEveryServedKindHasASchemaAndOthersAreRefused(t *testing.T) {
-	for _, k := range []catalog.Kind{catalog.KindRollout, catalog.KindGeneric} {
+	for _, k := range []catalog.Kind{catalog.KindRollout, catalog.KindGeneric, catalog.KindDatagen} {
 		d, err := Of(k)
 		require.NoError(t, err)
 		require.Equal(t, k, d.Name)
+		if k != catalog.KindGeneric {
+			s, err := d.Schema(nil)
+			require.NoError(t, err)
+			require.Equal(t, d.KeyColumn, s.Field(0).Name, "the key column comes first")
+		}
 	}
 	s, err := SchemaOf(catalog.Store{Kind: catalog.KindRollout})
 	require.NoError(t, err)
 	require.Equal(t, KeyColumn, s.Field(0).Name)
-	_, err = Of(catalog.KindDatagen)
+	_, err = Of(catalog.KindContext)
 	require.ErrorIs(t, err, catalog.ErrInvalid)
 	_, err = SchemaOf(catalog.Store{Kind: catalog.KindGeneric, Schema: json.RawMessage(`{"columns": 3}`)})
 	require.ErrorIs(t, err, catalog.ErrInvalid)

@@ -244,11 +244,15 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 	}
 	s, err := lsm.Open(ctx, objects, opts)
 	if errors.Is(err, table.ErrNotFound) {
-		schema, serr := kinds.SchemaOf(st)
+		k, kerr := kinds.Of(st.Kind)
+		if kerr != nil {
+			return nil, kerr
+		}
+		schema, serr := k.Schema(st.Schema)
 		if serr != nil {
 			return nil, serr
 		}
-		return lsm.Create(ctx, objects, schema, kinds.KeyColumn, opts)
+		return lsm.Create(ctx, objects, schema, k.KeyColumn, opts)
 	}
 	return s, err
 }
@@ -286,7 +290,7 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 		if err != nil {
 			return st, false, err
 		}
-		if _, err := table.Create(ctx, objects, schema, kinds.KeyColumn, m.cfg.Store.Table); err != nil {
+		if _, err := table.Create(ctx, objects, schema, k.KeyColumn, m.cfg.Store.Table); err != nil {
 			return st, false, err
 		}
 	}

@@ -29,6 +29,7 @@ type ScanOptions struct {
 	Columns []string       // user columns to return (all when empty)
 	Filters map[string]any // column == value, ANDed; values: string, bool, int/int64, float64
 	After   string         // keyset cursor: only keys greater than this
+	Before  string         // when set, only keys less than this (the exclusive end of a key range)
 	Limit   int            // page size (default 100, at most 10,000)
 	Version uint64         // read a checkout of this base-table version (no WAL); 0 = the live view
 }
@@ -79,7 +80,7 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	if err != nil {
 		return ScanPage{}, err
 	}
-	gens, err := s.generationViews(ctx, snap, opts.After)
+	gens, err := s.generationViews(ctx, snap, opts.After, opts.Before)
 	if err != nil {
 		return ScanPage{}, err
 	}
@@ -97,18 +98,23 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	chunk := max(limit, 256)
 	for out.rows() < limit {
 		var base []table.RowRef
+		pastRange := false
 		err := s.tbl.KeysAfter(ctx, snap.Table, cursor, func(r table.RowRef) bool {
+			if opts.Before != "" && r.Key >= opts.Before {
+				pastRange = true
+				return false
+			}
 			base = append(base, r)
 			return len(base) < chunk
 		})
 		if err != nil {
 			return ScanPage{}, err
 		}
-		end, exhausted := "", len(base) < chunk
+		end, exhausted := "", pastRange || len(base) < chunk
 		if !exhausted {
 			end = base[len(base)-1].Key
 		}
-		live := chunkVersions(base, mem.Rows, gens, cursor, end, exhausted)
+		live := chunkVersions(base, mem.Rows, gens, cursor, end, exhausted, opts.Before)
 		if err := out.add(ctx, snap, live, genRows, opts.Filters, limit); err != nil {
 			return ScanPage{}, err
 		}
@@ -129,10 +135,11 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 }
 
 // chunkVersions is the newest live version of every key in (cursor, end] (end unbounded when
-// exhausted), in key order: the base table's keys (base, in key order) overridden by newer
-// memtable rows (memRows, in key order) and pending generations' keys.
-func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, cursor, end string, exhausted bool) []version {
-	within := func(k string) bool { return k > cursor && (exhausted || k <= end) }
+// exhausted) and below before (when set), in key order: the base table's keys (base, in key
+// order, already below before) overridden by newer memtable rows (memRows, in key order) and
+// pending generations' keys.
+func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, cursor, end string, exhausted bool, before string) []version {
+	within := func(k string) bool { return k > cursor && (exhausted || k <= end) && (before == "" || k < before) }
 	lo, _ := slices.BinarySearchFunc(memRows, cursor, func(r shard.MemRow, k string) int {
 		if r.Key <= k {
 			return -1
@@ -148,6 +155,11 @@ func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, 
 			return 1
 		})
 	}
+	if before != "" {
+		cut, _ := slices.BinarySearchFunc(memRows, before, func(r shard.MemRow, k string) int { return strings.Compare(r.Key, k) })
+		hi = min(hi, cut)
+	}
+	hi = max(hi, lo)
 	// Each generation's keys of this chunk start at its first key after the cursor (a chunk
 	// after the page's first starts past the keys earlier chunks took).
 	starts := make([]int, len(gens))
@@ -202,11 +214,11 @@ type genView struct {
 	start int
 }
 
-func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after string) ([]genView, error) {
+func (s *Store) generationViews(ctx context.Context, snap *Snapshot, after, before string) ([]genView, error) {
 	var out []genView
 	for _, sh := range snap.Shards {
 		for _, g := range sh.Generations {
-			if g.MaxKey <= after {
+			if g.MaxKey <= after || (before != "" && g.MinKey >= before) {
 				continue
 			}
 			k, err := s.shards.KeyFile(ctx, g)

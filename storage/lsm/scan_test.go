@@ -314,3 +314,60 @@ func TestFilteredScanSkipsRowGroupsStatisticsRuleOut(t *testing.T) {
 	require.Len(t, all, 20_000)
 	require.Less(t, filtered, unfiltered/3, "a filtered scan reads %d bytes, a full one %d", filtered, unfiltered)
 }
+
+// A bounded scan (After, Before) returns exactly the keys of its range from every layer — base
+// table, pending generation, memtable — at any page size, and no key past its end.
+func TestScanOfAKeyRangeStopsAtItsEnd(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	w := e.open("w0")
+	var base, pending, fresh []string
+	for i := range 300 {
+		k := fmt.Sprintf("k%03d", i)
+		switch i % 3 {
+		case 0:
+			base = append(base, k)
+		case 1:
+			pending = append(pending, k)
+		default:
+			fresh = append(fresh, k)
+		}
+	}
+	appendIDs(t, w, e.mem, 0, base...)
+	require.NoError(t, w.Flush(ctx))
+	_, err := w.Merge(ctx, MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 10)
+	require.NoError(t, err)
+	_, err = w.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	appendIDs(t, w, e.mem, 1, pending...)
+	require.NoError(t, w.Flush(ctx))
+	appendIDs(t, w, e.mem, 2, fresh...)
+
+	for _, r := range []struct{ after, before string }{{"k100", "k200"}, {"k0", "k1"}, {"k2999", "k3"}, {"", "k005"}, {"k150", "k150\x00"}} {
+		var want []string
+		for i := range 300 {
+			if k := fmt.Sprintf("k%03d", i); k > r.after && k < r.before {
+				want = append(want, k)
+			}
+		}
+		for _, pageSize := range []int{1, 7, 1000} {
+			var got []string
+			after := r.after
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 1000)
+				page, err := w.Scan(ctx, ScanOptions{Columns: []string{"id"}, After: after, Before: r.before, Limit: pageSize})
+				require.NoError(t, err)
+				keys := page.Rows.Column(0).(*array.String)
+				for i := 0; i < keys.Len(); i++ {
+					got = append(got, keys.Value(i))
+				}
+				page.Rows.Release()
+				if page.Next == "" {
+					break
+				}
+				after = page.Next
+			}
+			require.Equal(t, want, got, "range (%q, %q) page size %d", r.after, r.before, pageSize)
+		}
+	}
+}
