@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/datagen"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
@@ -107,6 +108,10 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is being closed on this worker; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, table.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, datagen.ErrInvalid):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, datagen.ErrTooLarge):
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Message: err.Error(), Err: err}
 	case errors.Is(err, table.ErrSchema):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrNotFound):

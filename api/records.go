@@ -45,20 +45,23 @@ func (h *handlers) withStoreEntry(c echo.Context, kind catalog.Kind, fn func(*ls
 // idParam is the record id of the route: the path segment percent-decoded (an id may hold any
 // character, "/" included, sent as %2F), a non-empty UTF-8 string — the rule appends enforce, so
 // every id that was accepted can be addressed.
-func idParam(c echo.Context) (string, error) {
-	id := c.Param("id")
+func idParam(c echo.Context) (string, error) { return pathParam(c, "id") }
+
+// pathParam is the named path parameter, percent-decoded, as a non-empty UTF-8 string.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
 	if c.Request().URL.RawPath != "" {
 		// Echo routes on the raw path when the request's escaping differs from the default one
 		// (a %2F, say): its parameters are then still escaped. Otherwise they are decoded.
 		var err error
-		if id, err = url.PathUnescape(id); err != nil {
-			return "", invalid("id: invalid percent-encoding")
+		if v, err = url.PathUnescape(v); err != nil {
+			return "", invalid("%s: invalid percent-encoding", name)
 		}
 	}
-	if id == "" || !utf8.ValidString(id) {
-		return "", invalid("id must be a non-empty UTF-8 string")
+	if v == "" || !utf8.ValidString(v) {
+		return "", invalid("%s must be a non-empty UTF-8 string", name)
 	}
-	return id, nil
+	return v, nil
 }
 
 // flushRequested reads ?flush= (true, 1, yes or empty value; case-insensitive).

@@ -110,6 +110,7 @@ func New(d Deps) *echo.Echo {
 		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
+		h.registerDatagen(data)
 		admin := e.Group("/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
 		h.registerAdmin(admin)
 		if d.Pprof {

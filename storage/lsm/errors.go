@@ -1,7 +1,11 @@
 // Errors of a store: the shard writer's, under the names callers of the store use.
 package lsm
 
-import "github.com/strata-store/strata/storage/shard"
+import (
+	"errors"
+
+	"github.com/strata-store/strata/storage/shard"
+)
 
 var (
 	// ErrFenced: another process claimed this process's shard of the store; its further appends
@@ -16,4 +20,6 @@ var (
 	ErrReadOnly = shard.ErrReadOnly
 	// ErrCorrupt: WAL bytes that do not decode into a batch this store could have written.
 	ErrCorrupt = shard.ErrCorrupt
+	// ErrVanished: a pending generation a caller named was merged into the table meanwhile.
+	ErrVanished = errors.New("lsm: the generation was merged")
 )

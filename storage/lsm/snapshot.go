@@ -101,3 +101,16 @@ func (s *Store) SnapshotAt(ctx context.Context, v uint64) (*Snapshot, error) {
 	}
 	return &Snapshot{Table: m}, nil
 }
+
+// GenerationKeys returns the sorted keys of pending generation g of shard sh (from its key
+// file). A generation merged and removed since the snapshot that listed it is ErrVanished.
+func (s *Store) GenerationKeys(ctx context.Context, sh string, g shard.Generation) ([]string, error) {
+	k, err := s.shards.KeyFile(ctx, g)
+	if err != nil {
+		if pending, perr := s.stillPending(ctx, sh, g.Gen); perr == nil && !pending {
+			return nil, fmt.Errorf("%w: generation %d of shard %s was merged: %w", ErrVanished, g.Gen, sh, err)
+		}
+		return nil, err
+	}
+	return k.Keys, nil
+}

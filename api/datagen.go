@@ -1,0 +1,265 @@
+// Datagen store routes (/api/v1/datagen), wire-compatible with lance-context's: the checkpoint
+// event log of a data-generation pipeline — raw and checkpoint appends, item folds, failures,
+// raw histories, the run overview, root statuses and blob downloads. The log's rules and reads
+// live in package datagen; these handlers decode, check and answer.
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/datagen"
+	"github.com/strata-store/strata/storage/lsm"
+)
+
+// datagenBodyLimit is lance-context's limit on one events request (a lower --body-limit wins).
+const datagenBodyLimit = "256M"
+
+// DatagenEventsRequest is the body of POST /api/v1/datagen/{name}/events.
+type DatagenEventsRequest struct {
+	Events []datagen.Event `json:"events"`
+}
+
+// DatagenItemResponse answers an item fold (item is null when the item never started).
+type DatagenItemResponse struct {
+	Item *datagen.FoldedItem `json:"item"`
+}
+
+// DatagenFailuresResponse lists an item's failures.
+type DatagenFailuresResponse struct {
+	Failures []datagen.Failure `json:"failures"`
+}
+
+// DatagenEventsResponse is a raw history.
+type DatagenEventsResponse struct {
+	Events []datagen.Event `json:"events"`
+}
+
+// DatagenRootStatusesResponse classifies roots (a root never started is absent).
+type DatagenRootStatusesResponse struct {
+	Statuses map[string]string `json:"statuses"`
+}
+
+func (h *handlers) registerDatagen(g *echo.Group) {
+	g.POST("/datagen", h.createDatagen)
+	g.GET("/datagen", h.listStores(catalog.KindDatagen))
+	g.GET("/datagen/:name", h.getStore(catalog.KindDatagen))
+	g.DELETE("/datagen/:name", h.deleteStore(catalog.KindDatagen))
+	g.POST("/datagen/:name/events", h.addDatagenEvents, middleware.BodyLimit(datagenBodyLimit))
+	g.GET("/datagen/:name/items/:item_id", h.foldDatagenItem)
+	g.GET("/datagen/:name/items/:item_id/failures", h.datagenItemFailures)
+	g.GET("/datagen/:name/items/:item_id/events", h.datagenItemEvents)
+	g.GET("/datagen/:name/overview", h.datagenOverview)
+	g.GET("/datagen/:name/root-status", h.datagenRootStatuses)
+	g.GET("/datagen/:name/roots/:root_item_id/events", h.datagenRootEvents)
+	g.GET("/datagen/:name/blobs/:event_id", h.datagenBlob)
+	g.POST("/datagen/:name/flush", h.flushStore(catalog.KindDatagen))
+	g.POST("/datagen/:name/merge-wal", h.mergeWAL(catalog.KindDatagen))
+}
+
+func (h *handlers) createDatagen(c echo.Context) error {
+	var req CreateStoreRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	var options []byte
+	if req.StorageOptions != nil {
+		options, _ = json.Marshal(req.StorageOptions)
+	}
+	st, created, err := h.deps.Stores.Create(c.Request().Context(), catalog.KindDatagen, req.Name, nil, options)
+	if err != nil {
+		return err
+	}
+	return h.respondStore(c, catalog.KindDatagen, st, created, req.ExistOK)
+}
+
+// decodeDatagenEvents reads the events of an append: {"events": [...]} as JSON, or an Arrow IPC
+// stream of the log's columns.
+func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if !isJSON(ct) && !isArrowStream(ct) {
+		return nil, invalid("unsupported content type %q: send application/json or application/vnd.apache.arrow.stream", ct)
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if isArrowStream(ct) {
+		rec, err := readArrowBody(body, h.mem, h.bodyLimit)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		return datagen.FromArrow(rec)
+	}
+	if err := checkJSONSyntax(body); err != nil {
+		return nil, err
+	}
+	var req DatagenEventsRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, invalid("invalid events body: %v", err)
+	}
+	return req.Events, nil
+}
+
+func (h *handlers) addDatagenEvents(c echo.Context) error {
+	if err := catalog.ValidateName(c.Param("name")); err != nil {
+		return err
+	}
+	events, err := h.decodeDatagenEvents(c)
+	if err != nil {
+		return err
+	}
+	checkpoint := queryFlag(c, "checkpoint")
+	return h.withStore(c, catalog.KindDatagen, func(s *lsm.Store) error {
+		ctx := c.Request().Context()
+		// Every append is sealed before it is answered (as in lance-context): an acknowledged
+		// checkpoint is visible, whole, to readers on every worker.
+		n, err := datagen.LogOf(s).Append(ctx, events, checkpoint, time.Now().UTC(), h.mem, func(rec arrow.RecordBatch) error {
+			return h.appendRecord(ctx, catalog.KindDatagen, c.Param("name"), s, rec, true)
+		})
+		if err != nil {
+			return err
+		}
+		v, err := tableVersion(ctx, s)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, AppendResponse{Version: v, Count: n})
+	})
+}
+
+// withDatagenItem runs fn with the route's store log and its percent-decoded item id parameter.
+func (h *handlers) withDatagenItem(c echo.Context, param string, fn func(*datagen.Log, string) error) error {
+	item, err := pathParam(c, param)
+	if err != nil {
+		return err
+	}
+	return h.withStore(c, catalog.KindDatagen, func(s *lsm.Store) error { return fn(datagen.LogOf(s), item) })
+}
+
+func (h *handlers) foldDatagenItem(c echo.Context) error {
+	load, err := boolParam(c, "load_blobs")
+	if err != nil {
+		return err
+	}
+	return h.withDatagenItem(c, "item_id", func(l *datagen.Log, item string) error {
+		folded, err := l.Fold(c.Request().Context(), item, load)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, DatagenItemResponse{Item: folded})
+	})
+}
+
+func (h *handlers) datagenItemFailures(c echo.Context) error {
+	return h.withDatagenItem(c, "item_id", func(l *datagen.Log, item string) error {
+		failures, err := l.ItemFailures(c.Request().Context(), item)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, DatagenFailuresResponse{Failures: failures})
+	})
+}
+
+func (h *handlers) datagenItemEvents(c echo.Context) error {
+	return h.withDatagenItem(c, "item_id", func(l *datagen.Log, item string) error {
+		evs, err := l.ItemEvents(c.Request().Context(), item, false)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, DatagenEventsResponse{Events: nonNil(evs)})
+	})
+}
+
+func (h *handlers) datagenRootEvents(c echo.Context) error {
+	return h.withDatagenItem(c, "root_item_id", func(l *datagen.Log, root string) error {
+		evs, err := l.RootEvents(c.Request().Context(), root)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, DatagenEventsResponse{Events: nonNil(evs)})
+	})
+}
+
+func nonNil(evs []datagen.Event) []datagen.Event {
+	if evs == nil {
+		return []datagen.Event{}
+	}
+	return evs
+}
+
+func (h *handlers) datagenOverview(c echo.Context) error {
+	return h.withStore(c, catalog.KindDatagen, func(s *lsm.Store) error {
+		o, err := datagen.LogOf(s).Overview(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, o)
+	})
+}
+
+// maxRootStatusIDs bounds one root-status request.
+const maxRootStatusIDs = 10_000
+
+func (h *handlers) datagenRootStatuses(c echo.Context) error {
+	var ids []string
+	for _, id := range strings.Split(c.QueryParam("ids"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > maxRootStatusIDs {
+		return invalid("ids names %d roots; at most %d per request", len(ids), maxRootStatusIDs)
+	}
+	return h.withStore(c, catalog.KindDatagen, func(s *lsm.Store) error {
+		statuses, err := datagen.LogOf(s).RootStatuses(c.Request().Context(), ids)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, DatagenRootStatusesResponse{Statuses: statuses})
+	})
+}
+
+// datagenBlob streams an event's blob bytes. ?item_id= (the event's item, as blob_event_ids
+// pairs them) makes it one point read; without it the log is searched for the event.
+func (h *handlers) datagenBlob(c echo.Context) error {
+	item := c.QueryParam("item_id")
+	return h.withDatagenItem(c, "event_id", func(l *datagen.Log, eventID string) error {
+		blob, ok, err := l.Blob(c.Request().Context(), eventID, item)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("Datagen event '%s' has no blob", eventID)
+		}
+		release, err := h.blobs.reserve(int64(len(blob)))
+		if err != nil {
+			return err
+		}
+		defer release()
+		c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(blob)))
+		return c.Blob(http.StatusOK, echo.MIMEOctetStream, blob)
+	})
+}
+
+// boolParam reads an optional boolean query parameter (true/false/1/0; absent is false).
+func boolParam(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid("%s must be true or false", name)
+	}
+	return b, nil
+}

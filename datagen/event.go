@@ -1,0 +1,370 @@
+// The event model: one row of the checkpoint log, its wire form (lance-context's DatagenEventDto
+// field names) and the rules every event and every batch must meet before anything is written.
+package datagen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the checkpoint-log schema version lance-context writes today.
+const SchemaVersion = 2
+
+// MaxInlineBlobBytes bounds one blob value carried inline in an event (the request body limit
+// bounds the batch).
+const MaxInlineBlobBytes = 64 << 20
+
+// ErrInvalid marks an event, batch or stored history that breaks the log's rules (a 400).
+var ErrInvalid = errors.New("invalid datagen events")
+
+// ErrTooLarge marks a blob value over MaxInlineBlobBytes (a 413).
+var ErrTooLarge = errors.New("datagen blob too large")
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Event types.
+const (
+	ItemCreated   = "ITEM_CREATED"
+	StepStarted   = "STEP_STARTED"
+	FieldSet      = "FIELD_SET"
+	FieldAppend   = "FIELD_APPEND"
+	StepCompleted = "STEP_COMPLETED"
+	Failed        = "FAILED"
+	Terminal      = "TERMINAL"
+)
+
+var eventTypes = map[string]bool{ItemCreated: true, StepStarted: true, FieldSet: true, FieldAppend: true,
+	StepCompleted: true, Failed: true, Terminal: true}
+
+var stepKinds = map[string]bool{"root": true, "leaf": true, "sequence": true, "loop": true, "map_reduce": true,
+	"branch": true, "sub_pipeline": true, "conditional": true, "router": true}
+
+// Item statuses: the lifecycle lens (running, completed, filtered) and the failure lens (failed).
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFiltered  = "filtered"
+	StatusFailed    = "failed"
+)
+
+var statuses = map[string]bool{StatusRunning: true, StatusCompleted: true, StatusFiltered: true, StatusFailed: true}
+
+// Value kinds.
+const (
+	KindInt   = "int"
+	KindFloat = "float"
+	KindBool  = "bool"
+	KindStr   = "str"
+	KindJSON  = "json"
+	KindBlob  = "blob"
+)
+
+// Event is one checkpoint-log row in its wire form.
+type Event struct {
+	EventID       string          `json:"event_id"`
+	ItemID        string          `json:"item_id"`
+	RootItemID    string          `json:"root_item_id"`
+	ParentItemID  *string         `json:"parent_item_id,omitempty"`
+	ItemSeq       int64           `json:"item_seq"`
+	CheckpointID  string          `json:"checkpoint_id"`
+	EventType     string          `json:"event_type"`
+	StepName      *string         `json:"step_name,omitempty"`
+	StepKind      *string         `json:"step_kind,omitempty"`
+	StepIndex     *int64          `json:"step_index,omitempty"`
+	EnclosingStep *string         `json:"enclosing_step,omitempty"`
+	SelectorStep  *string         `json:"selector_step,omitempty"`
+	Attempt       int32           `json:"attempt"`
+	RunID         string          `json:"run_id"`
+	WriterEpoch   string          `json:"writer_epoch"`
+	FieldName     *string         `json:"field_name,omitempty"`
+	FieldType     *string         `json:"field_type,omitempty"`
+	CodecVersion  *int32          `json:"codec_version,omitempty"`
+	Value         *Value          `json:"value,omitempty"`
+	QueryTags     json.RawMessage `json:"query_tags,omitempty"`
+	Status        *string         `json:"status,omitempty"`
+	ErrorType     *string         `json:"error_type,omitempty"`
+	ErrorDump     *string         `json:"error_dump,omitempty"`
+	Traceback     *string         `json:"traceback,omitempty"`
+	EventTS       *time.Time      `json:"event_ts,omitempty"` // the server's time when omitted
+	SchemaVersion int32           `json:"schema_version"`
+}
+
+// Value is a FIELD_SET/FIELD_APPEND value: int, float, bool, str and json carry a JSON value in
+// Value; blob carries its bytes (base64 in JSON) with size and checksum.
+type Value struct {
+	Kind     string          `json:"kind"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Bytes    []byte          `json:"bytes,omitempty"`
+	Size     *int64          `json:"size,omitempty"`
+	Checksum *string         `json:"checksum,omitempty"`
+}
+
+// UnmarshalJSON decodes the wire form, requiring the members lance-context requires (item_seq
+// and schema_version have no default: a missing one is an error, not 0). A JSON null for an
+// optional member is absent.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var w struct {
+		plain
+		ItemSeq       *int64 `json:"item_seq"`
+		SchemaVersion *int32 `json:"schema_version"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.ItemSeq == nil {
+		return errors.New("missing field `item_seq`")
+	}
+	if w.SchemaVersion == nil {
+		return errors.New("missing field `schema_version`")
+	}
+	*e = Event(w.plain)
+	e.ItemSeq, e.SchemaVersion = *w.ItemSeq, *w.SchemaVersion
+	if isNull(e.QueryTags) {
+		e.QueryTags = nil
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Validate checks one event on its own (lance-context's rules, plus the ones its key needs).
+func (e *Event) Validate() error {
+	for _, f := range []struct{ name, value string }{{"event_id", e.EventID}, {"item_id", e.ItemID}, {"root_item_id", e.RootItemID},
+		{"checkpoint_id", e.CheckpointID}, {"run_id", e.RunID}, {"writer_epoch", e.WriterEpoch}} {
+		if f.value == "" {
+			return invalidf("%s must not be empty", f.name)
+		}
+		if strings.IndexByte(f.value, 0) >= 0 {
+			return invalidf("%s must not contain a NUL character", f.name)
+		}
+	}
+	id, err := ParseItemID(e.ItemID)
+	if err != nil {
+		return invalidf("%s", err)
+	}
+	if e.RootItemID != id.Root {
+		return invalidf("root_item_id '%s' is not the root of item_id '%s' (want '%s')", e.RootItemID, e.ItemID, id.Root)
+	}
+	if e.ParentItemID != nil {
+		if _, err := ParseItemID(*e.ParentItemID); err != nil {
+			return invalidf("parent_item_id: %s", err)
+		}
+	}
+	if e.ItemSeq < 0 {
+		return invalidf("item_seq must be non-negative")
+	}
+	if e.Attempt < 0 {
+		return invalidf("attempt must be non-negative")
+	}
+	if e.SchemaVersion <= 0 {
+		return invalidf("schema_version must be positive")
+	}
+	if !eventTypes[e.EventType] {
+		return invalidf("unsupported datagen event type '%s'", e.EventType)
+	}
+	if e.StepKind != nil && !stepKinds[*e.StepKind] {
+		return invalidf("unsupported datagen step kind '%s'", *e.StepKind)
+	}
+	if e.Status != nil && !statuses[*e.Status] {
+		return invalidf("unsupported datagen status '%s'", *e.Status)
+	}
+	if e.Value != nil {
+		if err := e.Value.validate(); err != nil {
+			return err
+		}
+	}
+	switch e.EventType {
+	case FieldSet, FieldAppend:
+		switch {
+		case str(e.FieldName) == "":
+			return invalidf("field events require field_name")
+		case str(e.FieldType) == "":
+			return invalidf("field events require field_type")
+		case e.CodecVersion == nil:
+			return invalidf("field events require codec_version")
+		case e.Value == nil:
+			return invalidf("field events require a value")
+		}
+		return e.requireStep("field events")
+	case StepStarted, StepCompleted:
+		return e.requireStep(e.EventType)
+	case Failed:
+		if str(e.ErrorType) == "" {
+			return invalidf("FAILED requires error_type")
+		}
+		return e.requireStep("FAILED")
+	case Terminal:
+		if s := str(e.Status); s != StatusCompleted && s != StatusFiltered {
+			return invalidf("TERMINAL requires status completed or filtered")
+		}
+	}
+	return nil
+}
+
+func (e *Event) requireStep(what string) error {
+	switch {
+	case str(e.StepName) == "":
+		return invalidf("%s require step_name", what)
+	case e.StepKind == nil:
+		return invalidf("%s require step_kind", what)
+	case e.StepIndex == nil:
+		return invalidf("%s require step_index", what)
+	}
+	return nil
+}
+
+// validate checks a value's kind against its payload (the write path: a blob carries its bytes).
+func (v *Value) validate() error {
+	missing := func() error { return invalidf("datagen value of kind '%s' is missing 'value'", v.Kind) }
+	var x any
+	if v.Kind != KindBlob {
+		if isNull(v.Value) {
+			return missing()
+		}
+		dec := json.NewDecoder(bytes.NewReader(v.Value))
+		dec.UseNumber()
+		if err := dec.Decode(&x); err != nil {
+			return invalidf("datagen value: %v", err)
+		}
+	}
+	switch v.Kind {
+	case KindInt:
+		n, ok := x.(json.Number)
+		if _, err := n.Int64(); !ok || err != nil {
+			return invalidf("datagen value of kind 'int' needs an integer that fits in 64 bits, got %s", v.Value)
+		}
+	case KindFloat:
+		n, ok := x.(json.Number)
+		if _, err := n.Float64(); !ok || err != nil {
+			return invalidf("datagen value of kind 'float' needs a number, got %s", v.Value)
+		}
+	case KindBool:
+		if _, ok := x.(bool); !ok {
+			return invalidf("datagen value of kind 'bool' needs true or false, got %s", v.Value)
+		}
+	case KindStr:
+		if _, ok := x.(string); !ok {
+			return invalidf("datagen value of kind 'str' needs a string, got %s", v.Value)
+		}
+	case KindJSON:
+	case KindBlob:
+		if v.Bytes == nil {
+			return invalidf("blob values need their bytes on the write path")
+		}
+		if len(v.Bytes) > MaxInlineBlobBytes {
+			return fmt.Errorf("%w: a blob value holds %d bytes; at most %d are stored inline", ErrTooLarge, len(v.Bytes), MaxInlineBlobBytes)
+		}
+		if v.Size == nil {
+			n := int64(len(v.Bytes))
+			v.Size = &n
+		} else if *v.Size != int64(len(v.Bytes)) {
+			return invalidf("blob value declares %d bytes but contains %d", *v.Size, len(v.Bytes))
+		}
+	default:
+		return invalidf("unsupported datagen value kind '%s'", v.Kind)
+	}
+	return nil
+}
+
+// sameContent reports whether two events with one event id carry the same content (event_ts
+// aside: a retry is stamped anew when the client leaves it to the server).
+func sameContent(a, b *Event) bool {
+	ja, _ := json.Marshal(withoutTS(a))
+	jb, _ := json.Marshal(withoutTS(b))
+	return bytes.Equal(ja, jb)
+}
+
+func withoutTS(e *Event) Event {
+	c := *e
+	c.EventTS = nil
+	return c
+}
+
+// ValidateBatch checks a raw append: every event, no event id reused with different content,
+// no item_seq used twice for one item.
+func ValidateBatch(events []Event) error {
+	if len(events) == 0 {
+		return invalidf("events array must not be empty")
+	}
+	byID := make(map[string]*Event, len(events))
+	type itemSeq struct {
+		item string
+		seq  int64
+	}
+	seqs := make(map[itemSeq]string, len(events))
+	for i := range events {
+		e := &events[i]
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if prev, ok := byID[e.EventID]; ok && !sameContent(prev, e) {
+			return invalidf("event_id '%s' was reused with different content", e.EventID)
+		}
+		byID[e.EventID] = e
+		k := itemSeq{e.ItemID, e.ItemSeq}
+		if prev, ok := seqs[k]; ok && prev != e.EventID {
+			return invalidf("item '%s' has duplicate item_seq %d in one batch", e.ItemID, e.ItemSeq)
+		}
+		seqs[k] = e.EventID
+	}
+	return nil
+}
+
+// ValidateCheckpoint checks a checkpoint append: one item, checkpoint, run, writer epoch and
+// attempt; only field events and exactly one STEP_COMPLETED, every field event at the
+// completion's step; then ValidateBatch.
+func ValidateCheckpoint(events []Event) error {
+	if len(events) == 0 {
+		return invalidf("checkpoint batch must not be empty")
+	}
+	first := &events[0]
+	var completion *Event
+	for i := range events {
+		e := &events[i]
+		if e.ItemID != first.ItemID || e.CheckpointID != first.CheckpointID || e.RunID != first.RunID ||
+			e.WriterEpoch != first.WriterEpoch || e.Attempt != first.Attempt {
+			return invalidf("checkpoint batch must share item_id, checkpoint_id, run_id, writer_epoch, and attempt")
+		}
+		switch e.EventType {
+		case FieldSet, FieldAppend:
+		case StepCompleted:
+			if completion != nil {
+				return invalidf("checkpoint batch requires exactly one STEP_COMPLETED event, found more")
+			}
+			completion = e
+		default:
+			return invalidf("checkpoint batch may contain only FIELD_SET, FIELD_APPEND, and STEP_COMPLETED events")
+		}
+	}
+	if completion == nil {
+		return invalidf("checkpoint batch requires exactly one STEP_COMPLETED event, found 0")
+	}
+	for i := range events {
+		e := &events[i]
+		if e.EventType == StepCompleted {
+			continue
+		}
+		if str(e.StepName) != str(completion.StepName) || !eqInt(e.StepIndex, completion.StepIndex) || str(e.StepKind) != str(completion.StepKind) ||
+			!eqStr(e.EnclosingStep, completion.EnclosingStep) || !eqStr(e.SelectorStep, completion.SelectorStep) {
+			return invalidf("all field events must share the STEP_COMPLETED step identity")
+		}
+	}
+	return ValidateBatch(events)
+}
+
+func eqStr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+func eqInt(a, b *int64) bool  { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

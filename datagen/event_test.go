@@ -1,0 +1,98 @@
+package datagen
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The event id is lance-context's: UUIDv5 (OID namespace) of "item NUL checkpoint NUL ordinal"
+// (expected values from Python's uuid.uuid5).
+func TestEventIDIsLanceContextsDerivation(t *testing.T) {
+	require.Equal(t, "8dc2c1ce-0521-516a-b939-4f505d693555", EventID("5", "created", 0))
+	require.Equal(t, "2b2ad3e9-c409-5e65-ad95-8860f8766f8c", EventID("5/expand:0", "solve-0", 1))
+}
+
+func TestItemIDsRoundTrip(t *testing.T) {
+	id, err := ParseItemID("5/expand:0/enrich:1")
+	require.NoError(t, err)
+	require.Equal(t, ItemID{Root: "5", Segments: []Segment{{"expand", 0}, {"enrich", 1}}}, id)
+	require.Equal(t, "5/expand:0/enrich:1", id.String())
+	for _, bad := range []string{"", "/x:1", "5/expand", "5/expand:x"} {
+		_, err := ParseItemID(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func decodeEvent(t *testing.T, doc string) Event {
+	t.Helper()
+	var e Event
+	require.NoError(t, json.Unmarshal([]byte(doc), &e))
+	return e
+}
+
+func TestEventValidationNamesTheRule(t *testing.T) {
+	base := `"event_id":"e","item_id":"5","root_item_id":"5","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2`
+	step := `,"step_name":"gen","step_kind":"leaf","step_index":0`
+	field := `,"field_name":"f","field_type":"str","codec_version":1`
+	for _, c := range []struct{ doc, want string }{
+		{`{` + base + `,"event_type":"NOPE"}`, "unsupported datagen event type"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `}`, "field events require a value"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + field + `,"value":{"kind":"str","value":"x"}}`, "require step_name"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `,"value":{"kind":"int","value":1.5}}`, "kind 'int' needs an integer"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `,"value":{"kind":"str","value":null}}`, "missing 'value'"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `,"value":{"kind":"blob","bytes":"AAE=","size":5}}`, "declares 5 bytes but contains 2"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `,"value":{"kind":"blob","size":5}}`, "need their bytes"},
+		{`{` + base + `,"event_type":"FIELD_SET"` + step + field + `,"value":{"kind":"vec","value":1}}`, "unsupported datagen value kind"},
+		{`{` + base + `,"event_type":"FAILED"` + step + `}`, "FAILED requires error_type"},
+		{`{` + base + `,"event_type":"TERMINAL","status":"running"}`, "TERMINAL requires status completed or filtered"},
+		{`{` + base + `,"event_type":"STEP_COMPLETED","step_name":"gen","step_kind":"weird","step_index":0}`, "unsupported datagen step kind"},
+		{`{"event_id":"e","item_id":"5/x:1","root_item_id":"6","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "is not the root"},
+		{`{"event_id":"e\u0000","item_id":"5","root_item_id":"5","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "NUL"},
+		{`{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":-1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "item_seq must be non-negative"},
+		{`{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":1,"checkpoint_id":"","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "checkpoint_id must not be empty"},
+	} {
+		e := decodeEvent(t, c.doc)
+		err := e.Validate()
+		require.ErrorIs(t, err, ErrInvalid, c.doc)
+		require.Contains(t, err.Error(), c.want, c.doc)
+	}
+	var e Event
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"event_id":"e","item_id":"5","root_item_id":"5","checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`), &e), "item_seq")
+	big := decodeEvent(t, `{`+base+`,"event_type":"FIELD_SET"`+step+field+`,"value":{"kind":"blob","bytes":""}}`)
+	big.Value.Bytes = make([]byte, MaxInlineBlobBytes+1)
+	require.True(t, errors.Is(big.Validate(), ErrTooLarge))
+}
+
+func TestCheckpointBatchRules(t *testing.T) {
+	ev := func(seq int64, typ, step string) Event {
+		e := decodeEvent(t, `{"event_id":"x","item_id":"5","root_item_id":"5","item_seq":0,"checkpoint_id":"c1","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`)
+		e.ItemSeq, e.EventType, e.EventID = seq, typ, EventID("5", "c1", uint32(seq))
+		kind, idx := "leaf", int64(0)
+		e.StepName, e.StepKind, e.StepIndex = &step, &kind, &idx
+		if typ == FieldSet {
+			name, ft, cv := "f", "str", int32(1)
+			e.FieldName, e.FieldType, e.CodecVersion = &name, &ft, &cv
+			e.Value = &Value{Kind: KindStr, Value: json.RawMessage(`"v"`)}
+		}
+		return e
+	}
+	require.NoError(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "gen"), ev(2, StepCompleted, "gen")}))
+	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "gen")}), "exactly one STEP_COMPLETED")
+	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, StepCompleted, "gen"), ev(2, StepCompleted, "gen")}), "exactly one STEP_COMPLETED")
+	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "other"), ev(2, StepCompleted, "gen")}), "share the STEP_COMPLETED step identity")
+	other := ev(1, FieldSet, "gen")
+	other.WriterEpoch = "w2"
+	require.ErrorContains(t, ValidateCheckpoint([]Event{other, ev(2, StepCompleted, "gen")}), "must share item_id")
+	created := ev(0, ItemCreated, "gen")
+	require.ErrorContains(t, ValidateCheckpoint([]Event{created, ev(2, StepCompleted, "gen")}), "only FIELD_SET")
+	dup := ev(2, FieldSet, "gen")
+	dup.EventID = "other"
+	require.ErrorContains(t, ValidateBatch([]Event{ev(2, FieldSet, "gen"), dup}), "duplicate item_seq")
+	changed := ev(1, FieldSet, "gen")
+	changed.Value = &Value{Kind: KindStr, Value: json.RawMessage(`"w"`)}
+	require.ErrorContains(t, ValidateBatch([]Event{ev(1, FieldSet, "gen"), changed}), "reused with different content")
+	require.ErrorContains(t, ValidateBatch(nil), "must not be empty")
+}

@@ -1,0 +1,385 @@
+// The Arrow layout of the log: events to a record of kinds.DatagenSchema (the append path) and
+// the rows of a read back to events (the read paths). Values are stored in the typed value_*
+// column of their kind; a blob's bytes in value_blob with payload_size and payload_checksum.
+package datagen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/kinds"
+)
+
+// column positions in kinds.DatagenSchema.
+var col = func() map[string]int {
+	m := map[string]int{}
+	for i, f := range kinds.DatagenSchema.Fields() {
+		m[f.Name] = i
+	}
+	return m
+}()
+
+// ToRecord builds the log rows of validated events; events without event_ts get now. The caller
+// releases the record.
+func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, kinds.DatagenSchema)
+	defer b.Release()
+	s := func(name string) *array.StringBuilder { return b.Field(col[name]).(*array.StringBuilder) }
+	ls := func(name string) *array.LargeStringBuilder { return b.Field(col[name]).(*array.LargeStringBuilder) }
+	i64 := func(name string) *array.Int64Builder { return b.Field(col[name]).(*array.Int64Builder) }
+	i32 := func(name string) *array.Int32Builder { return b.Field(col[name]).(*array.Int32Builder) }
+	opt := func(sb *array.StringBuilder, v *string) {
+		if v == nil {
+			sb.AppendNull()
+		} else {
+			sb.Append(*v)
+		}
+	}
+	optLarge := func(sb *array.LargeStringBuilder, v *string) {
+		if v == nil {
+			sb.AppendNull()
+		} else {
+			sb.Append(*v)
+		}
+	}
+	optInt := func(ib *array.Int64Builder, v *int64) {
+		if v == nil {
+			ib.AppendNull()
+		} else {
+			ib.Append(*v)
+		}
+	}
+	b.Reserve(len(events))
+	ts := b.Field(col["event_ts"]).(*array.TimestampBuilder)
+	for i := range events {
+		e := &events[i]
+		s(kinds.DatagenKeyColumn).Append(Key(e.ItemID, e.EventID))
+		s("event_id").Append(e.EventID)
+		s("item_id").Append(e.ItemID)
+		s("root_item_id").Append(e.RootItemID)
+		opt(s("parent_item_id"), e.ParentItemID)
+		i64("item_seq").Append(e.ItemSeq)
+		s("checkpoint_id").Append(e.CheckpointID)
+		s("event_type").Append(e.EventType)
+		opt(s("step_name"), e.StepName)
+		opt(s("step_kind"), e.StepKind)
+		optInt(i64("step_index"), e.StepIndex)
+		opt(s("enclosing_step"), e.EnclosingStep)
+		opt(s("selector_step"), e.SelectorStep)
+		i32("attempt").Append(e.Attempt)
+		s("run_id").Append(e.RunID)
+		s("writer_epoch").Append(e.WriterEpoch)
+		opt(s("field_name"), e.FieldName)
+		opt(s("field_type"), e.FieldType)
+		if e.CodecVersion == nil {
+			i32("codec_version").AppendNull()
+		} else {
+			i32("codec_version").Append(*e.CodecVersion)
+		}
+		appendValue(b, e.Value)
+		if e.QueryTags == nil {
+			ls("query_tags_json").AppendNull()
+		} else {
+			ls("query_tags_json").Append(compactJSON(e.QueryTags))
+		}
+		opt(s("status"), e.Status)
+		opt(s("error_type"), e.ErrorType)
+		optLarge(ls("error_dump"), e.ErrorDump)
+		optLarge(ls("traceback"), e.Traceback)
+		t := now
+		if e.EventTS != nil {
+			t = *e.EventTS
+		}
+		ts.Append(arrow.Timestamp(t.UnixMicro()))
+		i32("schema_version").Append(e.SchemaVersion)
+	}
+	return b.NewRecordBatch()
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// appendValue fills the value columns of one row (all null without a value).
+func appendValue(b *array.RecordBuilder, v *Value) {
+	kind := b.Field(col["value_kind"]).(*array.StringBuilder)
+	vi := b.Field(col["value_i64"]).(*array.Int64Builder)
+	vf := b.Field(col["value_f64"]).(*array.Float64Builder)
+	vb := b.Field(col["value_bool"]).(*array.BooleanBuilder)
+	vs := b.Field(col["value_str"]).(*array.LargeStringBuilder)
+	vj := b.Field(col["value_json"]).(*array.LargeStringBuilder)
+	blob := b.Field(col["value_blob"]).(*array.BinaryBuilder)
+	size := b.Field(col["payload_size"]).(*array.Int64Builder)
+	sum := b.Field(col["payload_checksum"]).(*array.StringBuilder)
+	nulls := func(except ...array.Builder) {
+		for _, x := range []array.Builder{vi, vf, vb, vs, vj, blob, size, sum} {
+			skip := false
+			for _, e := range except {
+				skip = skip || x == e
+			}
+			if !skip {
+				x.AppendNull()
+			}
+		}
+	}
+	if v == nil {
+		kind.AppendNull()
+		nulls()
+		return
+	}
+	kind.Append(v.Kind)
+	var x any
+	if v.Kind != KindBlob {
+		dec := json.NewDecoder(bytes.NewReader(v.Value))
+		dec.UseNumber()
+		_ = dec.Decode(&x) // validated
+	}
+	switch v.Kind {
+	case KindInt:
+		n, _ := x.(json.Number).Int64()
+		vi.Append(n)
+		nulls(vi)
+	case KindFloat:
+		f, _ := x.(json.Number).Float64()
+		vf.Append(f)
+		nulls(vf)
+	case KindBool:
+		vb.Append(x.(bool))
+		nulls(vb)
+	case KindStr:
+		vs.Append(x.(string))
+		nulls(vs)
+	case KindJSON:
+		vj.Append(compactJSON(v.Value))
+		nulls(vj)
+	case KindBlob:
+		blob.Append(v.Bytes)
+		size.Append(*v.Size)
+		if v.Checksum == nil {
+			sum.AppendNull()
+		} else {
+			sum.Append(*v.Checksum)
+		}
+		nulls(blob, size, sum)
+	}
+}
+
+// FromRecord reads rows back as events. Columns may be any subset of the schema that includes
+// the identity columns (a read that leaves out value_blob gets blobs without bytes). A stored row
+// that does not decode is ErrInvalid naming the event.
+func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
+	idx := map[string]int{}
+	for i, f := range rec.Schema().Fields() {
+		idx[f.Name] = i
+	}
+	strCol := func(name string) *array.String {
+		if i, ok := idx[name]; ok {
+			c, _ := rec.Column(i).(*array.String)
+			return c
+		}
+		return nil
+	}
+	largeCol := func(name string) *array.LargeString {
+		if i, ok := idx[name]; ok {
+			c, _ := rec.Column(i).(*array.LargeString)
+			return c
+		}
+		return nil
+	}
+	i64Col := func(name string) *array.Int64 {
+		if i, ok := idx[name]; ok {
+			c, _ := rec.Column(i).(*array.Int64)
+			return c
+		}
+		return nil
+	}
+	i32Col := func(name string) *array.Int32 {
+		if i, ok := idx[name]; ok {
+			c, _ := rec.Column(i).(*array.Int32)
+			return c
+		}
+		return nil
+	}
+	eventID, itemID, rootID, seq := strCol("event_id"), strCol("item_id"), strCol("root_item_id"), i64Col("item_seq")
+	if eventID == nil || itemID == nil || rootID == nil || seq == nil {
+		return nil, fmt.Errorf("datagen: a read without the identity columns")
+	}
+	parent, checkpoint, etype := strCol("parent_item_id"), strCol("checkpoint_id"), strCol("event_type")
+	stepName, stepKind, stepIndex := strCol("step_name"), strCol("step_kind"), i64Col("step_index")
+	enclosing, selector, attempt := strCol("enclosing_step"), strCol("selector_step"), i32Col("attempt")
+	runID, epoch, fieldName, fieldType, codec := strCol("run_id"), strCol("writer_epoch"), strCol("field_name"), strCol("field_type"), i32Col("codec_version")
+	vkind, vi, vs, vj := strCol("value_kind"), i64Col("value_i64"), largeCol("value_str"), largeCol("value_json")
+	size, sum, tags := i64Col("payload_size"), strCol("payload_checksum"), largeCol("query_tags_json")
+	status, errType, errDump, tb := strCol("status"), strCol("error_type"), largeCol("error_dump"), largeCol("traceback")
+	schemaVersion := i32Col("schema_version")
+	var vf *array.Float64
+	var vb *array.Boolean
+	var blob *array.LargeBinary
+	var ts *array.Timestamp
+	if i, ok := idx["value_f64"]; ok {
+		vf, _ = rec.Column(i).(*array.Float64)
+	}
+	if i, ok := idx["value_bool"]; ok {
+		vb, _ = rec.Column(i).(*array.Boolean)
+	}
+	if i, ok := idx["value_blob"]; ok {
+		blob, _ = rec.Column(i).(*array.LargeBinary)
+	}
+	if i, ok := idx["event_ts"]; ok {
+		ts, _ = rec.Column(i).(*array.Timestamp)
+	}
+
+	optS := func(c *array.String, r int) *string {
+		if c == nil || c.IsNull(r) {
+			return nil
+		}
+		v := c.Value(r)
+		return &v
+	}
+	optL := func(c *array.LargeString, r int) *string {
+		if c == nil || c.IsNull(r) {
+			return nil
+		}
+		v := c.Value(r)
+		return &v
+	}
+	optI := func(c *array.Int64, r int) *int64 {
+		if c == nil || c.IsNull(r) {
+			return nil
+		}
+		v := c.Value(r)
+		return &v
+	}
+	reqS := func(c *array.String, r int) string {
+		if c == nil || c.IsNull(r) {
+			return ""
+		}
+		return c.Value(r)
+	}
+	out := make([]Event, rec.NumRows())
+	for r := range out {
+		e := &out[r]
+		e.EventID, e.ItemID, e.RootItemID, e.ItemSeq = eventID.Value(r), itemID.Value(r), rootID.Value(r), seq.Value(r)
+		e.ParentItemID = optS(parent, r)
+		e.CheckpointID, e.EventType = reqS(checkpoint, r), reqS(etype, r)
+		e.StepName, e.StepKind, e.StepIndex = optS(stepName, r), optS(stepKind, r), optI(stepIndex, r)
+		e.EnclosingStep, e.SelectorStep = optS(enclosing, r), optS(selector, r)
+		if attempt != nil {
+			e.Attempt = attempt.Value(r)
+		}
+		e.RunID, e.WriterEpoch = reqS(runID, r), reqS(epoch, r)
+		e.FieldName, e.FieldType = optS(fieldName, r), optS(fieldType, r)
+		if codec != nil && !codec.IsNull(r) {
+			v := codec.Value(r)
+			e.CodecVersion = &v
+		}
+		if k := optS(vkind, r); k != nil {
+			v := &Value{Kind: *k}
+			bad := func() error { return invalidf("stored event '%s' has value_kind %s without its value", e.EventID, *k) }
+			switch *k {
+			case KindInt:
+				if vi == nil || vi.IsNull(r) {
+					return nil, bad()
+				}
+				v.Value, _ = json.Marshal(vi.Value(r))
+			case KindFloat:
+				if vf == nil || vf.IsNull(r) {
+					return nil, bad()
+				}
+				v.Value, _ = json.Marshal(vf.Value(r))
+			case KindBool:
+				if vb == nil || vb.IsNull(r) {
+					return nil, bad()
+				}
+				v.Value, _ = json.Marshal(vb.Value(r))
+			case KindStr:
+				if vs == nil || vs.IsNull(r) {
+					return nil, bad()
+				}
+				v.Value, _ = json.Marshal(vs.Value(r))
+			case KindJSON:
+				if vj == nil || vj.IsNull(r) {
+					return nil, bad()
+				}
+				if !json.Valid([]byte(vj.Value(r))) {
+					return nil, invalidf("event '%s' contains invalid value_json", e.EventID)
+				}
+				v.Value = json.RawMessage(vj.Value(r))
+			case KindBlob:
+				v.Size = optI(size, r)
+				if v.Size == nil {
+					return nil, invalidf("payload_size must not be null")
+				}
+				v.Checksum = optS(sum, r)
+				if blob != nil && !blob.IsNull(r) {
+					v.Bytes = bytes.Clone(blob.Value(r))
+				}
+			default:
+				return nil, invalidf("event '%s' has unsupported value_kind '%s'", e.EventID, *k)
+			}
+			e.Value = v
+		}
+		if t := optL(tags, r); t != nil {
+			if !json.Valid([]byte(*t)) {
+				return nil, invalidf("event '%s' contains invalid query_tags_json", e.EventID)
+			}
+			e.QueryTags = json.RawMessage(*t)
+		}
+		e.Status, e.ErrorType, e.ErrorDump, e.Traceback = optS(status, r), optS(errType, r), optL(errDump, r), optL(tb, r)
+		if ts != nil && !ts.IsNull(r) {
+			t := time.UnixMicro(int64(ts.Value(r))).UTC()
+			e.EventTS = &t
+		}
+		if schemaVersion != nil {
+			e.SchemaVersion = schemaVersion.Value(r)
+		}
+	}
+	return out, nil
+}
+
+// requiredColumns must be present, without nulls, in an Arrow append.
+var requiredColumns = []string{"event_id", "item_id", "root_item_id", "item_seq", "checkpoint_id", "event_type",
+	"attempt", "run_id", "writer_epoch", "schema_version"}
+
+// FromArrow reads the events of an Arrow append: a batch of the log's columns (any subset that
+// holds the required ones, each once, of the log's type; the key column, when sent, is ignored —
+// it is derived). Anything else is ErrInvalid naming the column.
+func FromArrow(rec arrow.RecordBatch) ([]Event, error) {
+	seen := map[string]bool{}
+	for i, f := range rec.Schema().Fields() {
+		if seen[f.Name] {
+			return nil, invalidf("column %q appears twice", f.Name)
+		}
+		seen[f.Name] = true
+		j, ok := col[f.Name]
+		if !ok {
+			return nil, invalidf("unknown column %q (the log's columns are listed in docs/format/datagen.md)", f.Name)
+		}
+		if want := kinds.DatagenSchema.Field(j).Type; !arrow.TypeEqual(f.Type, want) {
+			return nil, invalidf("column %q is %s; want %s", f.Name, f.Type, want)
+		}
+		if slices.Contains(requiredColumns, f.Name) && rec.Column(i).NullN() > 0 {
+			return nil, invalidf("column %q must not hold nulls", f.Name)
+		}
+	}
+	for _, name := range requiredColumns {
+		if !seen[name] {
+			return nil, invalidf("missing column %q", name)
+		}
+	}
+	if rec.NumRows() == 0 {
+		return nil, invalidf("events array must not be empty")
+	}
+	return FromRecord(rec)
+}
