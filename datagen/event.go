@@ -148,9 +148,11 @@ func (e *Event) Validate() error {
 		if f.value == "" {
 			return invalidf("%s must not be empty", f.name)
 		}
-		if strings.IndexByte(f.value, 0) >= 0 {
-			return invalidf("%s must not contain a NUL character", f.name)
-		}
+	}
+	// The log's key is item_id NUL event_id: an item id never holds a NUL (checkpoint ids may:
+	// lance-context's own writers put one in the ITEM_CREATED checkpoint id).
+	if strings.IndexByte(e.ItemID, 0) >= 0 {
+		return invalidf("item_id must not contain a NUL character")
 	}
 	id, err := ParseItemID(e.ItemID)
 	if err != nil {

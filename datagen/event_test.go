@@ -50,7 +50,7 @@ func TestEventValidationNamesTheRule(t *testing.T) {
 		{`{` + base + `,"event_type":"TERMINAL","status":"running"}`, "TERMINAL requires status completed or filtered"},
 		{`{` + base + `,"event_type":"STEP_COMPLETED","step_name":"gen","step_kind":"weird","step_index":0}`, "unsupported datagen step kind"},
 		{`{"event_id":"e","item_id":"5/x:1","root_item_id":"6","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "is not the root"},
-		{`{"event_id":"e\u0000","item_id":"5","root_item_id":"5","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "NUL"},
+		{`{"event_id":"e","item_id":"5\u0000","root_item_id":"5","item_seq":1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "NUL"},
 		{`{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":-1,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "item_seq must be non-negative"},
 		{`{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":1,"checkpoint_id":"","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`, "checkpoint_id must not be empty"},
 	} {

@@ -60,8 +60,8 @@ func (id ItemID) String() string {
 	return b.String()
 }
 
-// Key is the log's key of an event: item_id NUL event_id. Item ids and event ids never hold a
-// NUL (validation refuses them), so an item's events are exactly the keys in ItemRange(item).
+// Key is the log's key of an event: item_id NUL event_id. Item ids never hold a NUL (validation
+// refuses them), so an item's events are exactly the keys in ItemRange(item).
 func Key(itemID, eventID string) string { return itemID + "\x00" + eventID }
 
 // ItemRange is the exclusive key range (after, before) holding every event of item.
