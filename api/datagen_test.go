@@ -199,15 +199,15 @@ func TestDatagenRejectsBadBatchesWhole(t *testing.T) {
 		events(dgEvent("5", 0, "created", 0, "ITEM_CREATED"), dgEvent("5", 1, "gen-0", 0, "STEP_COMPLETED", leaf("gen", 0)...)), nil))
 	good := dgEvent("9", 0, "created", 0, "ITEM_CREATED")
 	for name, body := range map[string]any{
-		"bad type, after a good event":   events(good, dgEvent("9", 1, "x", 0, "NOPE")),
-		"missing item_seq":               `{"events":[{"event_id":"e","item_id":"9","root_item_id":"9","checkpoint_id":"c","event_type":"ITEM_CREATED","run_id":"r","writer_epoch":"w","schema_version":2}]}`,
-		"duplicate item_seq in a batch":  events(good, dgEvent("9", 0, "other", 0, "STEP_COMPLETED", leaf("gen", 0)...)),
-		"item_seq not above the stored":  events(good, dgEvent("5", 1, "gen-9", 0, "STEP_COMPLETED", leaf("gen", 9)...)),
-		"empty":                          events(),
-		"not JSON":                       `{"events": [`,
-		"invalid UTF-8":                  "{\"events\": [\"\xff\"]}",
-		"checkpoint of two items":        nil,
-		"inconsistent root":              events(good, dgEvent("9", 1, "x", 0, "ITEM_CREATED", "root_item_id", "8")),
+		"bad type, after a good event":  events(good, dgEvent("9", 1, "x", 0, "NOPE")),
+		"missing item_seq":              `{"events":[{"event_id":"e","item_id":"9","root_item_id":"9","checkpoint_id":"c","event_type":"ITEM_CREATED","run_id":"r","writer_epoch":"w","schema_version":2}]}`,
+		"duplicate item_seq in a batch": events(good, dgEvent("9", 0, "other", 0, "STEP_COMPLETED", leaf("gen", 0)...)),
+		"item_seq not above the stored": events(good, dgEvent("5", 1, "gen-9", 0, "STEP_COMPLETED", leaf("gen", 9)...)),
+		"empty":                         events(),
+		"not JSON":                      `{"events": [`,
+		"invalid UTF-8":                 "{\"events\": [\"\xff\"]}",
+		"checkpoint of two items":       nil,
+		"inconsistent root":             events(good, dgEvent("9", 1, "x", 0, "ITEM_CREATED", "root_item_id", "8")),
 	} {
 		path := "/api/v1/datagen/exp/events"
 		if body == nil {
