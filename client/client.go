@@ -15,23 +15,27 @@ import (
 	"time"
 )
 
-// Kind is a store kind: KindRollout or KindGeneric.
+// Kind is a store kind: KindRollout, KindGeneric or KindDatagen.
 type Kind string
 
 const (
 	KindRollout Kind = "rollout"
 	KindGeneric Kind = "generic"
+	// KindDatagen stores are checkpoint event logs: their rows are events (see the datagen calls).
+	KindDatagen Kind = "datagen"
 )
 
-// ParseKind accepts "rollout"/"rollouts" and "generic".
+// ParseKind accepts "rollout"/"rollouts", "generic" and "datagen".
 func ParseKind(s string) (Kind, error) {
 	switch strings.ToLower(s) {
 	case "rollout", "rollouts":
 		return KindRollout, nil
 	case "generic":
 		return KindGeneric, nil
+	case "datagen":
+		return KindDatagen, nil
 	}
-	return "", fmt.Errorf("unknown store kind %q: want rollout or generic", s)
+	return "", fmt.Errorf("unknown store kind %q: want rollout, generic or datagen", s)
 }
 
 // ParseRef splits "kind/name" (e.g. "rollout/run-7").
@@ -52,10 +56,14 @@ func (k Kind) collection() string {
 	return string(k)
 }
 
-// rowsField is the JSON field holding rows in a kind's append body and list page.
+// rowsField is the JSON field holding rows in a kind's append body and list page (and the path
+// segment of its append route).
 func (k Kind) rowsField() string {
-	if k == KindRollout {
+	switch k {
+	case KindRollout:
 		return "records"
+	case KindDatagen:
+		return "events"
 	}
 	return "rows"
 }

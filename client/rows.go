@@ -31,8 +31,9 @@ type AppendResult struct {
 	Count   int      `json:"count"`
 }
 
-// Append appends JSON rows (objects keyed by column name). Rows are durable when it returns; with
-// flush they are also sealed, so every worker reads them at once.
+// Append appends JSON rows (objects keyed by column name; a datagen store's rows are events).
+// Rows are durable when it returns; with flush they are also sealed, so every worker reads them
+// at once (datagen appends are always sealed).
 // Rows are sent as they are (the server validates them), not re-encoded.
 func (c *Client) Append(ctx context.Context, kind Kind, name string, rows []json.RawMessage, flush bool) (AppendResult, error) {
 	size := 16
