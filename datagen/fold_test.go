@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 )
@@ -158,3 +160,52 @@ func TestFoldRefusesConflictsAndMixedFields(t *testing.T) {
 	_, err = Fold(codec)
 	require.ErrorContains(t, err, "different codecs")
 }
+
+// An Arrow append: the log's columns (compatible types accepted), nothing else, each once.
+func TestFromArrowNamesWhatIsWrong(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := ToRecord(loadEvents(t), time.Now(), mem)
+	defer rec.Release()
+	evs, err := FromArrow(rec)
+	require.NoError(t, err)
+	require.Len(t, evs, 11)
+
+	drop := func(name string) arrow.RecordBatch {
+		var fields []arrow.Field
+		var cols []arrow.Array
+		for i, f := range rec.Schema().Fields() {
+			if f.Name != name {
+				fields, cols = append(fields, f), append(cols, rec.Column(i))
+			}
+		}
+		return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	}
+	noRun := drop("run_id")
+	defer noRun.Release()
+	_, err = FromArrow(noRun)
+	require.ErrorContains(t, err, `missing column "run_id"`)
+
+	extra := array.NewRecordBatch(arrow.NewSchema(append(rec.Schema().Fields(), arrow.Field{Name: "surprise", Type: arrow.PrimitiveTypes.Int64}), nil),
+		append(rec.Columns(), rec.Column(kindsIndex("item_seq"))), rec.NumRows())
+	defer extra.Release()
+	_, err = FromArrow(extra)
+	require.ErrorContains(t, err, `unknown column "surprise"`)
+
+	twice := array.NewRecordBatch(arrow.NewSchema(append(rec.Schema().Fields(), rec.Schema().Field(kindsIndex("run_id"))), nil),
+		append(rec.Columns(), rec.Column(kindsIndex("run_id"))), rec.NumRows())
+	defer twice.Release()
+	_, err = FromArrow(twice)
+	require.ErrorContains(t, err, `"run_id" appears twice`)
+
+	fields := slices.Clone(rec.Schema().Fields())
+	cols := slices.Clone(rec.Columns())
+	fields[kindsIndex("item_seq")] = arrow.Field{Name: "item_seq", Type: arrow.BinaryTypes.String}
+	cols[kindsIndex("item_seq")] = rec.Column(kindsIndex("run_id"))
+	wrong := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	defer wrong.Release()
+	_, err = FromArrow(wrong)
+	require.ErrorContains(t, err, `column "item_seq" is utf8; want int64`)
+}
+
+func kindsIndex(name string) int { return col[name] }

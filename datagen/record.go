@@ -6,7 +6,7 @@ package datagen
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -175,57 +175,98 @@ func appendValue(b *array.RecordBuilder, v *Value) {
 	}
 }
 
+// stringColumn is a utf8 or large_utf8 column; bytesColumn a binary or large_binary one.
+type (
+	stringColumn interface {
+		IsNull(int) bool
+		Value(int) string
+	}
+	bytesColumn interface {
+		IsNull(int) bool
+		Value(int) []byte
+	}
+)
+
+// intColumn reads a signed integer column of any width.
+type intColumn struct{ a arrow.Array }
+
+func (c intColumn) IsNull(i int) bool { return c.a.IsNull(i) }
+func (c intColumn) Value(i int) int64 {
+	switch a := c.a.(type) {
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Int32:
+		return int64(a.Value(i))
+	case *array.Int16:
+		return int64(a.Value(i))
+	case *array.Int8:
+		return int64(a.Value(i))
+	}
+	return 0
+}
+
+// compatible reports whether a column of type got reads as the log's type want: the same type,
+// the other width of a string or binary type, a narrower signed integer, or any timestamp unit.
+func compatible(got, want arrow.DataType) bool {
+	if arrow.TypeEqual(got, want) {
+		return true
+	}
+	switch want.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return got.ID() == arrow.STRING || got.ID() == arrow.LARGE_STRING
+	case arrow.BINARY, arrow.LARGE_BINARY:
+		return got.ID() == arrow.BINARY || got.ID() == arrow.LARGE_BINARY
+	case arrow.INT64:
+		return got.ID() == arrow.INT32 || got.ID() == arrow.INT16 || got.ID() == arrow.INT8
+	case arrow.INT32: // a wider integer too (pandas and DuckDB write int64): values are range-checked
+		return got.ID() == arrow.INT64 || got.ID() == arrow.INT16 || got.ID() == arrow.INT8
+	case arrow.TIMESTAMP:
+		return got.ID() == arrow.TIMESTAMP
+	}
+	return false
+}
+
 // FromRecord reads rows back as events. Columns may be any subset of the schema that includes
-// the identity columns (a read that leaves out value_blob gets blobs without bytes). A stored row
-// that does not decode is ErrInvalid naming the event.
+// the identity columns (a read that leaves out value_blob gets blobs without bytes), of the
+// log's types or compatible ones. A stored row that does not decode is ErrInvalid naming the
+// event.
 func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 	idx := map[string]int{}
 	for i, f := range rec.Schema().Fields() {
 		idx[f.Name] = i
 	}
-	strCol := func(name string) *array.String {
+	strCol := func(name string) stringColumn {
 		if i, ok := idx[name]; ok {
-			c, _ := rec.Column(i).(*array.String)
-			return c
+			if c, ok := rec.Column(i).(stringColumn); ok {
+				return c
+			}
 		}
 		return nil
 	}
-	largeCol := func(name string) *array.LargeString {
+	intCol := func(name string) *intColumn {
 		if i, ok := idx[name]; ok {
-			c, _ := rec.Column(i).(*array.LargeString)
-			return c
+			switch rec.Column(i).DataType().ID() {
+			case arrow.INT64, arrow.INT32, arrow.INT16, arrow.INT8:
+				return &intColumn{rec.Column(i)}
+			}
 		}
 		return nil
 	}
-	i64Col := func(name string) *array.Int64 {
-		if i, ok := idx[name]; ok {
-			c, _ := rec.Column(i).(*array.Int64)
-			return c
-		}
-		return nil
-	}
-	i32Col := func(name string) *array.Int32 {
-		if i, ok := idx[name]; ok {
-			c, _ := rec.Column(i).(*array.Int32)
-			return c
-		}
-		return nil
-	}
-	eventID, itemID, rootID, seq := strCol("event_id"), strCol("item_id"), strCol("root_item_id"), i64Col("item_seq")
+	eventID, itemID, rootID, seq := strCol("event_id"), strCol("item_id"), strCol("root_item_id"), intCol("item_seq")
 	if eventID == nil || itemID == nil || rootID == nil || seq == nil {
-		return nil, fmt.Errorf("datagen: a read without the identity columns")
+		return nil, invalidf("a batch of events needs the event_id, item_id, root_item_id and item_seq columns")
 	}
 	parent, checkpoint, etype := strCol("parent_item_id"), strCol("checkpoint_id"), strCol("event_type")
-	stepName, stepKind, stepIndex := strCol("step_name"), strCol("step_kind"), i64Col("step_index")
-	enclosing, selector, attempt := strCol("enclosing_step"), strCol("selector_step"), i32Col("attempt")
-	runID, epoch, fieldName, fieldType, codec := strCol("run_id"), strCol("writer_epoch"), strCol("field_name"), strCol("field_type"), i32Col("codec_version")
-	vkind, vi, vs, vj := strCol("value_kind"), i64Col("value_i64"), largeCol("value_str"), largeCol("value_json")
-	size, sum, tags := i64Col("payload_size"), strCol("payload_checksum"), largeCol("query_tags_json")
-	status, errType, errDump, tb := strCol("status"), strCol("error_type"), largeCol("error_dump"), largeCol("traceback")
-	schemaVersion := i32Col("schema_version")
+	stepName, stepKind, stepIndex := strCol("step_name"), strCol("step_kind"), intCol("step_index")
+	enclosing, selector, attempt := strCol("enclosing_step"), strCol("selector_step"), intCol("attempt")
+	runID, epoch, fieldName, fieldType, codec := strCol("run_id"), strCol("writer_epoch"), strCol("field_name"), strCol("field_type"), intCol("codec_version")
+	vkind, vi, vs, vj := strCol("value_kind"), intCol("value_i64"), strCol("value_str"), strCol("value_json")
+	size, sum, tags := intCol("payload_size"), strCol("payload_checksum"), strCol("query_tags_json")
+	status, errType, errDump, tb := strCol("status"), strCol("error_type"), strCol("error_dump"), strCol("traceback")
+	schemaVersion := intCol("schema_version")
 	var vf *array.Float64
 	var vb *array.Boolean
-	var blob *array.LargeBinary
+	var blob bytesColumn
 	var ts *array.Timestamp
 	if i, ok := idx["value_f64"]; ok {
 		vf, _ = rec.Column(i).(*array.Float64)
@@ -234,34 +275,42 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 		vb, _ = rec.Column(i).(*array.Boolean)
 	}
 	if i, ok := idx["value_blob"]; ok {
-		blob, _ = rec.Column(i).(*array.LargeBinary)
+		blob, _ = rec.Column(i).(bytesColumn)
 	}
 	if i, ok := idx["event_ts"]; ok {
 		ts, _ = rec.Column(i).(*array.Timestamp)
 	}
 
-	optS := func(c *array.String, r int) *string {
+	optS := func(c stringColumn, r int) *string {
 		if c == nil || c.IsNull(r) {
 			return nil
 		}
 		v := c.Value(r)
 		return &v
 	}
-	optL := func(c *array.LargeString, r int) *string {
+	optI := func(c *intColumn, r int) *int64 {
 		if c == nil || c.IsNull(r) {
 			return nil
 		}
 		v := c.Value(r)
 		return &v
 	}
-	optI := func(c *array.Int64, r int) *int64 {
+	var rangeErr error
+	i32 := func(c *intColumn, r int, name string) int32 {
+		v := c.Value(r)
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			rangeErr = invalidf("row %d: %s %d does not fit in 32 bits", r, name, v)
+		}
+		return int32(v)
+	}
+	optI32 := func(c *intColumn, r int, name string) *int32 {
 		if c == nil || c.IsNull(r) {
 			return nil
 		}
-		v := c.Value(r)
+		v := i32(c, r, name)
 		return &v
 	}
-	reqS := func(c *array.String, r int) string {
+	reqS := func(c stringColumn, r int) string {
 		if c == nil || c.IsNull(r) {
 			return ""
 		}
@@ -270,23 +319,20 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 	out := make([]Event, rec.NumRows())
 	for r := range out {
 		e := &out[r]
-		e.EventID, e.ItemID, e.RootItemID, e.ItemSeq = eventID.Value(r), itemID.Value(r), rootID.Value(r), seq.Value(r)
+		e.EventID, e.ItemID, e.RootItemID, e.ItemSeq = reqS(eventID, r), reqS(itemID, r), reqS(rootID, r), seq.Value(r)
 		e.ParentItemID = optS(parent, r)
 		e.CheckpointID, e.EventType = reqS(checkpoint, r), reqS(etype, r)
 		e.StepName, e.StepKind, e.StepIndex = optS(stepName, r), optS(stepKind, r), optI(stepIndex, r)
 		e.EnclosingStep, e.SelectorStep = optS(enclosing, r), optS(selector, r)
 		if attempt != nil {
-			e.Attempt = attempt.Value(r)
+			e.Attempt = i32(attempt, r, "attempt")
 		}
 		e.RunID, e.WriterEpoch = reqS(runID, r), reqS(epoch, r)
 		e.FieldName, e.FieldType = optS(fieldName, r), optS(fieldType, r)
-		if codec != nil && !codec.IsNull(r) {
-			v := codec.Value(r)
-			e.CodecVersion = &v
-		}
+		e.CodecVersion = optI32(codec, r, "codec_version")
 		if k := optS(vkind, r); k != nil {
 			v := &Value{Kind: *k}
-			bad := func() error { return invalidf("stored event '%s' has value_kind %s without its value", e.EventID, *k) }
+			bad := func() error { return invalidf("event '%s' has value_kind %s without its value", e.EventID, *k) }
 			switch *k {
 			case KindInt:
 				if vi == nil || vi.IsNull(r) {
@@ -297,7 +343,11 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 				if vf == nil || vf.IsNull(r) {
 					return nil, bad()
 				}
-				v.Value, _ = json.Marshal(vf.Value(r))
+				f := vf.Value(r)
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					return nil, invalidf("event '%s' has a float value JSON cannot carry (%v)", e.EventID, f)
+				}
+				v.Value, _ = json.Marshal(f)
 			case KindBool:
 				if vb == nil || vb.IsNull(r) {
 					return nil, bad()
@@ -319,7 +369,7 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 			case KindBlob:
 				v.Size = optI(size, r)
 				if v.Size == nil {
-					return nil, invalidf("payload_size must not be null")
+					return nil, invalidf("event '%s': payload_size must not be null for a blob", e.EventID)
 				}
 				v.Checksum = optS(sum, r)
 				if blob != nil && !blob.IsNull(r) {
@@ -330,19 +380,23 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 			}
 			e.Value = v
 		}
-		if t := optL(tags, r); t != nil {
+		if t := optS(tags, r); t != nil {
 			if !json.Valid([]byte(*t)) {
 				return nil, invalidf("event '%s' contains invalid query_tags_json", e.EventID)
 			}
 			e.QueryTags = json.RawMessage(*t)
 		}
-		e.Status, e.ErrorType, e.ErrorDump, e.Traceback = optS(status, r), optS(errType, r), optL(errDump, r), optL(tb, r)
+		e.Status, e.ErrorType, e.ErrorDump, e.Traceback = optS(status, r), optS(errType, r), optS(errDump, r), optS(tb, r)
 		if ts != nil && !ts.IsNull(r) {
-			t := time.UnixMicro(int64(ts.Value(r))).UTC()
+			unit := ts.DataType().(*arrow.TimestampType).Unit
+			t := ts.Value(r).ToTime(unit).UTC()
 			e.EventTS = &t
 		}
 		if schemaVersion != nil {
-			e.SchemaVersion = schemaVersion.Value(r)
+			e.SchemaVersion = i32(schemaVersion, r, "schema_version")
+		}
+		if rangeErr != nil {
+			return nil, rangeErr
 		}
 	}
 	return out, nil
@@ -366,7 +420,7 @@ func FromArrow(rec arrow.RecordBatch) ([]Event, error) {
 		if !ok {
 			return nil, invalidf("unknown column %q (the log's columns are listed in docs/format/datagen.md)", f.Name)
 		}
-		if want := kinds.DatagenSchema.Field(j).Type; !arrow.TypeEqual(f.Type, want) {
+		if want := kinds.DatagenSchema.Field(j).Type; !compatible(f.Type, want) {
 			return nil, invalidf("column %q is %s; want %s", f.Name, f.Type, want)
 		}
 		if slices.Contains(requiredColumns, f.Name) && rec.Column(i).NullN() > 0 {

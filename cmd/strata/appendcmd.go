@@ -217,8 +217,9 @@ func appendJSONL(ctx context.Context, c *client.Client, kind client.Kind, name, 
 	}
 }
 
-// appendParquet streams the file's row groups in batches: as Arrow IPC for rollout stores, as
-// JSON rows for generic stores (whose API takes JSON).
+// appendParquet streams the file's row groups in batches: as Arrow IPC for rollout and datagen
+// stores (a datagen file holds the log's columns), as JSON rows for generic stores (whose API
+// takes JSON).
 func appendParquet(ctx context.Context, c *client.Client, kind client.Kind, name, path string, cfg appendConfig, out io.Writer) (*importProgress, error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -240,7 +241,7 @@ func appendParquet(ctx context.Context, c *client.Client, kind client.Kind, name
 	}
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		if kind == client.KindRollout {
+		if kind == client.KindRollout || kind == client.KindDatagen {
 			_, err = c.AppendArrow(ctx, kind, name, rec, false)
 		} else {
 			var rows []json.RawMessage

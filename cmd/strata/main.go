@@ -62,6 +62,7 @@ func rootCommand() *ffcli.Command {
 			appendCommand(),
 			getCommand(),
 			scanCommand(),
+			datagenCommand(),
 			statusCommand(),
 			versionCommand(),
 		},

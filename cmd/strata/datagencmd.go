@@ -1,0 +1,75 @@
+// `strata datagen item|failures|events|overview|roots`: the read lenses of a datagen store,
+// printed as indented JSON (lance-context's DTO shapes).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/strata-store/strata/client"
+)
+
+func datagenCommand() *ffcli.Command {
+	var cfg clientConfig
+	var loadBlobs bool
+	fs := flag.NewFlagSet("strata datagen", flag.ContinueOnError)
+	cfg.register(fs)
+	fs.BoolVar(&loadBlobs, "load-blobs", false, "item: inline blob bytes (base64) in the fold")
+	sub := func(name, usage, help string, args int, run func(ctx context.Context, c *client.Client, args []string) (any, error)) *ffcli.Command {
+		return &ffcli.Command{
+			Name:       name,
+			ShortUsage: "strata datagen " + name + " [flags] " + usage,
+			ShortHelp:  help,
+			FlagSet:    fs,
+			Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+			Exec: func(ctx context.Context, a []string) error {
+				if len(a) != args {
+					return fmt.Errorf("usage: strata datagen %s %s", name, usage)
+				}
+				c, err := cfg.client()
+				if err != nil {
+					return err
+				}
+				v, err := run(ctx, c, a)
+				if err != nil {
+					return err
+				}
+				return printJSON(v)
+			},
+		}
+	}
+	return &ffcli.Command{
+		Name:       "datagen",
+		ShortUsage: "strata datagen <item|failures|events|overview|roots> [flags] <name> ...",
+		ShortHelp:  "Read a datagen store: an item's fold, failures or events, the run overview, root statuses.",
+		FlagSet:    fs,
+		Subcommands: []*ffcli.Command{
+			sub("item", "<name> <item_id>", "Fold an item into its current state (null when never started).", 2,
+				func(ctx context.Context, c *client.Client, a []string) (any, error) {
+					return c.DatagenItem(ctx, a[0], a[1], loadBlobs)
+				}),
+			sub("failures", "<name> <item_id>", "List an item's failures.", 2,
+				func(ctx context.Context, c *client.Client, a []string) (any, error) {
+					return c.DatagenFailures(ctx, a[0], a[1])
+				}),
+			sub("events", "<name> <item_id>", "Print an item's raw events in item_seq order.", 2,
+				func(ctx context.Context, c *client.Client, a []string) (any, error) {
+					return c.DatagenItemEvents(ctx, a[0], a[1])
+				}),
+			sub("overview", "<name>", "The run overview: root items by status, failures, completed steps.", 1,
+				func(ctx context.Context, c *client.Client, a []string) (any, error) {
+					return c.DatagenOverview(ctx, a[0])
+				}),
+			sub("roots", "<name> <root_id,root_id,...>", "Classify roots by lifecycle status (never started: absent).", 2,
+				func(ctx context.Context, c *client.Client, a []string) (any, error) {
+					return c.DatagenRootStatuses(ctx, a[0], strings.Split(a[1], ","))
+				}),
+		},
+		Exec: func(context.Context, []string) error { return flag.ErrHelp },
+	}
+}
