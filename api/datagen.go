@@ -103,11 +103,7 @@ func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) 
 	if err := checkJSONSyntax(body); err != nil {
 		return nil, err
 	}
-	var req DatagenEventsRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, invalid("invalid events body: %v", err)
-	}
-	return req.Events, nil
+	return datagen.DecodeEvents(body)
 }
 
 func (h *handlers) addDatagenEvents(c echo.Context) error {

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -109,6 +110,9 @@ func BenchmarkP12Datagen(b *testing.B) {
 			return float64(p12Clients*p12Batches*p12Batch) / time.Since(start).Seconds()
 		}
 		events := run("/api/v1/datagen/events/events", eventBodies)
+		if os.Getenv("P12_ONLY_EVENTS") != "" {
+			return
+		}
 		rollouts := run("/api/v1/rollouts/json/records", rolloutBodies)
 		benchfmt.Report("P12-events-rows", events, "rows/s", "datagen event appends over HTTP (16 clients x 100 events of 256 B values; every append sealed before it is answered)")
 		benchfmt.Report("P12-events-vs-p3-json", events/rollouts, "x", fmt.Sprintf("event rows/s / P3's JSON rollout load on the same server (%.0f rows/s of 1 KB, unsealed)", rollouts))

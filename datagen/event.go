@@ -103,33 +103,44 @@ type Value struct {
 	Bytes    []byte          `json:"bytes,omitempty"`
 	Size     *int64          `json:"size,omitempty"`
 	Checksum *string         `json:"checksum,omitempty"`
+
+	parsed any // Value decoded by validate (json.Number, bool or string), for the Arrow columns
 }
 
-// UnmarshalJSON decodes the wire form, requiring the members lance-context requires (item_seq
-// and schema_version have no default: a missing one is an error, not 0). A JSON null for an
-// optional member is absent.
-func (e *Event) UnmarshalJSON(b []byte) error {
-	type plain Event
-	var w struct {
-		plain
-		ItemSeq       *int64 `json:"item_seq"`
-		SchemaVersion *int32 `json:"schema_version"`
+// wireEvent is an event as a request carries it: item_seq and schema_version have no default in
+// lance-context, so a missing one is an error, not 0 (these fields win over Event's: they are
+// shallower).
+type wireEvent struct {
+	Event
+	ItemSeq       *int64 `json:"item_seq"`
+	SchemaVersion *int32 `json:"schema_version"`
+}
+
+// DecodeEvents decodes an append body, {"events": [...]} (syntax already checked). A JSON null
+// for an optional member is absent.
+func DecodeEvents(body []byte) ([]Event, error) {
+	var req struct {
+		Events []wireEvent `json:"events"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, invalidf("invalid events body: %v", err)
 	}
-	if w.ItemSeq == nil {
-		return errors.New("missing field `item_seq`")
+	out := make([]Event, len(req.Events))
+	for i := range req.Events {
+		w := &req.Events[i]
+		if w.ItemSeq == nil {
+			return nil, invalidf("event %d: missing field `item_seq`", i)
+		}
+		if w.SchemaVersion == nil {
+			return nil, invalidf("event %d: missing field `schema_version`", i)
+		}
+		out[i] = w.Event
+		out[i].ItemSeq, out[i].SchemaVersion = *w.ItemSeq, *w.SchemaVersion
+		if isNull(out[i].QueryTags) {
+			out[i].QueryTags = nil
+		}
 	}
-	if w.SchemaVersion == nil {
-		return errors.New("missing field `schema_version`")
-	}
-	*e = Event(w.plain)
-	e.ItemSeq, e.SchemaVersion = *w.ItemSeq, *w.SchemaVersion
-	if isNull(e.QueryTags) {
-		e.QueryTags = nil
-	}
-	return nil
+	return out, nil
 }
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
@@ -237,9 +248,8 @@ func (v *Value) validate() error {
 		if isNull(v.Value) {
 			return missing()
 		}
-		dec := json.NewDecoder(bytes.NewReader(v.Value))
-		dec.UseNumber()
-		if err := dec.Decode(&x); err != nil {
+		var err error
+		if x, err = decodeScalar(v.Value); err != nil {
 			return invalidf("datagen value: %v", err)
 		}
 	}
@@ -263,6 +273,7 @@ func (v *Value) validate() error {
 			return invalidf("datagen value of kind 'str' needs a string, got %s", v.Value)
 		}
 	case KindJSON:
+		x = nil // stored as the compact JSON text, not parsed
 	case KindBlob:
 		if v.Bytes == nil {
 			return invalidf("blob values need their bytes on the write path")
@@ -279,7 +290,31 @@ func (v *Value) validate() error {
 	default:
 		return invalidf("unsupported datagen value kind '%s'", v.Kind)
 	}
+	v.parsed = x
 	return nil
+}
+
+// decodeScalar decodes one JSON value: a string or true/false directly (the common kinds, no
+// decoder), anything else with numbers kept as json.Number.
+func decodeScalar(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0:
+		return string(raw[1 : len(raw)-1]), nil // no escapes: the text is the string (UTF-8 checked with the body)
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case string(raw) == "true":
+		return true, nil
+	case string(raw) == "false":
+		return false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	err := dec.Decode(&x)
+	return x, err
 }
 
 // sameContent reports whether two events with one event id carry the same content (event_ts
@@ -293,6 +328,11 @@ func sameContent(a, b *Event) bool {
 func withoutTS(e *Event) Event {
 	c := *e
 	c.EventTS = nil
+	if c.Value != nil {
+		v := *c.Value
+		v.parsed = nil
+		c.Value = &v
+	}
 	return c
 }
 

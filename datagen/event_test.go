@@ -28,9 +28,9 @@ func TestItemIDsRoundTrip(t *testing.T) {
 
 func decodeEvent(t *testing.T, doc string) Event {
 	t.Helper()
-	var e Event
-	require.NoError(t, json.Unmarshal([]byte(doc), &e))
-	return e
+	evs, err := DecodeEvents([]byte(`{"events":[` + doc + `]}`))
+	require.NoError(t, err)
+	return evs[0]
 }
 
 func TestEventValidationNamesTheRule(t *testing.T) {
@@ -59,8 +59,10 @@ func TestEventValidationNamesTheRule(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, c.doc)
 		require.Contains(t, err.Error(), c.want, c.doc)
 	}
-	var e Event
-	require.ErrorContains(t, json.Unmarshal([]byte(`{"event_id":"e","item_id":"5","root_item_id":"5","checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}`), &e), "item_seq")
+	_, err := DecodeEvents([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}]}`))
+	require.ErrorContains(t, err, "missing field `item_seq`")
+	_, err = DecodeEvents([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":0,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"ITEM_CREATED"}]}`))
+	require.ErrorContains(t, err, "missing field `schema_version`")
 	big := decodeEvent(t, `{`+base+`,"event_type":"FIELD_SET"`+step+field+`,"value":{"kind":"blob","bytes":""}}`)
 	big.Value.Bytes = make([]byte, MaxInlineBlobBytes+1)
 	require.True(t, errors.Is(big.Validate(), ErrTooLarge))

@@ -31,10 +31,20 @@ var col = func() map[string]int {
 func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, kinds.DatagenSchema)
 	defer b.Release()
+	b.Reserve(len(events))
 	s := func(name string) *array.StringBuilder { return b.Field(col[name]).(*array.StringBuilder) }
 	ls := func(name string) *array.LargeStringBuilder { return b.Field(col[name]).(*array.LargeStringBuilder) }
 	i64 := func(name string) *array.Int64Builder { return b.Field(col[name]).(*array.Int64Builder) }
 	i32 := func(name string) *array.Int32Builder { return b.Field(col[name]).(*array.Int32Builder) }
+	key, eventID, itemID, rootID, parent := s(kinds.DatagenKeyColumn), s("event_id"), s("item_id"), s("root_item_id"), s("parent_item_id")
+	seq, checkpoint, etype, stepName, stepKind := i64("item_seq"), s("checkpoint_id"), s("event_type"), s("step_name"), s("step_kind")
+	stepIndex, enclosing, selector, attempt := i64("step_index"), s("enclosing_step"), s("selector_step"), i32("attempt")
+	runID, epoch, fieldName, fieldType, codec := s("run_id"), s("writer_epoch"), s("field_name"), s("field_type"), i32("codec_version")
+	tags, status, errType, errDump, tb := ls("query_tags_json"), s("status"), s("error_type"), ls("error_dump"), ls("traceback")
+	ts, schemaVersion := b.Field(col["event_ts"]).(*array.TimestampBuilder), i32("schema_version")
+	vb := valueBuilders{kind: s("value_kind"), i: i64("value_i64"), f: b.Field(col["value_f64"]).(*array.Float64Builder),
+		b: b.Field(col["value_bool"]).(*array.BooleanBuilder), s: ls("value_str"), j: ls("value_json"),
+		blob: b.Field(col["value_blob"]).(*array.BinaryBuilder), size: i64("payload_size"), sum: s("payload_checksum")}
 	opt := func(sb *array.StringBuilder, v *string) {
 		if v == nil {
 			sb.AppendNull()
@@ -49,56 +59,51 @@ func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordB
 			sb.Append(*v)
 		}
 	}
-	optInt := func(ib *array.Int64Builder, v *int64) {
-		if v == nil {
-			ib.AppendNull()
-		} else {
-			ib.Append(*v)
-		}
-	}
-	b.Reserve(len(events))
-	ts := b.Field(col["event_ts"]).(*array.TimestampBuilder)
 	for i := range events {
 		e := &events[i]
-		s(kinds.DatagenKeyColumn).Append(Key(e.ItemID, e.EventID))
-		s("event_id").Append(e.EventID)
-		s("item_id").Append(e.ItemID)
-		s("root_item_id").Append(e.RootItemID)
-		opt(s("parent_item_id"), e.ParentItemID)
-		i64("item_seq").Append(e.ItemSeq)
-		s("checkpoint_id").Append(e.CheckpointID)
-		s("event_type").Append(e.EventType)
-		opt(s("step_name"), e.StepName)
-		opt(s("step_kind"), e.StepKind)
-		optInt(i64("step_index"), e.StepIndex)
-		opt(s("enclosing_step"), e.EnclosingStep)
-		opt(s("selector_step"), e.SelectorStep)
-		i32("attempt").Append(e.Attempt)
-		s("run_id").Append(e.RunID)
-		s("writer_epoch").Append(e.WriterEpoch)
-		opt(s("field_name"), e.FieldName)
-		opt(s("field_type"), e.FieldType)
+		key.Append(Key(e.ItemID, e.EventID))
+		eventID.Append(e.EventID)
+		itemID.Append(e.ItemID)
+		rootID.Append(e.RootItemID)
+		opt(parent, e.ParentItemID)
+		seq.Append(e.ItemSeq)
+		checkpoint.Append(e.CheckpointID)
+		etype.Append(e.EventType)
+		opt(stepName, e.StepName)
+		opt(stepKind, e.StepKind)
+		if e.StepIndex == nil {
+			stepIndex.AppendNull()
+		} else {
+			stepIndex.Append(*e.StepIndex)
+		}
+		opt(enclosing, e.EnclosingStep)
+		opt(selector, e.SelectorStep)
+		attempt.Append(e.Attempt)
+		runID.Append(e.RunID)
+		epoch.Append(e.WriterEpoch)
+		opt(fieldName, e.FieldName)
+		opt(fieldType, e.FieldType)
 		if e.CodecVersion == nil {
-			i32("codec_version").AppendNull()
+			codec.AppendNull()
 		} else {
-			i32("codec_version").Append(*e.CodecVersion)
+			codec.Append(*e.CodecVersion)
 		}
-		appendValue(b, e.Value)
+		vb.append(e.Value)
 		if e.QueryTags == nil {
-			ls("query_tags_json").AppendNull()
+			tags.AppendNull()
 		} else {
-			ls("query_tags_json").Append(compactJSON(e.QueryTags))
+			tags.Append(compactJSON(e.QueryTags))
 		}
-		opt(s("status"), e.Status)
-		opt(s("error_type"), e.ErrorType)
-		optLarge(ls("error_dump"), e.ErrorDump)
-		optLarge(ls("traceback"), e.Traceback)
+		opt(status, e.Status)
+		opt(errType, e.ErrorType)
+		optLarge(errDump, e.ErrorDump)
+		optLarge(tb, e.Traceback)
 		t := now
 		if e.EventTS != nil {
 			t = *e.EventTS
 		}
 		ts.Append(arrow.Timestamp(t.UnixMicro()))
-		i32("schema_version").Append(e.SchemaVersion)
+		schemaVersion.Append(e.SchemaVersion)
 	}
 	return b.NewRecordBatch()
 }
@@ -111,67 +116,77 @@ func compactJSON(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// appendValue fills the value columns of one row (all null without a value).
-func appendValue(b *array.RecordBuilder, v *Value) {
-	kind := b.Field(col["value_kind"]).(*array.StringBuilder)
-	vi := b.Field(col["value_i64"]).(*array.Int64Builder)
-	vf := b.Field(col["value_f64"]).(*array.Float64Builder)
-	vb := b.Field(col["value_bool"]).(*array.BooleanBuilder)
-	vs := b.Field(col["value_str"]).(*array.LargeStringBuilder)
-	vj := b.Field(col["value_json"]).(*array.LargeStringBuilder)
-	blob := b.Field(col["value_blob"]).(*array.BinaryBuilder)
-	size := b.Field(col["payload_size"]).(*array.Int64Builder)
-	sum := b.Field(col["payload_checksum"]).(*array.StringBuilder)
-	nulls := func(except ...array.Builder) {
-		for _, x := range []array.Builder{vi, vf, vb, vs, vj, blob, size, sum} {
-			skip := false
-			for _, e := range except {
-				skip = skip || x == e
-			}
-			if !skip {
-				x.AppendNull()
-			}
-		}
-	}
+// valueBuilders are the value columns' builders.
+type valueBuilders struct {
+	kind, sum *array.StringBuilder
+	i, size   *array.Int64Builder
+	f         *array.Float64Builder
+	b         *array.BooleanBuilder
+	s, j      *array.LargeStringBuilder
+	blob      *array.BinaryBuilder
+}
+
+// append fills the value columns of one row (all null without a value). v is validated: its
+// parsed scalar is set (or decoded here for a value validate did not see).
+func (vb *valueBuilders) append(v *Value) {
 	if v == nil {
-		kind.AppendNull()
-		nulls()
-		return
+		vb.kind.AppendNull()
+	} else {
+		vb.kind.Append(v.Kind)
 	}
-	kind.Append(v.Kind)
-	var x any
-	if v.Kind != KindBlob {
-		dec := json.NewDecoder(bytes.NewReader(v.Value))
-		dec.UseNumber()
-		_ = dec.Decode(&x) // validated
-	}
-	switch v.Kind {
-	case KindInt:
-		n, _ := x.(json.Number).Int64()
-		vi.Append(n)
-		nulls(vi)
-	case KindFloat:
-		f, _ := x.(json.Number).Float64()
-		vf.Append(f)
-		nulls(vf)
-	case KindBool:
-		vb.Append(x.(bool))
-		nulls(vb)
-	case KindStr:
-		vs.Append(x.(string))
-		nulls(vs)
-	case KindJSON:
-		vj.Append(compactJSON(v.Value))
-		nulls(vj)
-	case KindBlob:
-		blob.Append(v.Bytes)
-		size.Append(*v.Size)
-		if v.Checksum == nil {
-			sum.AppendNull()
-		} else {
-			sum.Append(*v.Checksum)
+	x := any(nil)
+	if v != nil {
+		if x = v.parsed; x == nil && v.Kind != KindBlob && v.Kind != KindJSON {
+			x, _ = decodeScalar(v.Value)
 		}
-		nulls(blob, size, sum)
+	}
+	kind := ""
+	if v != nil {
+		kind = v.Kind
+	}
+	if n, ok := x.(json.Number); ok && kind == KindInt {
+		i, _ := n.Int64()
+		vb.i.Append(i)
+	} else {
+		vb.i.AppendNull()
+	}
+	if n, ok := x.(json.Number); ok && kind == KindFloat {
+		f, _ := n.Float64()
+		vb.f.Append(f)
+	} else {
+		vb.f.AppendNull()
+	}
+	if b, ok := x.(bool); ok && kind == KindBool {
+		vb.b.Append(b)
+	} else {
+		vb.b.AppendNull()
+	}
+	if s, ok := x.(string); ok && kind == KindStr {
+		vb.s.Append(s)
+	} else {
+		vb.s.AppendNull()
+	}
+	if kind == KindJSON {
+		vb.j.Append(compactJSON(v.Value))
+	} else {
+		vb.j.AppendNull()
+	}
+	if kind == KindBlob {
+		vb.blob.Append(v.Bytes)
+		if v.Size != nil {
+			vb.size.Append(*v.Size)
+		} else {
+			vb.size.Append(int64(len(v.Bytes)))
+		}
+		if v.Checksum == nil {
+			vb.sum.AppendNull()
+		} else {
+			vb.sum.Append(*v.Checksum)
+		}
+	} else {
+		vb.blob.AppendNull()
+		vb.size.AppendNull()
+		vb.sum.AppendNull()
 	}
 }
 
