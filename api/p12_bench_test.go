@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -162,6 +163,10 @@ func BenchmarkP12Datagen(b *testing.B) {
 			return nil
 		}
 		_, _ = benchfmt.Time(20, fold) // warm
+		if n := os.Getenv("P12_FOLD_REPEAT"); n != "" { // profiling: many more folds
+			reps, _ := strconv.Atoi(n)
+			_, _ = benchfmt.Time(reps, fold)
+		}
 		times, err := benchfmt.Time(200, fold)
 		if err != nil {
 			b.Fatal(err)

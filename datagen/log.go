@@ -6,10 +6,12 @@ package datagen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"weak"
@@ -92,6 +94,16 @@ func (l *Log) scanRange(ctx context.Context, after, before string, columns []str
 // ItemEvents returns every event of item, ordered by (item_seq, event_id); blob values carry
 // their bytes only when withBlobs.
 func (l *Log) ItemEvents(ctx context.Context, item string, withBlobs bool) ([]Event, error) {
+	evs, err := l.itemEvents(ctx, item, withBlobs)
+	if err != nil {
+		return nil, err
+	}
+	sortEvents(evs)
+	return evs, nil
+}
+
+// itemEvents is every event of item, in key order.
+func (l *Log) itemEvents(ctx context.Context, item string, withBlobs bool) ([]Event, error) {
 	columns := readColumns
 	if withBlobs {
 		columns = append(slices.Clone(readColumns), "value_blob")
@@ -103,11 +115,7 @@ func (l *Log) ItemEvents(ctx context.Context, item string, withBlobs bool) ([]Ev
 		out = append(out, evs...)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	sortEvents(out)
-	return out, nil
+	return out, err
 }
 
 // RootEvents returns every event of root and of its descendants, ordered by (item_id, item_seq,
@@ -131,33 +139,27 @@ func (l *Log) RootEvents(ctx context.Context, root string) ([]Event, error) {
 	return out, nil
 }
 
+// sortEvents orders evs by (item_id, item_seq, event_id), moving each event once (events are
+// large: sorting them in place would copy them log n times).
 func sortEvents(evs []Event) {
-	slices.SortFunc(evs, func(a, b Event) int {
-		if a.ItemID != b.ItemID {
-			if a.ItemID < b.ItemID {
-				return -1
-			}
-			return 1
-		}
-		if a.ItemSeq != b.ItemSeq {
-			if a.ItemSeq < b.ItemSeq {
-				return -1
-			}
-			return 1
-		}
-		if a.EventID < b.EventID {
-			return -1
-		}
-		if a.EventID > b.EventID {
-			return 1
-		}
-		return 0
+	order := make([]int, len(evs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := &evs[a], &evs[b]
+		return cmp.Or(strings.Compare(x.ItemID, y.ItemID), cmp.Compare(x.ItemSeq, y.ItemSeq), strings.Compare(x.EventID, y.EventID))
 	})
+	sorted := make([]Event, len(evs))
+	for i, j := range order {
+		sorted[i] = evs[j]
+	}
+	copy(evs, sorted)
 }
 
 // Fold is item's folded state (nil: never started), blobs with their bytes when loadBlobs.
 func (l *Log) Fold(ctx context.Context, item string, loadBlobs bool) (*FoldedItem, error) {
-	evs, err := l.ItemEvents(ctx, item, loadBlobs)
+	evs, err := l.itemEvents(ctx, item, loadBlobs) // Fold orders them itself
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +168,7 @@ func (l *Log) Fold(ctx context.Context, item string, loadBlobs bool) (*FoldedIte
 
 // ItemFailures lists item's FAILED events in item_seq order.
 func (l *Log) ItemFailures(ctx context.Context, item string) ([]Failure, error) {
-	evs, err := l.ItemEvents(ctx, item, false)
+	evs, err := l.itemEvents(ctx, item, false)
 	if err != nil {
 		return nil, err
 	}

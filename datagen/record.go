@@ -296,19 +296,24 @@ func FromRecord(rec arrow.RecordBatch) ([]Event, error) {
 		ts, _ = rec.Column(i).(*array.Timestamp)
 	}
 
+	// The optional fields point into a few slices allocated for the whole batch (a fold reads
+	// thousands of events: one allocation per field would be most of its cost). Capacity is
+	// never exceeded, so the pointers stay into these arrays.
+	n := int(rec.NumRows())
+	strs, ints := make([]string, 0, 14*n), make([]int64, 0, 2*n) // 14 optional string fields, 2 integer ones
 	optS := func(c stringColumn, r int) *string {
 		if c == nil || c.IsNull(r) {
 			return nil
 		}
-		v := c.Value(r)
-		return &v
+		strs = append(strs, c.Value(r))
+		return &strs[len(strs)-1]
 	}
 	optI := func(c *intColumn, r int) *int64 {
 		if c == nil || c.IsNull(r) {
 			return nil
 		}
-		v := c.Value(r)
-		return &v
+		ints = append(ints, c.Value(r))
+		return &ints[len(ints)-1]
 	}
 	var rangeErr error
 	i32 := func(c *intColumn, r int, name string) int32 {
