@@ -162,7 +162,7 @@ func BenchmarkP12Datagen(b *testing.B) {
 			call("GET", fmt.Sprintf("/api/v1/datagen/fold/items/item-%04d", rng.IntN(p12Items)), nil, http.StatusOK)
 			return nil
 		}
-		_, _ = benchfmt.Time(20, fold) // warm
+		_, _ = benchfmt.Time(20, fold)                  // warm
 		if n := os.Getenv("P12_FOLD_REPEAT"); n != "" { // profiling: many more folds
 			reps, _ := strconv.Atoi(n)
 			_, _ = benchfmt.Time(reps, fold)
