@@ -17,6 +17,7 @@ import (
 	"github.com/strata-store/strata/datagen"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/predicate"
 	"github.com/strata-store/strata/storage/table"
 )
 
@@ -108,6 +109,8 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is being closed on this worker; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, table.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, predicate.ErrInvalid):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, datagen.ErrInvalid):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, datagen.ErrTooLarge):

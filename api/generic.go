@@ -107,17 +107,19 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 	})
 }
 
-// genericFilter parses ?filter={"col": value, ...} (equality, ANDed) against the schema.
-func genericFilter(c echo.Context, s *lsm.Store) (map[string]any, error) {
-	raw := c.QueryParam("filter")
-	if raw == "" {
-		return nil, nil
-	}
+// genericFilter parses ?filter=: a SQL predicate (lance-context's form, e.g. step > 5 AND role =
+// 'user') or a JSON object of column: value equalities.
+func genericFilter(c echo.Context, s *lsm.Store) (rowFilter, error) {
+	return parseRowFilter(c.QueryParam("filter"), s, genericEqualities)
+}
+
+// genericEqualities parses {"col": value, ...} (equality, ANDed); the scan checks the columns.
+func genericEqualities(raw string) (map[string]any, error) {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.UseNumber()
 	var in map[string]any
 	if err := dec.Decode(&in); err != nil {
-		return nil, invalid("filter must be a JSON object of column: value equalities: %v", err)
+		return nil, invalid("filter: a JSON object of column: value equalities, or a SQL predicate: %v", err)
 	}
 	out := make(map[string]any, len(in))
 	for k, v := range in {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/predicate"
 )
 
 // withStore validates the name before anything touches storage, acquires the store and runs fn.
@@ -121,11 +122,43 @@ func pageParams(c echo.Context) (limit, offset int, cursor string, err error) {
 	return limit, offset, cursor, nil
 }
 
+// rowFilter is a list route's filter: JSON equalities ({"col": value}, ANDed), a SQL predicate,
+// or neither.
+type rowFilter struct {
+	eq    map[string]any
+	where predicate.Expr
+}
+
+// parseRowFilter reads a list route's filter parameter: a JSON object is equalities (checked by
+// eq, which may restrict the columns); anything else is a SQL predicate over the store's user
+// columns (comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, LIKE).
+func parseRowFilter(raw string, s *lsm.Store, eq func(string) (map[string]any, error)) (rowFilter, error) {
+	if strings.TrimSpace(raw) == "" {
+		return rowFilter{}, nil
+	}
+	if strings.HasPrefix(strings.TrimSpace(raw), "{") {
+		m, err := eq(raw)
+		return rowFilter{eq: m}, err
+	}
+	var user []arrow.Field
+	for _, f := range s.Schema().Fields() {
+		if !strings.HasPrefix(f.Name, "_") {
+			user = append(user, f)
+		}
+	}
+	where, err := predicate.Parse(raw, arrow.NewSchema(user, nil))
+	if err != nil {
+		return rowFilter{}, invalid("%v", err)
+	}
+	return rowFilter{where: where}, nil
+}
+
 // page reads limit rows after cursor, skipping the first offset matching rows; version > 0 reads
 // a read-only checkout of that base-table version.
-func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filters map[string]any, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
+func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filter rowFilter, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
+	filters := filter.eq
 	for offset > 0 {
-		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, After: cursor, Limit: min(offset, 10_000), Version: version})
+		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, Where: filter.where, After: cursor, Limit: min(offset, 10_000), Version: version})
 		if err != nil {
 			return nil, "", err
 		}
@@ -136,7 +169,7 @@ func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, fil
 		}
 		cursor = p.Next
 	}
-	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, After: cursor, Limit: limit, Version: version})
+	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, Where: filter.where, After: cursor, Limit: limit, Version: version})
 	if err != nil {
 		return nil, "", err
 	}

@@ -321,12 +321,14 @@ func (h *handlers) addRollouts(c echo.Context) error {
 	})
 }
 
-// rolloutFilters parses ?filters={"col": value} against the filterable columns.
-func rolloutFilters(c echo.Context) (map[string]any, error) {
-	raw := c.QueryParam("filters")
-	if raw == "" {
-		return nil, nil
-	}
+// rolloutFilters parses ?filters=: a JSON object of exact matches on lance-context's filterable
+// columns, or a SQL predicate over any scalar column.
+func rolloutFilters(c echo.Context, s *lsm.Store) (rowFilter, error) {
+	return parseRowFilter(c.QueryParam("filters"), s, rolloutEqualities)
+}
+
+// rolloutEqualities parses {"col": value} against the filterable columns.
+func rolloutEqualities(raw string) (map[string]any, error) {
 	var in map[string]any
 	if err := json.Unmarshal([]byte(raw), &in); err != nil {
 		return nil, invalid("filters must be a JSON object: %v", err)
@@ -357,11 +359,11 @@ func (h *handlers) listRollouts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	filters, err := rolloutFilters(c)
-	if err != nil {
-		return err
-	}
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+		filters, err := rolloutFilters(c, s)
+		if err != nil {
+			return err
+		}
 		version, err := versionParam(c)
 		if err != nil {
 			return err

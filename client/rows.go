@@ -108,7 +108,9 @@ func (c *Client) Get(ctx context.Context, kind Kind, name, id string) (json.RawM
 
 // ScanOptions narrow a scan.
 type ScanOptions struct {
-	// Filter is a JSON object of column equalities, e.g. {"rollout_id": "r1"}.
+	// Filter is a SQL predicate over the store's columns, e.g. `step > 5 AND role = 'user'`
+	// (comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, LIKE), or a JSON object of column
+	// equalities, e.g. {"rollout_id": "r1"}; sent as it is.
 	Filter json.RawMessage
 	// PageSize is the rows fetched per request (default 1000, at most 10,000).
 	PageSize int

@@ -77,7 +77,7 @@ func scanCommand() *ffcli.Command {
 	cfg.client.register(fs)
 	fs.StringVar(&cfg.format, "format", "jsonl", "output: jsonl, parquet or table")
 	fs.StringVar(&cfg.output, "output", "-", "output file (- = stdout; parquet needs a file)")
-	fs.StringVar(&cfg.filter, "filter", "", `column equalities as JSON, e.g. {"rollout_id":"r1"}`)
+	fs.StringVar(&cfg.filter, "filter", "", `a SQL predicate, e.g. "step > 5 AND role = 'user'", or column equalities as JSON, e.g. {"rollout_id":"r1"}`)
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (0 = all)")
 	fs.IntVar(&cfg.pageSize, "page-size", 1000, "rows per request")
 	return &ffcli.Command{
@@ -96,10 +96,12 @@ func scanCommand() *ffcli.Command {
 				return err
 			}
 			opts := client.ScanOptions{PageSize: cfg.pageSize, Limit: cfg.limit}
-			if cfg.filter != "" {
-				if opts.Filter, err = readJSONArg(cfg.filter); err != nil {
+			if f := strings.TrimSpace(cfg.filter); strings.HasPrefix(f, "{") || strings.HasPrefix(f, "@") {
+				if opts.Filter, err = readJSONArg(f); err != nil {
 					return fmt.Errorf("--filter: %w", err)
 				}
+			} else if f != "" {
+				opts.Filter = json.RawMessage(f) // a SQL predicate, sent as it is
 			}
 			if cfg.format == "parquet" && cfg.output == "-" {
 				return fmt.Errorf("--format parquet needs --output <file>")

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/strata-store/strata/storage/predicate"
 	"github.com/strata-store/strata/storage/shard"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,6 +31,7 @@ type ScanOptions struct {
 	Filters map[string]any // column == value, ANDed; values: string, bool, int/int64, float64
 	After   string         // keyset cursor: only keys greater than this
 	Before  string         // when set, only keys less than this (the exclusive end of a key range)
+	Where   predicate.Expr // when set, only rows it holds for (ANDed with Filters); parsed against the store's schema
 	Limit   int            // page size (default 100, at most 10,000)
 	Version uint64         // read a checkout of this base-table version (no WAL); 0 = the live view
 }
@@ -62,6 +64,16 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 			read = append(read, c)
 		}
 	}
+	if opts.Where != nil {
+		for _, c := range predicate.Columns(opts.Where) {
+			if len(s.schema.FieldIndices(c)) == 0 {
+				return ScanPage{}, fmt.Errorf("%w: the filter names column %q, which the store does not have", table.ErrSchema, c)
+			}
+			if !slices.Contains(read, c) {
+				read = append(read, c)
+			}
+		}
+	}
 	if !slices.Contains(read, s.keyColumn) {
 		read = append(read, s.keyColumn)
 	}
@@ -91,8 +103,9 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	slices.SortFunc(mem.Rows, func(a, b shard.MemRow) int { return strings.Compare(a.Key, b.Key) })
 	out := newPageBuilder(s, read, names)
 	defer out.release()
-	if len(opts.Filters) > 0 {
-		out.pruner = s.tbl.NewRowGroupPruner(snap.Table, opts.Filters)
+	out.where = opts.Where
+	if len(opts.Filters) > 0 || opts.Where != nil {
+		out.pruner = s.tbl.NewRowGroupPruner(snap.Table, opts.Filters, opts.Where)
 	}
 	cursor := opts.After
 	chunk := max(limit, 256)
@@ -249,6 +262,7 @@ type pageBuilder struct {
 	// pruner (set when the scan filters) drops base-table rows whose row group's statistics
 	// rule out every filter match, before they are read.
 	pruner *table.RowGroupPruner
+	where  predicate.Expr // the scan's predicate (nil: none)
 }
 
 func newPageBuilder(s *Store, read, names []string) *pageBuilder {
@@ -291,7 +305,7 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, live []version, g
 	}
 	for len(live) > 0 && p.n < limit {
 		n := min(len(live), limit-p.n)
-		if len(filters) > 0 {
+		if len(filters) > 0 || p.where != nil {
 			n = min(len(live), max(n, scanSliceRows))
 		}
 		if err := p.addSlice(ctx, snap, live[:n], genRows, filters, limit); err != nil {
@@ -312,7 +326,7 @@ func (p *pageBuilder) addSlice(ctx context.Context, snap *Snapshot, live []versi
 		return err
 	}
 	defer rec.Release()
-	sel, err := selectRows(rec, filters, limit-p.n)
+	sel, err := selectRows(rec, filters, p.where, limit-p.n)
 	if err != nil {
 		return err
 	}
@@ -456,11 +470,17 @@ func (s *Store) checkFilters(filters map[string]any) error {
 
 // selectRows returns the indices of rec's first (at most max) rows that satisfy every equality
 // filter, evaluated column by column.
-func selectRows(rec arrow.RecordBatch, filters map[string]any, max int) ([]int64, error) {
+func selectRows(rec arrow.RecordBatch, filters map[string]any, where predicate.Expr, max int) ([]int64, error) {
 	n := int(rec.NumRows())
 	keep := make([]bool, n)
 	for i := range keep {
 		keep[i] = true
+	}
+	if where != nil {
+		var err error
+		if keep, err = predicate.Select(where, rec); err != nil {
+			return nil, err
+		}
 	}
 	for col, want := range filters {
 		arr := rec.Column(rec.Schema().FieldIndices(col)[0])

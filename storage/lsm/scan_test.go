@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/predicate"
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -370,4 +372,97 @@ func TestScanOfAKeyRangeStopsAtItsEnd(t *testing.T) {
 			require.Equal(t, want, got, "range (%q, %q) page size %d", r.after, r.before, pageSize)
 		}
 	}
+}
+
+func scanWhere(t *testing.T, s *Store, pageSize int, where predicate.Expr) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	after := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10_000)
+		page, err := s.Scan(context.Background(), ScanOptions{Columns: []string{"value", "id"}, After: after, Limit: pageSize, Where: where})
+		require.NoError(t, err)
+		vals := page.Rows.Column(0).(*array.Int64)
+		keys := page.Rows.Column(1).(*array.String)
+		for i := 0; i < keys.Len(); i++ {
+			got[keys.Value(i)] = vals.Value(i)
+		}
+		page.Rows.Release()
+		if page.Next == "" {
+			return got
+		}
+		after = page.Next
+	}
+}
+
+// A SQL predicate selects the same rows from every layer (base table, pending generation,
+// memtable) as evaluating it row by row, and a selective one skips the row groups their
+// statistics rule out.
+func TestWhereScansSelectFromEveryLayerAndSkipRowGroups(t *testing.T) {
+	ctx := context.Background()
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	e := newEnv(t, counting)
+	w := e.open("w0")
+	rng := rand.New(rand.NewPCG(6, 6))
+	payload := make([]byte, 1000)
+	for v := range 10 { // 1,000 rows per value, in key order
+		b := array.NewRecordBuilder(e.mem, userSchema)
+		for i := range 1000 {
+			for j := range payload {
+				payload[j] = byte('a' + rng.IntN(26))
+			}
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%06d", v*1000+i))
+			b.Field(1).(*array.Int64Builder).Append(int64(v))
+			b.Field(2).(*array.StringBuilder).Append(string(payload))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		_, err := w.Append(ctx, rec)
+		rec.Release()
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Flush(ctx))
+	_, err := w.Merge(ctx, MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 10)
+	require.NoError(t, err)
+	_, err = w.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	want := map[string]int64{}
+	for i := range 10_000 {
+		want[fmt.Sprintf("k%06d", i)] = int64(i / 1000)
+	}
+	// Rewrites in a pending generation and in the memtable move rows into and out of the match.
+	appendIDs(t, w, e.mem, 3, "k000001", "k009999") // pending: now value 3
+	require.NoError(t, w.Flush(ctx))
+	appendIDs(t, w, e.mem, 42, "k003000") // memtable: no longer 3
+	want["k000001"], want["k009999"], want["k003000"] = 3, 3, 42
+
+	schema := arrow.NewSchema(userSchema.Fields(), nil)
+	for _, sql := range []string{"value = 3", "value = 3 OR value >= 42", "value BETWEEN 2 AND 3 AND NOT id LIKE 'k0020%'", "id IN ('k000001', 'k003000')"} {
+		where, err := predicate.Parse(sql, schema)
+		require.NoError(t, err)
+		wantSel := map[string]int64{}
+		for k, v := range want {
+			keep := map[string]bool{
+				"value = 3":                v == 3,
+				"value = 3 OR value >= 42": v == 3 || v >= 42,
+				"value BETWEEN 2 AND 3 AND NOT id LIKE 'k0020%'": v >= 2 && v <= 3 && !strings.HasPrefix(k, "k0020"),
+				"id IN ('k000001', 'k003000')":                   k == "k000001" || k == "k003000",
+			}[sql]
+			if keep {
+				wantSel[k] = v
+			}
+		}
+		for _, pageSize := range []int{7, 500} {
+			require.Equal(t, wantSel, scanWhere(t, w, pageSize, where), "%s, page size %d", sql, pageSize)
+		}
+	}
+	three, err := predicate.Parse("value = 3", schema)
+	require.NoError(t, err)
+	before := counting.Stats()
+	scanWhere(t, w, 500, three)
+	filtered := counting.Stats().Sub(before).ReadBytes
+	before = counting.Stats()
+	scanWhere(t, w, 500, nil)
+	unfiltered := counting.Stats().Sub(before).ReadBytes
+	require.Less(t, filtered, unfiltered/3, "a selective predicate reads %d bytes, a full scan %d", filtered, unfiltered)
 }

@@ -5,6 +5,8 @@
 package table
 
 import (
+	"github.com/strata-store/strata/storage/predicate"
+
 	"context"
 	"math"
 
@@ -18,18 +20,19 @@ type RowGroupPruner struct {
 	t       *Table
 	m       *Manifest
 	filters map[string]any // column == value (string, bool, int/int64, float64), ANDed
+	where   predicate.Expr // and this predicate, when set
 	memo    map[[2]uint64]bool
 }
 
-// NewRowGroupPruner returns a pruner for version m and filters.
-func (t *Table) NewRowGroupPruner(m *Manifest, filters map[string]any) *RowGroupPruner {
-	return &RowGroupPruner{t: t, m: m, filters: filters, memo: map[[2]uint64]bool{}}
+// NewRowGroupPruner returns a pruner for version m, filters and where (nil: none).
+func (t *Table) NewRowGroupPruner(m *Manifest, filters map[string]any, where predicate.Expr) *RowGroupPruner {
+	return &RowGroupPruner{t: t, m: m, filters: filters, where: where, memo: map[[2]uint64]bool{}}
 }
 
 // MayMatch reports whether row r may satisfy every filter: false only when its row group's
 // statistics rule out every row of the group.
 func (p *RowGroupPruner) MayMatch(ctx context.Context, r RowRef) (bool, error) {
-	if len(p.filters) == 0 {
+	if len(p.filters) == 0 && p.where == nil {
 		return true, nil
 	}
 	f, ok := p.m.Fragment(r.Fragment)
@@ -54,6 +57,9 @@ func (p *RowGroupPruner) MayMatch(ctx context.Context, r RowRef) (bool, error) {
 			may = false
 			break
 		}
+	}
+	if may && p.where != nil {
+		may = predicate.MayMatch(p.where, groupStats{ft, rg})
 	}
 	p.memo[key] = may
 	return may, nil
@@ -107,4 +113,51 @@ func chunkMayHold(ft *footer, rg int, col string, want any) bool {
 		return !ok || (w && s.Max()) || (!w && !s.Min())
 	}
 	return true
+}
+
+// groupStats are one row group's statistics, as the predicate package reads them.
+type groupStats struct {
+	ft *footer
+	rg int
+}
+
+func (g groupStats) Column(col string) (predicate.ColumnStats, bool) {
+	md := g.ft.md
+	leaf, ok := g.ft.flatLeaves[col]
+	if !ok {
+		// A flat column the fragment predates is null in every row. (Nested columns are not
+		// filterable, so no predicate names one.)
+		return predicate.ColumnStats{AllNull: true}, true
+	}
+	meta := md.RowGroup(g.rg)
+	cc, stats := leafStats(meta, leaf)
+	if stats == nil {
+		return predicate.ColumnStats{}, false
+	}
+	out := predicate.ColumnStats{AllNull: nullInEveryRow(meta, cc, stats), HasNulls: !stats.HasNullCount() || stats.NullCount() > 0}
+	if !stats.HasMinMax() || out.AllNull {
+		return out, true
+	}
+	desc := md.Schema.Column(leaf)
+	if it, ok := desc.LogicalType().(schema.IntLogicalType); ok && !it.IsSigned() {
+		return out, true // unsigned columns order their statistics differently: not judged here
+	}
+	switch s := stats.(type) {
+	case *metadata.ByteArrayStatistics:
+		out.Min, out.Max = string(s.Min()), string(s.Max())
+	case *metadata.Int64Statistics:
+		out.Min, out.Max = s.Min(), s.Max()
+	case *metadata.Int32Statistics:
+		out.Min, out.Max = int64(s.Min()), int64(s.Max())
+	case *metadata.BooleanStatistics:
+		out.Min, out.Max = s.Min(), s.Max()
+	case *metadata.Float64Statistics:
+		out.Min, out.Max = s.Min(), s.Max()
+	case *metadata.Float32Statistics:
+		out.Min, out.Max = float64(s.Min()), float64(s.Max())
+	default:
+		return out, true
+	}
+	out.HasMinMax = true
+	return out, true
 }
