@@ -1,0 +1,111 @@
+"""The HTTP plumbing every store shares: URLs, bearer tokens, JSON and binary bodies, the error
+envelope, and retries of 503 + Retry-After."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ._errors import ContextStoreError, error_for
+
+JSON = "application/json"
+
+
+class Client:
+    """One Strata API endpoint (any worker of a cluster).
+
+    ``max_retries`` bounds the retries of a 503 answered with Retry-After (the server's
+    backpressure: it wrote nothing); each waits what Retry-After says, at most ``max_wait``
+    seconds. ``timeout`` bounds each request.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: Optional[str] = None,
+        timeout: float = 60.0,
+        max_retries: int = 8,
+        max_wait: float = 30.0,
+    ) -> None:
+        parsed = urllib.parse.urlparse(base_url.rstrip("/"))
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"base URL {base_url!r}: want http(s)://host[:port]")
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_wait = max_wait
+
+    @staticmethod
+    def path(*segments: str) -> str:
+        """/api/v1/<segment>/... with each segment percent-encoded (a '/' in an id included)."""
+        return "/api/v1/" + "/".join(urllib.parse.quote(s, safe="") for s in segments)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Optional[Mapping[str, Any]] = None,
+        body: Optional[bytes] = None,
+        content_type: Optional[str] = None,
+        accept: str = JSON,
+    ) -> Tuple[int, bytes]:
+        """Send one request; returns (status, body) of a 2xx answer, raises a typed error
+        otherwise."""
+        url = self.base_url + path
+        if query:
+            items = {k: ("true" if v is True else "false" if v is False else str(v)) for k, v in query.items() if v is not None}
+            if items:
+                url += "?" + urllib.parse.urlencode(items)
+        attempt = 0
+        while True:
+            req = urllib.request.Request(url, data=body, method=method)
+            req.add_header("Accept", accept)
+            if content_type:
+                req.add_header("Content-Type", content_type)
+            if self.token:
+                req.add_header("Authorization", "Bearer " + self.token)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API URL
+                    return resp.status, resp.read()
+            except urllib.error.HTTPError as e:
+                data = e.read()
+                retry_after = _retry_after(e.headers.get("Retry-After"))
+                err = _decode_error(e.code, data, retry_after)
+                if e.code == 503 and retry_after is not None and attempt < self.max_retries:
+                    attempt += 1
+                    time.sleep(min(retry_after, self.max_wait))
+                    continue
+                raise err from None
+
+    def json(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, payload: Any = None) -> Any:
+        body = None if payload is None else json.dumps(payload).encode()
+        _, data = self.request(method, path, query=query, body=body, content_type=JSON if body is not None else None)
+        if not data:
+            return None
+        return json.loads(data)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _decode_error(status: int, data: bytes, retry_after: Optional[float]) -> ContextStoreError:
+    code, message = "HTTP_" + str(status), data.decode(errors="replace").strip()
+    try:
+        env: Dict[str, Any] = json.loads(data)
+        code, message = env["error"]["code"], env["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    return error_for(status, code, message, retry_after)

@@ -1,0 +1,124 @@
+"""What every store kind shares: connecting (and creating), describing, keyset-paged listing,
+flush and merge-wal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Type, TypeVar, Union
+
+from ._errors import NotFoundError
+from ._http import Client
+
+S = TypeVar("S", bound="_Store")
+
+Filter = Union[str, Mapping[str, Any], None]
+
+
+def filter_param(f: Filter) -> Optional[str]:
+    """A filter for the list routes: a SQL predicate as it is, or a dict of equalities as JSON."""
+    if f is None or isinstance(f, str):
+        return f or None
+    return json.dumps(dict(f))
+
+
+class _Store:
+    collection = ""  # the URL segment of the kind: rollouts, generic, datagen
+
+    def __init__(self, client: Client, name: str, info: Dict[str, Any]) -> None:
+        self._client = client
+        self.name = name
+        self._info = info
+
+    # --- connecting
+
+    @classmethod
+    def _client_for(cls, base_url: Union[str, Client], **kwargs: Any) -> Client:
+        return base_url if isinstance(base_url, Client) else Client(base_url, **kwargs)
+
+    @classmethod
+    def connect(cls: Type[S], base_url: Union[str, Client], name: str, **client_options: Any) -> S:
+        """Open an existing store (NotFoundError when there is none)."""
+        client = cls._client_for(base_url, **client_options)
+        return cls(client, name, client.json("GET", Client.path(cls.collection, name)))
+
+    @classmethod
+    def _create(cls: Type[S], client: Client, name: str, body: Dict[str, Any]) -> S:
+        info = client.json("POST", Client.path(cls.collection), payload=body)
+        return cls(client, name, info)
+
+    @classmethod
+    def _connect_or_create(cls: Type[S], base_url: Union[str, Client], name: str, body: Dict[str, Any], client_options: Dict[str, Any]) -> S:
+        client = cls._client_for(base_url, **client_options)
+        try:
+            return cls(client, name, client.json("GET", Client.path(cls.collection, name)))
+        except NotFoundError:
+            # exist_ok: another process creating it at the same moment is not an error.
+            return cls._create(client, name, dict(body, exist_ok=True))
+
+    # --- describing
+
+    def info(self) -> Dict[str, Any]:
+        """The store's description: name, uri, version (and schema for generic stores)."""
+        self._info = self._client.json("GET", Client.path(self.collection, self.name))
+        return self._info
+
+    def version(self) -> int:
+        """The base table's current version."""
+        return int(self.info().get("version") or 0)
+
+    @property
+    def uri(self) -> str:
+        return str(self._info.get("uri", ""))
+
+    def delete(self) -> None:
+        """Delete the store (a soft delete; maintenance purges its data later)."""
+        self._client.request("DELETE", Client.path(self.collection, self.name))
+
+    # --- maintenance hooks
+
+    def flush(self) -> None:
+        """Seal this worker's shard: what it acknowledged becomes visible to every worker."""
+        self._client.request("POST", Client.path(self.collection, self.name, "flush"))
+
+    def _merge_wal_path(self) -> str:
+        return Client.path(self.collection, self.name, "merge-wal")
+
+    def merge_wal(self) -> int:
+        """Seal and merge the store's pending generations into its base table; the number merged."""
+        return int((self._client.json("POST", self._merge_wal_path()) or {}).get("reclaimed", 0))
+
+    # --- listing
+
+    def _pages(self, rows_path: str, member: str, query: Dict[str, Any], page_size: int, limit: Optional[int]) -> Iterator[Dict[str, Any]]:
+        cursor: Optional[str] = None
+        seen = 0
+        while True:
+            size = page_size if limit is None else min(page_size, limit - seen)
+            if size <= 0:
+                return
+            q = dict(query, limit=size, cursor=cursor)
+            page = self._client.json("GET", rows_path, query=q)
+            for row in page.get(member) or []:
+                yield row
+                seen += 1
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def _list(self, rows_path: str, member: str, query: Dict[str, Any], limit: Optional[int], offset: int, page_size: int = 1000) -> List[Dict[str, Any]]:
+        """limit rows (all when None) after skipping offset, following the keyset cursor."""
+        out: List[Dict[str, Any]] = []
+        cursor: Optional[str] = None
+        first = True
+        while limit is None or len(out) < limit:
+            size = page_size if limit is None else min(page_size, limit - len(out))
+            q = dict(query, limit=size, cursor=cursor)
+            if first and offset:
+                q["offset"] = offset  # the server skips matching rows, then pages by cursor
+            first = False
+            page = self._client.json("GET", rows_path, query=q)
+            out.extend(page.get(member) or [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+        return out
