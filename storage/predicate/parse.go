@@ -277,7 +277,7 @@ func (p *parser) operand() (operand, error) {
 	switch {
 	case t.kind == tString || t.kind == tNumber:
 		p.i++
-		return operand{lit: rawLit{t.kind, t.text, t.pos}}, nil
+		return operand{lit: rawLit(t)}, nil
 	case t.kind == tIdent && (strings.EqualFold(t.text, "TRUE") || strings.EqualFold(t.text, "FALSE") || strings.EqualFold(t.text, "NULL")):
 		p.i++
 		return operand{lit: rawLit{tIdent, strings.ToUpper(t.text), t.pos}}, nil
