@@ -1,90 +1,245 @@
-// The OpenAPI 3 document served at /api/v1/openapi.json. Every registered route must appear in
-// apiRoutes (a test checks it against the router).
+// The OpenAPI 3.0 document served at /api/v1/openapi.json, built from the route table below and
+// the handlers' own request and response types (openapischema.go): operationIds, path and query
+// parameters, request bodies, and every status a route answers with its schema. Every registered
+// route must appear in the table (a test checks it against the router; another generates a Go
+// client from the document and drives a real server with it).
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/datagen"
+	"github.com/strata-store/strata/kinds"
+	"github.com/strata-store/strata/workflows"
 )
 
-type apiRoute struct {
-	method, path, summary string
+// operation is one route of the document.
+type operation struct {
+	method, path, id, summary string
+	query                     []param
+	// body is the request body: a Go value whose type is the JSON body, or a bodySpec.
+	body      any
+	responses []resp
 }
 
-var apiRoutes = []apiRoute{
-	{"GET", "/api/v1/health", "Liveness and catalog reachability"},
-	{"GET", "/api/v1/openapi.json", "This document"},
-	{"GET", "/metrics", "Prometheus metrics"},
-	{"POST", "/api/v1/rollouts", "Create a rollout store (201 created; 409 ALREADY_EXISTS when the name exists, unless exist_ok: then 200 for the same definition)"},
-	{"GET", "/api/v1/rollouts", "List rollout stores: every store without ?limit (streamed), a page with ?limit (next_cursor); ?cursor, ?prefix"},
-	{"GET", "/api/v1/rollouts/{name}", "Describe a rollout store"},
-	{"DELETE", "/api/v1/rollouts/{name}", "Delete a rollout store (soft delete; data purged by maintenance)"},
-	{"POST", "/api/v1/rollouts/{name}/records", "Append rollout records: JSON {records:[...]}, multipart (metadata + payload parts) or an Arrow IPC stream; ?flush=true seals before answering"},
-	{"GET", "/api/v1/rollouts/{name}/records", "List records (?limit, ?offset, ?cursor, ?filters= a SQL predicate or a JSON object of exact matches); Accept: application/vnd.apache.arrow.stream for Arrow IPC"},
-	{"GET", "/api/v1/rollouts/{name}/records/{id}", "Get one record ({record: null} when absent)"},
-	{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "Delete a record (tombstone)"},
-	{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "Download a record's binary payload"},
-	{"POST", "/api/v1/rollouts/{name}/flush", "Seal this worker's shard: rows become visible to every worker"},
-	{"POST", "/api/v1/internal/merge-wal/{name}", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table; {reclaimed: generations merged}"},
-	{"POST", "/api/v1/rollouts/{name}/compact", "Compact the base table now ({target_rows_per_fragment?, materialize_deletions?})"},
-	{"GET", "/api/v1/rollouts/{name}/compact/stats", "Compaction state of the base table"},
-	{"POST", "/api/v1/rollouts/{name}/checkout", "Confirm a base-table version is readable ({version}); read it with ?version=N on the record routes"},
-	{"POST", "/api/v1/generic", "Create a generic store with a declared schema"},
-	{"GET", "/api/v1/generic", "List generic stores"},
-	{"GET", "/api/v1/generic/{name}", "Describe a generic store"},
-	{"DELETE", "/api/v1/generic/{name}", "Delete a generic store (soft delete)"},
-	{"POST", "/api/v1/generic/{name}/rows", "Add rows (JSON {rows:[...]}); ?flush=true seals before answering"},
-	{"GET", "/api/v1/generic/{name}/rows", "List rows (?limit, ?offset, ?cursor, ?filter= a SQL predicate, e.g. step > 5 AND role = 'user', or JSON equalities)"},
-	{"GET", "/api/v1/generic/{name}/rows/{id}", "Get one row (?columns=a,b)"},
-	{"DELETE", "/api/v1/generic/{name}/rows/{id}", "Delete a row (tombstone)"},
-	{"POST", "/api/v1/generic/{name}/flush", "Seal this worker's shard"},
-	{"POST", "/api/v1/generic/{name}/merge-wal", "Seal this worker's shard and merge the store's pending generations; {reclaimed: generations merged}"},
-	{"POST", "/api/v1/datagen", "Create a datagen store (checkpoint event log; 201, or 409 ALREADY_EXISTS unless exist_ok)"},
-	{"GET", "/api/v1/datagen", "List datagen stores"},
-	{"GET", "/api/v1/datagen/{name}", "Describe a datagen store"},
-	{"DELETE", "/api/v1/datagen/{name}", "Delete a datagen store (soft delete)"},
-	{"POST", "/api/v1/datagen/{name}/events", "Append events (JSON {events:[...]} or Arrow IPC); ?checkpoint=true: one atomic step boundary (field events + exactly one STEP_COMPLETED of one item/checkpoint/writer attempt); 201 {version, count}; sealed before answering"},
-	{"GET", "/api/v1/datagen/{name}/items/{item_id}", "Fold an item into its state ({item: null} when never started); ?load_blobs=true inlines blob bytes"},
-	{"GET", "/api/v1/datagen/{name}/items/{item_id}/failures", "An item's FAILED events ({failures: [...]})"},
-	{"GET", "/api/v1/datagen/{name}/items/{item_id}/events", "An item's raw events in (item_seq, event_id) order, without blob bytes"},
-	{"GET", "/api/v1/datagen/{name}/overview", "Run overview: root items by status, failures by error type and run, completed steps"},
-	{"GET", "/api/v1/datagen/{name}/root-status", "Lifecycle status of roots (?ids=a,b; a root never started is absent)"},
-	{"GET", "/api/v1/datagen/{name}/roots/{root_item_id}/events", "Raw events of a root and its sub-items, in (item_id, item_seq, event_id) order"},
-	{"GET", "/api/v1/datagen/{name}/blobs/{event_id}", "Download an event's blob (octet-stream; ?item_id= makes it a point read)"},
-	{"POST", "/api/v1/datagen/{name}/flush", "Seal this worker's shard"},
-	{"POST", "/api/v1/datagen/{name}/merge-wal", "Seal this worker's shard and merge the store's pending generations; {reclaimed: generations merged}"},
-	{"POST", "/api/v1/admin/{kind}/{name}/maintenance", "Queue maintenance ({op: merge_wal|build_key_index|compact|cleanup_versions|stats_refresh}) on the store's workflow; admin token"},
+type param struct{ name, typ, doc string }
+
+// bodySpec is a request body given by schema, with the content types it may also take.
+type bodySpec struct {
+	json  any // a Go value (its type) or a schema map
+	extra []string
 }
 
-func (h *handlers) openAPI(c echo.Context) error {
+type resp struct {
+	status int
+	body   any    // a Go value whose type is the JSON answer, a schema map, or nil
+	mime   string // "" = application/json
+	doc    string
+}
+
+const (
+	mimeArrow     = "application/vnd.apache.arrow.stream"
+	mimeMultipart = "multipart/form-data"
+)
+
+// Record and row bodies, by schema.
+var (
+	rolloutRecord = map[string]any{"$ref": "#/components/schemas/RolloutRecord"}
+	genericRow    = map[string]any{"type": "object", "additionalProperties": true, "description": "a row: the store's declared columns by name (id required)"}
+	anyObject     = map[string]any{"type": "object", "additionalProperties": true}
+)
+
+var (
+	qLimit      = param{"limit", "integer", "page size, 1-10000"}
+	qOffset     = param{"offset", "integer", "matching rows to skip first"}
+	qCursor     = param{"cursor", "string", "the next_cursor of the previous page"}
+	qPrefix     = param{"prefix", "string", "only store names starting with this"}
+	qFlush      = param{"flush", "boolean", "seal before answering: visible to every worker"}
+	qExistOK    = param{"exist_ok", "boolean", "a store of the same definition is answered 200, not 409"}
+	qVersion    = param{"version", "integer", "read this retained base-table version (without the WAL)"}
+	qStoreLists = []param{qLimit, qCursor, qPrefix}
+)
+
+func errorsFor(statuses ...int) []resp {
+	out := make([]resp, len(statuses))
+	for i, s := range statuses {
+		out[i] = resp{status: s, body: ErrorBody{}, doc: http.StatusText(s)}
+	}
+	return out
+}
+
+func with(ok []resp, errs ...int) []resp { return append(ok, errorsFor(errs...)...) }
+
+// storeRoutes are the registry routes every kind has.
+func storeRoutes(collection, kind, title string, create any) []operation {
+	base := "/api/v1/" + collection
+	return []operation{
+		{"POST", base, "create" + title + "Store", "Create a " + kind + " store (201; 409 ALREADY_EXISTS when the name exists, unless exist_ok: then 200 for the same definition)",
+			[]param{qExistOK}, create, with([]resp{{status: 201, body: StoreInfo{}, doc: "created"}, {status: 200, body: StoreInfo{}, doc: "exists (exist_ok)"}}, 400, 409, 503)},
+		{"GET", base, "list" + title + "Stores", "List " + kind + " stores: every store without ?limit (streamed), a page with ?limit (next_cursor)",
+			qStoreLists, nil, with([]resp{{status: 200, body: StoreList{}}}, 400, 503)},
+		{"GET", base + "/{name}", "get" + title + "Store", "Describe a " + kind + " store", nil, nil, with([]resp{{status: 200, body: StoreInfo{}}}, 400, 404, 503)},
+		{"DELETE", base + "/{name}", "delete" + title + "Store", "Delete a " + kind + " store (soft delete; data purged by maintenance)", nil, nil,
+			with([]resp{{status: 204, doc: "deleted"}}, 400, 404, 503)},
+		{"POST", base + "/{name}/flush", "flush" + title + "Store", "Seal this worker's shard: what it acknowledged becomes visible to every worker", nil, nil,
+			with([]resp{{status: 204, doc: "sealed"}}, 404, 503)},
+	}
+}
+
+var mergeWALResp = with([]resp{{status: 200, body: MergeWALResponse{}}}, 404, 503)
+
+func apiOperations() []operation {
+	ops := []operation{
+		{"GET", "/api/v1/health", "getHealth", "Liveness: the catalog, the storage and Temporal, each probed within 2 s", nil, nil,
+			[]resp{{status: 200, body: HealthResponse{}}, {status: 503, body: HealthResponse{}, doc: "degraded"}}},
+		{"GET", "/api/v1/openapi.json", "getOpenAPI", "This document", nil, nil, []resp{{status: 200, body: anyObject}}},
+		{"GET", "/metrics", "metrics", "Prometheus metrics", nil, nil, []resp{{status: 200, mime: "text/plain", doc: "the exposition format"}}},
+	}
+	ops = append(ops, storeRoutes("rollouts", "rollout", "Rollout", CreateStoreRequest{})...)
+	ops = append(ops,
+		operation{"POST", "/api/v1/rollouts/{name}/records", "addRolloutRecords",
+			"Append rollout records: JSON {records:[...]}, multipart (a metadata part, then payload parts named by record index) or an Arrow IPC stream; durable when answered",
+			[]param{qFlush}, bodySpec{json: map[string]any{"type": "object", "required": []string{"records"},
+				"properties": map[string]any{"records": map[string]any{"type": "array", "items": rolloutRecord}}}, extra: []string{mimeMultipart, mimeArrow}},
+			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
+		operation{"GET", "/api/v1/rollouts/{name}/records", "listRolloutRecords",
+			"List records in id order; filters= a SQL predicate (step > 5 AND role = 'user') or a JSON object of exact matches; Accept: application/vnd.apache.arrow.stream for Arrow IPC",
+			[]param{qLimit, qOffset, qCursor, {"filters", "string", "a SQL predicate or a JSON object of exact matches"}, qVersion}, nil,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"records"}, "properties": map[string]any{
+				"records": map[string]any{"type": "array", "items": rolloutRecord}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/rollouts/{name}/records/{id}", "getRolloutRecord", "Get one record ({record: null} when absent)", []param{qVersion}, nil,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"record"}, "properties": map[string]any{
+				"record": map[string]any{"allOf": []any{rolloutRecord}, "nullable": true}}}}}, 400, 404, 503)},
+		operation{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "deleteRolloutRecord", "Delete a record (tombstone)", nil, nil,
+			with([]resp{{status: 200, body: DeleteResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "getRolloutBlob", "Download a record's binary payload", nil, nil,
+			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 404, 503)},
+		operation{"POST", "/api/v1/internal/merge-wal/{name}", "mergeRolloutWAL", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table",
+			nil, nil, mergeWALResp},
+		operation{"POST", "/api/v1/rollouts/{name}/compact", "compactRolloutStore", "Compact the base table now", nil, CompactRequest{},
+			with([]resp{{status: 200, body: CompactResponse{}}}, 400, 404, 409, 503)},
+		operation{"GET", "/api/v1/rollouts/{name}/compact/stats", "getRolloutCompactionStats", "Compaction state of the base table", nil, nil,
+			with([]resp{{status: 200, body: CompactStats{}}}, 404, 503)},
+		operation{"POST", "/api/v1/rollouts/{name}/checkout", "checkoutRolloutStore", "Confirm a base-table version is readable; read it with ?version=N on the record routes", nil, CheckoutRequest{},
+			with([]resp{{status: 200, body: CheckoutRequest{}}}, 400, 404, 503)},
+	)
+	ops = append(ops, storeRoutes("generic", "generic", "Generic", CreateGenericRequest{})...)
+	ops = append(ops,
+		operation{"POST", "/api/v1/generic/{name}/rows", "addGenericRows", "Add rows (JSON {rows:[...]}); durable when answered", []param{qFlush},
+			map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{"rows": map[string]any{"type": "array", "items": genericRow}}},
+			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
+		operation{"GET", "/api/v1/generic/{name}/rows", "listGenericRows", "List rows in id order; filter= a SQL predicate (step > 5 AND role = 'user') or a JSON object of equalities",
+			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}}, nil,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
+				"rows": map[string]any{"type": "array", "items": genericRow}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/generic/{name}/rows/{id}", "getGenericRow", "Get one row (?columns=a,b: a blob column named here comes back base64)",
+			[]param{{"columns", "string", "comma-separated columns (id is always included)"}}, nil, with([]resp{{status: 200, body: genericRow}}, 400, 404, 503)},
+		operation{"DELETE", "/api/v1/generic/{name}/rows/{id}", "deleteGenericRow", "Delete a row (tombstone)", nil, nil,
+			with([]resp{{status: 200, body: DeleteResponse{}}}, 400, 404, 503)},
+		operation{"POST", "/api/v1/generic/{name}/merge-wal", "mergeGenericWAL", "Seal this worker's shard and merge the store's pending generations", nil, nil, mergeWALResp},
+	)
+	ops = append(ops, storeRoutes("datagen", "datagen", "Datagen", CreateStoreRequest{})...)
+	qItem := []param{{"load_blobs", "boolean", "inline blob bytes (base64)"}}
+	ops = append(ops,
+		operation{"POST", "/api/v1/datagen/{name}/events", "appendDatagenEvents",
+			"Append events (JSON or an Arrow IPC stream of the log's columns); checkpoint=true: one atomic step boundary (field events + exactly one STEP_COMPLETED of one item/checkpoint/writer attempt); sealed before answering",
+			[]param{{"checkpoint", "boolean", "an atomic step boundary"}}, bodySpec{json: DatagenEventsRequest{}, extra: []string{mimeArrow}},
+			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/items/{item_id}", "foldDatagenItem", "Fold an item into its state ({item: null} when never started)", qItem, nil,
+			with([]resp{{status: 200, body: DatagenItemResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/items/{item_id}/failures", "getDatagenItemFailures", "An item's FAILED events", nil, nil,
+			with([]resp{{status: 200, body: DatagenFailuresResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/items/{item_id}/events", "getDatagenItemEvents", "An item's raw events in (item_seq, event_id) order, without blob bytes", nil, nil,
+			with([]resp{{status: 200, body: DatagenEventsResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/overview", "getDatagenOverview", "Run overview: root items by status, failures by error type and run, completed steps", nil, nil,
+			with([]resp{{status: 200, body: datagen.Overview{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/root-status", "getDatagenRootStatuses", "Lifecycle status of roots (a root never started is absent)",
+			[]param{{"ids", "string", "comma-separated root item ids"}}, nil, with([]resp{{status: 200, body: DatagenRootStatusesResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/roots/{root_item_id}/events", "getDatagenRootEvents", "Raw events of a root and its sub-items, in (item_id, item_seq, event_id) order", nil, nil,
+			with([]resp{{status: 200, body: DatagenEventsResponse{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/datagen/{name}/blobs/{event_id}", "getDatagenBlob", "Download an event's blob", []param{{"item_id", "string", "the event's item: a point read"}}, nil,
+			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the blob"}}, 400, 404, 503)},
+		operation{"POST", "/api/v1/datagen/{name}/merge-wal", "mergeDatagenWAL", "Seal this worker's shard and merge the store's pending generations", nil, nil, mergeWALResp},
+		operation{"POST", "/api/v1/admin/{kind}/{name}/maintenance", "requestMaintenance",
+			"Queue maintenance on the store's workflow (admin token); ?wait=true runs it and answers its result", []param{{"wait", "boolean", "wait for the run and answer its result"}},
+			workflows.Request{}, with([]resp{{status: 202, body: MaintenanceResponse{}, doc: "queued"}, {status: 200, body: MaintenanceResponse{}, doc: "ran (wait=true)"}}, 400, 401, 404, 503)},
+	)
+	return ops
+}
+
+// schemaOf is the schema of a body or answer: a schema map as it is, else its Go type's.
+func (s *schemaSet) schemaOf(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return s.of(reflect.TypeOf(v))
+}
+
+// buildOpenAPI assembles the document.
+func buildOpenAPI(version string) map[string]any {
+	schemas := newSchemaSet()
+	schemas.components["RolloutRecord"] = arrowObject(kinds.RolloutSchema, kinds.RolloutJSONColumns, "id", "rollout_id")
 	paths := map[string]map[string]any{}
-	for _, r := range apiRoutes {
+	for _, r := range apiOperations() {
 		if paths[r.path] == nil {
 			paths[r.path] = map[string]any{}
 		}
-		op := map[string]any{
-			"summary": r.summary,
-			"responses": map[string]any{
-				"default": map[string]any{"description": "Error envelope {\"error\": {\"code\", \"message\"}}"},
-				"200":     map[string]any{"description": "OK"},
-			},
+		responses := map[string]any{"default": map[string]any{"description": "Error envelope {\"error\": {\"code\", \"message\"}}",
+			"content": map[string]any{"application/json": map[string]any{"schema": schemas.of(reflect.TypeOf(ErrorBody{}))}}}}
+		for _, rs := range r.responses {
+			doc := rs.doc
+			if doc == "" {
+				doc = http.StatusText(rs.status)
+			}
+			out := map[string]any{"description": doc}
+			if rs.mime != "" {
+				out["content"] = map[string]any{rs.mime: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+			} else if rs.body != nil {
+				out["content"] = map[string]any{"application/json": map[string]any{"schema": schemas.schemaOf(rs.body)}}
+			}
+			responses[strconv.Itoa(rs.status)] = out
 		}
+		op := map[string]any{"operationId": r.id, "summary": r.summary, "responses": responses}
 		var params []map[string]any
 		for _, seg := range strings.Split(r.path, "/") {
 			if strings.HasPrefix(seg, "{") {
 				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true, "schema": map[string]string{"type": "string"}})
 			}
 		}
+		for _, q := range r.query {
+			params = append(params, map[string]any{"name": q.name, "in": "query", "required": false, "description": q.doc, "schema": map[string]string{"type": q.typ}})
+		}
 		if params != nil {
 			op["parameters"] = params
 		}
+		if r.body != nil {
+			spec, ok := r.body.(bodySpec)
+			if !ok {
+				spec = bodySpec{json: r.body}
+			}
+			content := map[string]any{"application/json": map[string]any{"schema": schemas.schemaOf(spec.json)}}
+			for _, m := range spec.extra {
+				content[m] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+			}
+			op["requestBody"] = map[string]any{"required": r.method != "POST" || !strings.HasSuffix(r.path, "/compact"), "content": content}
+		}
 		paths[r.path][strings.ToLower(r.method)] = op
 	}
-	return c.JSON(http.StatusOK, map[string]any{
-		"openapi": "3.0.3",
-		"info":    map[string]string{"title": "Strata data API", "version": h.deps.Version},
-		"paths":   paths,
-	})
+	return map[string]any{
+		"openapi":    "3.0.3",
+		"info":       map[string]string{"title": "Strata data API", "version": version},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas.components},
+	}
 }
+
+func (h *handlers) openAPI(c echo.Context) error { return c.JSON(http.StatusOK, h.openAPIDoc()) }
+
+// OpenAPIDocument is the document the server serves, as JSON (for tools and tests).
+func OpenAPIDocument(version string) ([]byte, error) { return json.Marshal(buildOpenAPI(version)) }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -98,7 +99,8 @@ func New(d Deps) *echo.Echo {
 		limit = 1 << 30
 	}
 	h := &handlers{deps: d, mem: d.Allocator, bodyLimit: limit,
-		blobs: &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections}}
+		blobs:      &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections},
+		openAPIDoc: sync.OnceValue(func() map[string]any { return buildOpenAPI(d.Version) })}
 	requests := &byteBudget{what: "request bytes", capacity: d.MaxInflightRequestBytes, rejected: requestRejections}
 	if d.Memory != nil {
 		d.Memory.Track(func() int64 { return requests.held() + h.blobs.held() })
@@ -146,10 +148,11 @@ func bearerAuth(token string) echo.MiddlewareFunc {
 }
 
 type handlers struct {
-	deps      Deps
-	mem       memory.Allocator
-	bodyLimit int64 // bytes: the largest body, and the most an Arrow body may decode to
-	blobs     *byteBudget
+	deps       Deps
+	mem        memory.Allocator
+	bodyLimit  int64 // bytes: the largest body, and the most an Arrow body may decode to
+	blobs      *byteBudget
+	openAPIDoc func() map[string]any // the OpenAPI document, built on first use
 }
 
 // HealthResponse is the body of GET /api/v1/health: "ok", or the failure, per dependency.
