@@ -48,6 +48,7 @@ func datagenCommand() *ffcli.Command {
 		ShortUsage: "strata datagen <item|failures|events|overview|roots> [flags] <name> ...",
 		ShortHelp:  "Read a datagen store: an item's fold, failures or events, the run overview, root statuses.",
 		FlagSet:    fs,
+		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Subcommands: []*ffcli.Command{
 			sub("item", "<name> <item_id>", "Fold an item into its current state (null when never started).", 2,
 				func(ctx context.Context, c *client.Client, a []string) (any, error) {
