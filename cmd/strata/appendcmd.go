@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/mattn/go-isatty"
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/strata-store/strata/client"
@@ -38,20 +37,19 @@ type appendConfig struct {
 	progress  string
 }
 
-func appendCommand() *ffcli.Command {
+func appendCommand() *cobra.Command {
 	var cfg appendConfig
-	fs := flag.NewFlagSet("strata append", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata append", pflag.ContinueOnError)
 	cfg.client.register(fs)
 	fs.StringVar(&cfg.format, "format", "auto", "input format: auto (by extension), jsonl or parquet")
 	fs.IntVar(&cfg.batchRows, "batch-rows", 1000, "rows per append request")
 	fs.BoolVar(&cfg.flush, "flush", true, "seal after the last batch, so every worker reads the rows at once")
 	fs.StringVar(&cfg.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "append",
 		ShortUsage: "strata append [flags] <kind>/<name> <file.jsonl|file.parquet|->",
 		ShortHelp:  "Append rows from a JSONL or Parquet file (- reads JSONL from stdin).",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 2 {
 				return fmt.Errorf("usage: strata append [flags] <kind>/<name> <file>")
@@ -66,7 +64,7 @@ func appendCommand() *ffcli.Command {
 			}
 			return runAppend(ctx, c, kind, name, args[1], cfg, os.Stderr)
 		},
-	}
+	})
 }
 
 // importProgress reports rows and bytes sent; the bar is drawn only when enabled.

@@ -3,7 +3,8 @@
 package main
 
 import (
-	"flag"
+
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
 )
@@ -15,7 +16,7 @@ type clientConfig struct {
 	AdminToken string
 }
 
-func (c *clientConfig) register(fs *flag.FlagSet) {
+func (c *clientConfig) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.APIURL, "api-url", "http://127.0.0.1:3000", "base URL of a Strata API worker")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token of the data API")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API")

@@ -4,29 +4,27 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
 )
 
-func datagenCommand() *ffcli.Command {
+func datagenCommand() *cobra.Command {
 	var cfg clientConfig
 	var loadBlobs bool
-	fs := flag.NewFlagSet("strata datagen", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata datagen", pflag.ContinueOnError)
 	cfg.register(fs)
 	fs.BoolVar(&loadBlobs, "load-blobs", false, "item: inline blob bytes (base64) in the fold")
-	sub := func(name, usage, help string, args int, run func(ctx context.Context, c *client.Client, args []string) (any, error)) *ffcli.Command {
-		return &ffcli.Command{
+	sub := func(name, usage, help string, args int, run func(ctx context.Context, c *client.Client, args []string) (any, error)) *cobra.Command {
+		return newCommand(command{
 			Name:       name,
 			ShortUsage: "strata datagen " + name + " [flags] " + usage,
 			ShortHelp:  help,
 			FlagSet:    fs,
-			Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 			Exec: func(ctx context.Context, a []string) error {
 				if len(a) != args {
 					return fmt.Errorf("usage: strata datagen %s %s", name, usage)
@@ -41,15 +39,14 @@ func datagenCommand() *ffcli.Command {
 				}
 				return printJSON(v)
 			},
-		}
+		})
 	}
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "datagen",
 		ShortUsage: "strata datagen <item|failures|events|overview|roots> [flags] <name> ...",
 		ShortHelp:  "Read a datagen store: an item's fold, failures or events, the run overview, root statuses.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
-		Subcommands: []*ffcli.Command{
+		Subcommands: []*cobra.Command{
 			sub("item", "<name> <item_id>", "Fold an item into its current state (null when never started).", 2,
 				func(ctx context.Context, c *client.Client, a []string) (any, error) {
 					return c.DatagenItem(ctx, a[0], a[1], loadBlobs)
@@ -71,6 +68,5 @@ func datagenCommand() *ffcli.Command {
 					return c.DatagenRootStatuses(ctx, a[0], strings.Split(a[1], ","))
 				}),
 		},
-		Exec: func(context.Context, []string) error { return flag.ErrHelp },
-	}
+	})
 }

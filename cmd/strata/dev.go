@@ -5,25 +5,23 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func devCommand() *ffcli.Command {
+func devCommand() *cobra.Command {
 	var cfg serveConfig
 	var uiURL string
-	fs := flag.NewFlagSet("strata dev", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata dev", pflag.ContinueOnError)
 	cfg.registerWith(fs, true)
 	fs.StringVar(&uiURL, "temporal-ui-url", "http://127.0.0.1:8233", "the Temporal Web UI, printed at start")
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "dev",
 		ShortUsage: "strata dev [flags]",
 		ShortHelp:  "Run the API, the maintenance worker and its schedules in one process (local development).",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, _ []string) error {
 			fmt.Printf("Strata API:      http://%s/api/v1/health\n", cfg.ListenAddr)
 			fmt.Printf("OpenAPI:         http://%s/api/v1/openapi.json\n", cfg.ListenAddr)
@@ -33,5 +31,5 @@ func devCommand() *ffcli.Command {
 			}
 			return serve(ctx, cfg)
 		},
-	}
+	})
 }

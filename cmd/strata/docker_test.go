@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"io/fs"
 	"net"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
@@ -47,10 +47,10 @@ func loadCompose(t *testing.T) composeFile {
 
 // flagsOf returns the flag names of a strata subcommand.
 func flagsOf(t *testing.T, sub string) map[string]bool {
-	for _, c := range rootCommand().Subcommands {
-		if c.Name == sub {
+	for _, c := range rootCommand().Commands() {
+		if c.Name() == sub {
 			names := map[string]bool{}
-			c.FlagSet.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+			c.Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
 			return names
 		}
 	}

@@ -1,23 +1,25 @@
 // Command strata is Strata's single binary: `strata serve` runs the HTTP data API (optionally
 // with the maintenance worker), `strata worker` runs the Temporal maintenance worker, `strata
-// dev` runs both for local development; `strata store|append|get|scan` use the API through the
-// Go client, `strata maint` queues maintenance, `strata status` reads the catalog's stats and
-// `strata version` prints the build. Every flag can also be set as an environment variable: the flag
-// name upper-cased with '-' turned into '_' and the prefix STRATA_ (--database-url ->
-// STRATA_DATABASE_URL). A flag on the command line wins over the environment.
+// dev` runs both for local development; `strata store|append|get|scan|datagen` use the API
+// through the Go client, `strata maint` queues maintenance, `strata status` reads the catalog's
+// stats and `strata version` prints the build. Commands are cobra commands: flags go anywhere
+// on the line, `--help` works on every command, `strata completion bash|zsh|fish` prints shell
+// completion. Every flag can also be set as an environment variable: the flag name upper-cased
+// with '-' turned into '_' and the prefix STRATA_ (--database-url -> STRATA_DATABASE_URL). A
+// flag on the command line wins over the environment.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -30,30 +32,82 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "strata:", err)
-		}
+		fmt.Fprintln(os.Stderr, "strata: "+describe(err))
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, args []string) error {
 	root := rootCommand()
-	if err := root.Parse(args); err != nil {
-		return err
-	}
-	return root.Run(ctx)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
 }
 
-func rootCommand() *ffcli.Command {
-	fs := flag.NewFlagSet("strata", flag.ContinueOnError)
-	return &ffcli.Command{
+// command describes one CLI command; newCommand makes it a cobra command.
+type command struct {
+	Name       string
+	ShortUsage string // "strata <path> [flags] <args>"
+	ShortHelp  string
+	FlagSet    *pflag.FlagSet
+	// Exec runs the command; nil for a group of subcommands (which then prints its help).
+	Exec        func(ctx context.Context, args []string) error
+	Subcommands []*cobra.Command
+}
+
+func newCommand(c command) *cobra.Command {
+	use := c.Name
+	if i := strings.Index(c.ShortUsage, " "+c.Name); i >= 0 {
+		use += c.ShortUsage[i+1+len(c.Name):]
+	}
+	cmd := &cobra.Command{Use: use, Short: c.ShortHelp, SilenceUsage: true, SilenceErrors: true,
+		// Flags are read after the command's path: `scan rollout/x --limit 5` and
+		// `scan --limit 5 rollout/x` are the same.
+		Args: cobra.ArbitraryArgs}
+	if c.FlagSet != nil {
+		cmd.Flags().AddFlagSet(c.FlagSet)
+	}
+	cmd.AddCommand(c.Subcommands...)
+	if c.Exec != nil {
+		cmd.RunE = func(cmd *cobra.Command, args []string) error { return c.Exec(cmd.Context(), args) }
+	} else {
+		// A group: its help, or an error naming the unknown subcommand.
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		}
+	}
+	return cmd
+}
+
+// envName is the environment variable that sets flag name.
+func envName(flagName string) string {
+	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(flagName))
+}
+
+// applyEnv sets every flag of cmd the command line left alone from its STRATA_* variable.
+func applyEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "help" || err != nil {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if serr := f.Value.Set(v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+func rootCommand() *cobra.Command {
+	root := newCommand(command{
 		Name:       "strata",
-		ShortUsage: "strata <subcommand> [flags]",
+		ShortUsage: "strata <command> [flags]",
 		ShortHelp:  "Strata stores ML records in columnar tables and keeps them healthy.",
-		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
-		Subcommands: []*ffcli.Command{
+		Subcommands: []*cobra.Command{
 			serveCommand(),
 			devCommand(),
 			workerCommand(),
@@ -66,12 +120,16 @@ func rootCommand() *ffcli.Command {
 			statusCommand(),
 			versionCommand(),
 		},
-		Exec: func(context.Context, []string) error { return flag.ErrHelp },
-	}
+	})
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) }
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see strata %s --help)", err, strings.TrimPrefix(cmd.CommandPath(), "strata "))
+	})
+	return root
 }
 
-func versionCommand() *ffcli.Command {
-	return &ffcli.Command{
+func versionCommand() *cobra.Command {
+	return newCommand(command{
 		Name:       "version",
 		ShortUsage: "strata version",
 		ShortHelp:  "Print the version.",
@@ -79,5 +137,26 @@ func versionCommand() *ffcli.Command {
 			fmt.Println("strata", version)
 			return nil
 		},
+	})
+}
+
+// describe is what the CLI prints for an error: the message once (the Go client's errors carry
+// their own "strata:" prefix) and, for the common mistakes, what to do about it.
+func describe(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "strata: ")
+	var hint string
+	switch {
+	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host"):
+		hint = "is a Strata server running at --api-url (STRATA_API_URL)? `make run` starts one on :3000"
+	case strings.Contains(msg, "404 NOT_FOUND"):
+		hint = "`strata store list <kind>` lists the stores; `strata store create <kind>/<name>` makes one"
+	case strings.Contains(msg, "401 UNAUTHORIZED"):
+		hint = "set --api-token (STRATA_API_TOKEN), or --admin-token for maintenance"
+	case strings.Contains(msg, "unknown command"), strings.Contains(msg, "unknown flag"):
+		hint = "`strata --help` lists the commands"
 	}
+	if hint != "" && !errors.Is(err, context.Canceled) {
+		return msg + "\n  hint: " + hint
+	}
+	return msg
 }

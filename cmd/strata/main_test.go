@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/client"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
@@ -27,25 +29,40 @@ import (
 
 func TestMain(m *testing.M) { testenv.RunMain(m, testenv.WithLeakCheck(testenv.RunWithPostgres)) }
 
-// Every flag of every subcommand is settable through its STRATA_* variable.
+// commandsOf lists cmd and every command below it.
+func commandsOf(cmd *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{cmd}
+	for _, c := range cmd.Commands() {
+		out = append(out, commandsOf(c)...)
+	}
+	return out
+}
+
+// parseOnly parses args as the CLI would (flags anywhere, then the environment) without running
+// the command, and returns the command they name.
+func parseOnly(t *testing.T, root *cobra.Command, args ...string) *cobra.Command {
+	t.Helper()
+	cmd, rest, err := root.Find(args)
+	require.NoError(t, err)
+	require.NoError(t, cmd.ParseFlags(rest))
+	require.NoError(t, applyEnv(cmd))
+	return cmd
+}
+
+// Every flag of every command is settable through its STRATA_* variable.
 func TestEveryFlagIsSettableFromTheEnvironment(t *testing.T) {
-	root := rootCommand()
-	for _, sub := range root.Subcommands {
-		if sub.FlagSet == nil {
-			continue
-		}
-		sub.FlagSet.VisitAll(func(f *flag.Flag) {
+	for _, sub := range commandsOf(rootCommand())[1:] {
+		path := strings.Fields(strings.TrimPrefix(sub.CommandPath(), "strata "))
+		sub.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
 			env := envName(f.Name)
-			t.Run(sub.Name+"/"+f.Name, func(t *testing.T) {
+			t.Run(strings.Join(path, "/")+"/"+f.Name, func(t *testing.T) {
 				want := sampleValue(f)
 				t.Setenv(env, want)
-				fresh := rootCommand()
-				require.NoError(t, fresh.Parse([]string{sub.Name}))
-				for _, s := range fresh.Subcommands {
-					if s.Name == sub.Name {
-						require.Equal(t, want, s.FlagSet.Lookup(f.Name).Value.String(), "%s did not set --%s", env, f.Name)
-					}
-				}
+				got := parseOnly(t, rootCommand(), path...).Flags().Lookup(f.Name).Value.String()
+				require.Equal(t, want, got, "%s did not set --%s", env, f.Name)
 			})
 		})
 	}
@@ -53,12 +70,29 @@ func TestEveryFlagIsSettableFromTheEnvironment(t *testing.T) {
 
 func TestCommandLineWinsOverTheEnvironment(t *testing.T) {
 	t.Setenv("STRATA_LISTEN_ADDR", "127.0.0.1:1")
-	root := rootCommand()
-	require.NoError(t, root.Parse([]string{"serve", "--listen-addr", "127.0.0.1:2"}))
-	require.Equal(t, "127.0.0.1:2", root.Subcommands[0].FlagSet.Lookup("listen-addr").Value.String())
+	cmd := parseOnly(t, rootCommand(), "serve", "--listen-addr", "127.0.0.1:2")
+	require.Equal(t, "127.0.0.1:2", cmd.Flags().Lookup("listen-addr").Value.String())
 }
 
-func sampleValue(f *flag.Flag) string {
+// Flags go anywhere on the line; unknown commands and flags say what to do.
+func TestFlagsAfterArgumentsAndHelpfulErrors(t *testing.T) {
+	cmd := parseOnly(t, rootCommand(), "scan", "rollout/tour", "--limit", "5", "--format=table")
+	require.Equal(t, "5", cmd.Flags().Lookup("limit").Value.String())
+	require.Equal(t, []string{"rollout/tour"}, cmd.Flags().Args())
+	err := run(context.Background(), []string{"scna"})
+	require.ErrorContains(t, err, "unknown command")
+	require.Contains(t, describe(err), "hint:")
+	err = run(context.Background(), []string{"scan", "--nope", "rollout/x"})
+	require.ErrorContains(t, err, "unknown flag: --nope")
+	require.ErrorContains(t, err, "strata scan --help")
+	_, err = client.New("http://127.0.0.1:1")
+	require.NoError(t, err)
+	msg := describe(fmt.Errorf("strata: 404 NOT_FOUND: rollout store \"x\" not found"))
+	require.True(t, strings.HasPrefix(msg, "404 NOT_FOUND"), "one prefix: %s", msg)
+	require.Contains(t, msg, "strata store list")
+}
+
+func sampleValue(f *pflag.Flag) string {
 	switch f.Value.(type) {
 	case interface{ IsBoolFlag() bool }:
 		if f.DefValue == "true" {
@@ -123,11 +157,6 @@ func TestServeAnswersHealthAndStopsOnCancel(t *testing.T) {
 func TestServeFailsClearlyWithABadLogLevel(t *testing.T) {
 	err := serve(context.Background(), serveConfig{LogLevel: "loud", LogFormat: "text"})
 	require.ErrorContains(t, err, "--log-level")
-}
-
-// envName is the environment variable that sets flag name (as ff derives it).
-func envName(flagName string) string {
-	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(flagName))
 }
 
 func TestParseMaintArgs(t *testing.T) {

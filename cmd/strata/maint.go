@@ -6,14 +6,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/client"
@@ -26,20 +25,19 @@ var maintOps = map[string]workflows.Op{
 	"cleanup": workflows.OpCleanupVersions, "stats": workflows.OpStatsRefresh,
 }
 
-func maintCommand() *ffcli.Command {
+func maintCommand() *cobra.Command {
 	var cfg clientConfig
 	var maxPasses int
 	var wait bool
-	fs := flag.NewFlagSet("strata maint", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata maint", pflag.ContinueOnError)
 	cfg.register(fs)
 	fs.IntVar(&maxPasses, "max-passes", 0, "merge: stop after this many merge passes (0 = until drained)")
 	fs.BoolVar(&wait, "wait", false, "wait until the operation has run (bounded by the server's --request-timeout) and print its result or failure")
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "maint",
 		ShortUsage: "strata maint [--wait] [--max-passes N] merge|index|compact|cleanup|stats <kind>/<name>",
 		ShortHelp:  "Queue (or run, with --wait) maintenance on a store's Temporal workflow, through the API.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, args []string) error {
 			store, req, err := parseMaintArgs(args)
 			if err != nil {
@@ -51,7 +49,7 @@ func maintCommand() *ffcli.Command {
 			}
 			return runMaint(ctx, os.Stdout, c, store, req.Op, maxPasses, wait)
 		},
-	}
+	})
 }
 
 // runMaint queues (or runs, when wait) op on the store and reports the outcome on out.

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,23 +20,22 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
 	"github.com/strata-store/strata/kinds"
 )
 
-func getCommand() *ffcli.Command {
+func getCommand() *cobra.Command {
 	var cfg clientConfig
-	fs := flag.NewFlagSet("strata get", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata get", pflag.ContinueOnError)
 	cfg.register(fs)
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "get",
 		ShortUsage: "strata get <kind>/<name> <id>",
 		ShortHelp:  "Print one row as JSON.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 2 {
 				return fmt.Errorf("usage: strata get <kind>/<name> <id>")
@@ -59,7 +57,7 @@ func getCommand() *ffcli.Command {
 			fmt.Println(buf.String())
 			return nil
 		},
-	}
+	})
 }
 
 type scanConfig struct {
@@ -71,21 +69,20 @@ type scanConfig struct {
 	pageSize int
 }
 
-func scanCommand() *ffcli.Command {
+func scanCommand() *cobra.Command {
 	var cfg scanConfig
-	fs := flag.NewFlagSet("strata scan", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata scan", pflag.ContinueOnError)
 	cfg.client.register(fs)
 	fs.StringVar(&cfg.format, "format", "jsonl", "output: jsonl, parquet or table")
 	fs.StringVar(&cfg.output, "output", "-", "output file (- = stdout; parquet needs a file)")
 	fs.StringVar(&cfg.filter, "filter", "", `a SQL predicate, e.g. "step > 5 AND role = 'user'", or column equalities as JSON, e.g. {"rollout_id":"r1"}`)
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (0 = all)")
 	fs.IntVar(&cfg.pageSize, "page-size", 1000, "rows per request")
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "scan",
 		ShortUsage: "strata scan [flags] <kind>/<name>",
 		ShortHelp:  "Read every row (in id order) as JSONL, Parquet or a table.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, args []string) error {
 			kind, name, err := oneStoreArg(args)
 			if err != nil {
@@ -125,7 +122,7 @@ func scanCommand() *ffcli.Command {
 			}
 			return fmt.Errorf("--format %q: want jsonl, parquet or table", cfg.format)
 		},
-	}
+	})
 }
 
 func scanJSONL(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -18,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
@@ -76,11 +75,11 @@ type serveConfig struct {
 // DefaultDatabaseURL is the database `make run` starts (scripts/pg.sh defaults).
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=disable"
 
-func (c *serveConfig) register(fs *flag.FlagSet) { c.registerWith(fs, false) }
+func (c *serveConfig) register(fs *pflag.FlagSet) { c.registerWith(fs, false) }
 
 // registerWith registers serve's flags; maintenanceWorker is the default of --maintenance-worker
 // (on for `strata dev`).
-func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
+func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.ListenAddr, "listen-addr", "127.0.0.1:3000", "address the HTTP API listens on")
 	c.registerStores(fs)
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
@@ -100,7 +99,7 @@ func (c *serveConfig) registerWith(fs *flag.FlagSet, maintenanceWorker bool) {
 }
 
 // registerStores registers the flags that locate and open stores (shared with `strata worker`).
-func (c *serveConfig) registerStores(fs *flag.FlagSet) {
+func (c *serveConfig) registerStores(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
 	fs.StringVar(&c.DataURL, "data-url", "file://.data/stores", "where store data lives: file://<dir> or a directory path")
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
@@ -114,7 +113,7 @@ func (c *serveConfig) registerStores(fs *flag.FlagSet) {
 	fs.Int64Var(&c.GCHeadroomBytes, "gc-headroom-bytes", 64<<20, "keep the Go soft memory limit at the bytes the memory budgets hold (write buffer, cache, merge and request memory) plus this much, at least 1.15x the live heap and at most GOMEMLIMIT, so RSS follows the budgets (0 = the Go runtime's defaults)")
 }
 
-func registerLogFlags(fs *flag.FlagSet, level, format *string) {
+func registerLogFlags(fs *pflag.FlagSet, level, format *string) {
 	fs.StringVar(level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(format, "log-format", "text", "log format: text or json")
 }
@@ -134,18 +133,17 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func serveCommand() *ffcli.Command {
+func serveCommand() *cobra.Command {
 	var cfg serveConfig
-	fs := flag.NewFlagSet("strata serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata serve", pflag.ContinueOnError)
 	cfg.register(fs)
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "serve",
 		ShortUsage: "strata serve [flags]",
 		ShortHelp:  "Run the HTTP data API.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec:       func(ctx context.Context, _ []string) error { return serve(ctx, cfg) },
-	}
+	})
 }
 
 func serve(ctx context.Context, cfg serveConfig) error {

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,28 +12,27 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/catalog"
 )
 
-func statusCommand() *ffcli.Command {
+func statusCommand() *cobra.Command {
 	var databaseURL, kind, prefix string
 	var limit int
 	var failingOnly bool
-	fs := flag.NewFlagSet("strata status", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata status", pflag.ContinueOnError)
 	fs.BoolVar(&failingOnly, "failing", false, "only the stores whose maintenance is failing (after its retries), with the last error")
 	fs.StringVar(&databaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
 	fs.StringVar(&kind, "kind", "", "only stores of this kind (rollout or generic)")
 	fs.StringVar(&prefix, "prefix", "", "only names starting with this")
 	fs.IntVar(&limit, "limit", 100, "at most this many stores")
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "status",
 		ShortUsage: "strata status [--kind K] [--prefix P] [--limit N] [--failing]",
 		ShortHelp:  "Per-store pending generations, fragments and last maintenance, and failing maintenance, from the catalog.",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, _ []string) error {
 			var k catalog.Kind
 			if kind != "" {
@@ -67,7 +65,7 @@ func statusCommand() *ffcli.Command {
 			}
 			return printFailures(os.Stdout, failures, time.Now())
 		},
-	}
+	})
 }
 
 func printStatus(out io.Writer, st []catalog.StoreStatus, now time.Time) error {

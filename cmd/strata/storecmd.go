@@ -5,51 +5,48 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
 )
 
-func storeCommand() *ffcli.Command {
+func storeCommand() *cobra.Command {
 	var cfg clientConfig
-	fs := flag.NewFlagSet("strata store", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata store", pflag.ContinueOnError)
 	cfg.register(fs)
-	sub := func(name, usage, help string, extra func(*flag.FlagSet), exec func(context.Context, *client.Client, []string) error) *ffcli.Command {
-		sfs := flag.NewFlagSet("strata store "+name, flag.ContinueOnError)
+	sub := func(name, usage, help string, extra func(*pflag.FlagSet), exec func(context.Context, *client.Client, []string) error) *cobra.Command {
+		sfs := pflag.NewFlagSet("strata store "+name, pflag.ContinueOnError)
 		cfg.register(sfs)
 		if extra != nil {
 			extra(sfs)
 		}
-		return &ffcli.Command{Name: name, ShortUsage: "strata store " + usage, ShortHelp: help, FlagSet: sfs,
-			Options: []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
+		return newCommand(command{Name: name, ShortUsage: "strata store " + usage, ShortHelp: help, FlagSet: sfs,
 			Exec: func(ctx context.Context, args []string) error {
 				c, err := cfg.client()
 				if err != nil {
 					return err
 				}
 				return exec(ctx, c, args)
-			}}
+			}})
 	}
 	var schema string
 	var sealOnAdd bool
 	var prefix string
 	var limit int
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "store",
 		ShortUsage: "strata store create|list|get|delete [flags] ...",
 		ShortHelp:  "Create, list, describe and delete stores (through the API).",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
-		Subcommands: []*ffcli.Command{
+		Subcommands: []*cobra.Command{
 			sub("create", "create [--schema JSON|@file] <kind>/<name>", "Create a store (generic stores need --schema).",
-				func(fs *flag.FlagSet) {
+				func(fs *pflag.FlagSet) {
 					fs.StringVar(&schema, "schema", "", "generic stores: the schema as JSON, or @file to read it from a file")
 					fs.BoolVar(&sealOnAdd, "seal-on-add", false, "generic stores: seal after every add")
 				},
@@ -76,7 +73,7 @@ func storeCommand() *ffcli.Command {
 					return nil
 				}),
 			sub("list", "list [--prefix P] <kind>", "List stores of a kind.",
-				func(fs *flag.FlagSet) {
+				func(fs *pflag.FlagSet) {
 					fs.StringVar(&prefix, "prefix", "", "only names starting with this")
 					fs.IntVar(&limit, "limit", 0, "stop after this many stores (0 = all)")
 				},
@@ -134,8 +131,7 @@ func storeCommand() *ffcli.Command {
 					return nil
 				}),
 		},
-		Exec: func(context.Context, []string) error { return flag.ErrHelp },
-	}
+	})
 }
 
 // oneStoreArg parses the single <kind>/<name> argument.

@@ -6,15 +6,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
@@ -39,7 +38,7 @@ type temporalConfig struct {
 	Compaction table.CompactionConfig
 }
 
-func (c *temporalConfig) register(fs *flag.FlagSet) {
+func (c *temporalConfig) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
 	fs.StringVar(&c.Namespace, "temporal-namespace", "default", "Temporal namespace")
 	fs.IntVar(&c.ActivitySlots, "activity-slots", 4, "maintenance activities run at once by this worker")
@@ -104,20 +103,19 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 // maintenance worker never appends, so it opens stores read-only.
 func workerCommandConfig() serveConfig { return serveConfig{readOnlyStores: true} }
 
-func workerCommand() *ffcli.Command {
+func workerCommand() *cobra.Command {
 	cfg := workerCommandConfig()
 	var metricsAddr string
-	fs := flag.NewFlagSet("strata worker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("strata worker", pflag.ContinueOnError)
 	cfg.registerStores(fs)
 	cfg.Temporal.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:3001", "address serving /metrics and /api/v1/health (empty = none)")
 	registerLogFlags(fs, &cfg.LogLevel, &cfg.LogFormat)
-	return &ffcli.Command{
+	return newCommand(command{
 		Name:       "worker",
 		ShortUsage: "strata worker [flags]",
 		ShortHelp:  "Run the Temporal maintenance worker (merge WAL, index, compact, cleanup).",
 		FlagSet:    fs,
-		Options:    []ff.Option{ff.WithEnvVarPrefix(envPrefix)},
 		Exec: func(ctx context.Context, _ []string) error {
 			log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
 			if err != nil {
@@ -144,7 +142,7 @@ func workerCommand() *ffcli.Command {
 			stop()
 			return nil
 		},
-	}
+	})
 }
 
 // serveMetrics serves the worker's /metrics and a health route (for Prometheus and container
