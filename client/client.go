@@ -74,6 +74,8 @@ type Client struct {
 	http       *http.Client
 	token      string
 	adminToken string
+	retries    int           // 503s with Retry-After retried per call (default 8)
+	maxWait    time.Duration // the longest Retry-After honoured (default 30s)
 }
 
 // Option configures a Client.
@@ -85,6 +87,13 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithAdminToken sets the bearer token of the admin routes (maintenance triggers).
 func WithAdminToken(token string) Option { return func(c *Client) { c.adminToken = token } }
 
+// WithRetries sets how many times a call answered 503 with Retry-After (the server's
+// backpressure: it wrote nothing) is retried, after the wait the server asks for (at most
+// maxWait); 0 disables retries. Default 8 retries, 30 s.
+func WithRetries(n int, maxWait time.Duration) Option {
+	return func(c *Client) { c.retries, c.maxWait = n, maxWait }
+}
+
 // WithHTTPClient replaces the HTTP client (default: no overall timeout; use contexts).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
@@ -94,7 +103,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, http: &http.Client{}}
+	c := &Client{base: u, http: &http.Client{}, retries: 8, maxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -110,7 +119,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("strata: %d %s: %s", e.Status, e.Code, e.Message)
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
 }
 
 // IsNotFound reports whether err is a 404 answer (unknown store).
@@ -131,8 +140,36 @@ type request struct {
 }
 
 // do sends r and returns the response when its status is 2xx; otherwise it decodes the error
-// envelope into *Error. The caller closes the body.
+// envelope into *Error. A 503 with Retry-After is retried (WithRetries) when the body can be
+// sent again. The caller closes the body.
 func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
+	if b, ok := r.body.(*bytes.Buffer); ok {
+		r.body = bytes.NewReader(b.Bytes()) // replayable
+	}
+	seeker, replayable := r.body.(io.Seeker)
+	replayable = replayable || r.body == nil
+	for attempt := 0; ; attempt++ {
+		resp, err := c.doOnce(ctx, r)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || e.RetryAfter <= 0 || attempt >= c.retries || !replayable {
+			return resp, err
+		}
+		wait := min(e.RetryAfter, c.maxWait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		if seeker != nil {
+			if _, serr := seeker.Seek(0, io.SeekStart); serr != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// doOnce sends r once.
+func (c *Client) doOnce(ctx context.Context, r request) (*http.Response, error) {
 	target := c.base.String() + r.path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()

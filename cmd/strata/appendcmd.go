@@ -122,6 +122,10 @@ func runAppend(ctx context.Context, c *client.Client, kind client.Kind, name, pa
 	if cfg.batchRows <= 0 {
 		return fmt.Errorf("--batch-rows must be positive")
 	}
+	// The store first: a mistyped name fails before a line of the input is read.
+	if _, err := c.GetStore(ctx, kind, name); err != nil {
+		return err
+	}
 	format := cfg.format
 	if format == "auto" {
 		switch strings.ToLower(filepath.Ext(path)) {

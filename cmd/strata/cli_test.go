@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,9 @@ func TestCLIImportsReadsAndReports(t *testing.T) {
 	table := strings.Split(strings.TrimSpace(mustCLI(t, "scan", api, "--format=table", "--limit=3", "rollout/cli")), "\n")
 	require.Len(t, table, 4, "a header and three rows")
 	require.True(t, strings.HasPrefix(table[0], "ID "), table[0])
+	header := strings.Fields(table[0])
+	require.Less(t, slices.Index(header, "ROLLOUT_ID"), slices.Index(header, "CONTENT"), "schema order: %v", header)
+	require.Contains(t, header, "CREATED_AT")
 	out := filepath.Join(dir, "out.parquet")
 	mustCLI(t, "scan", api, "--format=parquet", "--output="+out, "rollout/cli")
 	require.EqualValues(t, 3700, parquetRows(t, out))
@@ -158,6 +162,8 @@ func TestCLIImportsReadsAndReports(t *testing.T) {
 	require.ErrorContains(t, err, "line 1: not a JSON object")
 	_, err = cli(t, "append", api, "rollout/missing", jsonlPath)
 	require.ErrorContains(t, err, "404")
+	_, err = cli(t, "append", api, "rollout/missing", filepath.Join(dir, "not-there.jsonl"))
+	require.ErrorContains(t, err, "404", "the store is checked before the input is opened")
 
 	status := mustCLI(t, "status", "--database-url="+db)
 	require.Contains(t, status, "rollout/cli")

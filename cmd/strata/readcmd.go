@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -112,17 +111,36 @@ func scanCommand() *cobra.Command {
 				defer f.Close()
 				out = f
 			}
+			counted := &countingWriter{w: out}
 			switch cfg.format {
 			case "jsonl":
-				return scanJSONL(ctx, c, kind, name, opts, out)
+				err = scanJSONL(ctx, c, kind, name, opts, counted)
 			case "table":
-				return scanTable(ctx, c, kind, name, opts, out)
+				err = scanTable(ctx, c, kind, name, opts, counted)
 			case "parquet":
-				return scanParquet(ctx, c, kind, name, opts, out)
+				err = scanParquet(ctx, c, kind, name, opts, counted)
+			default:
+				return fmt.Errorf("--format %q: want jsonl, parquet or table", cfg.format)
 			}
-			return fmt.Errorf("--format %q: want jsonl, parquet or table", cfg.format)
+			if err == nil && cfg.output != "-" {
+				// Written to a file: say what was written (stdout stays the data alone).
+				fmt.Fprintf(os.Stderr, "wrote %s/%s to %s (%s, %d bytes)\n", kind, name, cfg.output, cfg.format, counted.n)
+			}
+			return err
 		},
 	})
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func scanJSONL(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {
@@ -137,35 +155,72 @@ func scanJSONL(ctx context.Context, c *client.Client, kind client.Kind, name str
 	return w.Flush()
 }
 
-// scanTable prints rows as aligned columns (id first, then the other columns by name); long
-// values are cut at 40 characters.
+// tableColumns are the columns a table of kind's rows shows, in the store's schema order (binary
+// columns, which listings leave out, excluded).
+func tableColumns(ctx context.Context, c *client.Client, kind client.Kind, name string) ([]string, error) {
+	var schema *arrow.Schema
+	switch kind {
+	case client.KindRollout:
+		schema = kinds.RolloutSchema
+	case client.KindDatagen:
+		schema = kinds.DatagenSchema
+	default:
+		info, err := c.GetStore(ctx, kind, name)
+		if err != nil {
+			return nil, err
+		}
+		if schema, err = kinds.ParseSchemaSpec(info.Schema); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, f := range schema.Fields() {
+		if f.Type.ID() != arrow.BINARY && f.Type.ID() != arrow.LARGE_BINARY && !strings.HasPrefix(f.Name, "_") {
+			out = append(out, f.Name)
+		}
+	}
+	return out, nil
+}
+
+// scanTable prints rows as aligned columns in the store's schema order, leaving out the
+// columns no printed row has a value in; long values are cut at 40 characters. Rows are held
+// until the end (a table is for a screenful: use --limit).
 func scanTable(ctx context.Context, c *client.Client, kind client.Kind, name string, opts client.ScanOptions, out io.Writer) error {
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	var columns []string
-	err := c.Scan(ctx, kind, name, opts, func(raw json.RawMessage) error {
+	all, err := tableColumns(ctx, c, kind, name)
+	if err != nil {
+		return err
+	}
+	var rows []map[string]json.RawMessage
+	err = c.Scan(ctx, kind, name, opts, func(raw json.RawMessage) error {
 		var row map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &row); err != nil {
 			return err
 		}
-		if columns == nil {
-			for k := range row {
-				if k != "id" {
-					columns = append(columns, k)
-				}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var columns []string
+	for _, col := range all {
+		for _, row := range rows {
+			if v, ok := row[col]; ok && string(v) != "null" {
+				columns = append(columns, col)
+				break
 			}
-			slices.Sort(columns)
-			columns = append([]string{"id"}, columns...)
-			fmt.Fprintln(tw, strings.ToUpper(strings.Join(columns, "\t")))
 		}
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(columns, "\t")))
+	for _, row := range rows {
 		cells := make([]string, len(columns))
 		for i, col := range columns {
 			cells[i] = tableCell(row[col])
 		}
-		_, err := fmt.Fprintln(tw, strings.Join(cells, "\t"))
-		return err
-	})
-	if err != nil {
-		return err
+		if _, err := fmt.Fprintln(tw, strings.Join(cells, "\t")); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
 }

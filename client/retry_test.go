@@ -1,0 +1,58 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/client"
+)
+
+// A 503 with Retry-After (backpressure: nothing was written) is retried after the wait the
+// server asks for, with the same body; without Retry-After, or past the retries, the error is
+// returned.
+func TestBackpressureIsRetriedWithTheSameBody(t *testing.T) {
+	var calls atomic.Int32
+	var bodies []string
+	busy := int32(2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		data, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(data))
+		if n <= busy {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error": {"code": "OVERLOADED", "message": "busy"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"version": 3, "count": 1})
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL)
+	require.NoError(t, err)
+	start := time.Now()
+	res, err := c.Append(context.Background(), client.KindRollout, "s", []json.RawMessage{json.RawMessage(`{"id":"a"}`)}, false)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Count)
+	require.EqualValues(t, 3, calls.Load())
+	require.GreaterOrEqual(t, time.Since(start), 2*time.Second, "the server's Retry-After is honoured")
+	require.Equal(t, bodies[0], bodies[2], "the body is sent again whole")
+
+	calls.Store(0)
+	busy = 100
+	few, err := client.New(srv.URL, client.WithRetries(1, time.Second))
+	require.NoError(t, err)
+	_, err = few.Append(context.Background(), client.KindRollout, "s", []json.RawMessage{json.RawMessage(`{"id":"a"}`)}, false)
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "OVERLOADED", e.Code)
+	require.EqualValues(t, 2, calls.Load())
+}
