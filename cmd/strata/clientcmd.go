@@ -3,7 +3,6 @@
 package main
 
 import (
-
 	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
