@@ -40,6 +40,7 @@ const maintenanceQueueTimeout = 10 * time.Second
 
 func (h *handlers) registerAdmin(g *echo.Group) {
 	g.POST("/:kind/:name/maintenance", h.requestMaintenance)
+	g.GET("/status", h.status)
 }
 
 func (h *handlers) requestMaintenance(c echo.Context) error {

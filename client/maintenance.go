@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 )
 
 // Maintenance operations accepted by RequestMaintenance.
@@ -66,4 +68,70 @@ func (c *Client) RunMaintenance(ctx context.Context, kind Kind, name, op string,
 		path: "/api/v1/admin/" + string(kind) + "/" + url.PathEscape(name) + "/maintenance", query: url.Values{"wait": {"true"}}},
 		body, &out)
 	return out, err
+}
+
+// StoreStatus is one store's maintenance state, as the catalog's stats report it (Observed
+// false: no worker reported stats for it yet).
+type StoreStatus struct {
+	Kind                  string     `json:"kind"`
+	Name                  string     `json:"name"`
+	Observed              bool       `json:"observed"`
+	PendingGenerations    int        `json:"pending_generations"`
+	OldestPendingAt       *time.Time `json:"oldest_pending_at,omitempty"`
+	Fragments             int        `json:"fragments"`
+	IndexCoveredFragments int        `json:"index_covered_fragments"`
+	BaseRows              int64      `json:"base_rows"`
+	DeletedRows           int64      `json:"deleted_rows"`
+	TableVersion          int64      `json:"table_version"`
+	LastMergeAt           *time.Time `json:"last_merge_at,omitempty"`
+	LastCompactAt         *time.Time `json:"last_compact_at,omitempty"`
+	LastCleanupAt         *time.Time `json:"last_cleanup_at,omitempty"`
+	GarbageBytes          int64      `json:"garbage_bytes"`
+	StatsUpdatedAt        *time.Time `json:"stats_updated_at,omitempty"`
+}
+
+// MaintenanceFailure is one failing maintenance operation of a store.
+type MaintenanceFailure struct {
+	Kind         string    `json:"kind"`
+	Name         string    `json:"name"`
+	Op           string    `json:"op"`
+	ErrorType    string    `json:"error_type"`
+	Message      string    `json:"message"`
+	FailingSince time.Time `json:"failing_since"`
+	LastFailedAt time.Time `json:"last_failed_at"`
+	Failures     int       `json:"failures"`
+}
+
+// StatusReport is the admin status: stores (unless failing only) and failing maintenance.
+type StatusReport struct {
+	Stores   []StoreStatus        `json:"stores"`
+	Failures []MaintenanceFailure `json:"failures"`
+}
+
+// StatusOptions narrow Status.
+type StatusOptions struct {
+	Kind    Kind   // "" = every kind
+	Prefix  string // store names starting with this
+	Limit   int    // at most this many (default 100)
+	Failing bool   // only the failing maintenance
+}
+
+// Status reads the stores' maintenance state through the admin API (admin token).
+func (c *Client) Status(ctx context.Context, opts StatusOptions) (StatusReport, error) {
+	q := url.Values{}
+	if opts.Kind != "" {
+		q.Set("kind", string(opts.Kind))
+	}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Failing {
+		q.Set("failing", "true")
+	}
+	var r StatusReport
+	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/admin/status", query: q, admin: true}, nil, &r)
+	return r, err
 }

@@ -69,4 +69,6 @@ func TestCLIDatagenImportAndLenses(t *testing.T) {
 	require.JSONEq(t, `{"1": "running", "2": "completed", "3": "filtered"}`, mustCLI(t, "datagen", "roots", api, "dg", "1,2,3,4"))
 	require.Contains(t, mustCLI(t, "datagen", "item", api, "dg", "4"), "null")
 	require.Contains(t, mustCLI(t, "status", "--database-url="+db), "datagen/dg")
+	require.Contains(t, mustCLI(t, "status", api, "--kind", "datagen"), "datagen/dg", "status through the API's admin route")
+	require.NotContains(t, mustCLI(t, "status", api, "--kind", "rollout"), "datagen/dg")
 }

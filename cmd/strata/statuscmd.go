@@ -16,22 +16,25 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/client"
 )
 
 func statusCommand() *cobra.Command {
 	var databaseURL, kind, prefix string
 	var limit int
 	var failingOnly bool
+	var api clientConfig
 	fs := pflag.NewFlagSet("strata status", pflag.ContinueOnError)
+	api.register(fs)
 	fs.BoolVar(&failingOnly, "failing", false, "only the stores whose maintenance is failing (after its retries), with the last error")
-	fs.StringVar(&databaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
-	fs.StringVar(&kind, "kind", "", "only stores of this kind (rollout or generic)")
+	fs.StringVar(&databaseURL, "database-url", "", "read the catalog (PostgreSQL) directly instead of through the API's admin route (operators)")
+	fs.StringVar(&kind, "kind", "", "only stores of this kind (rollout, generic or datagen)")
 	fs.StringVar(&prefix, "prefix", "", "only names starting with this")
 	fs.IntVar(&limit, "limit", 100, "at most this many stores")
 	return newCommand(command{
 		Name:       "status",
 		ShortUsage: "strata status [--kind K] [--prefix P] [--limit N] [--failing]",
-		ShortHelp:  "Per-store pending generations, fragments and last maintenance, and failing maintenance, from the catalog.",
+		ShortHelp:  "Per-store pending generations, fragments and last maintenance, and failing maintenance (through the API, or --database-url).",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, _ []string) error {
 			var k catalog.Kind
@@ -40,6 +43,17 @@ func statusCommand() *cobra.Command {
 				if k, err = catalog.ParseKind(kind); err != nil {
 					return err
 				}
+			}
+			if databaseURL == "" {
+				c, err := api.client()
+				if err != nil {
+					return err
+				}
+				rep, err := c.Status(ctx, client.StatusOptions{Kind: client.Kind(k), Prefix: prefix, Limit: limit, Failing: failingOnly})
+				if err != nil {
+					return err
+				}
+				return printReport(os.Stdout, rep, failingOnly, time.Now())
 			}
 			cat, err := catalog.Open(ctx, databaseURL)
 			if err != nil {
@@ -66,6 +80,40 @@ func statusCommand() *cobra.Command {
 			return printFailures(os.Stdout, failures, time.Now())
 		},
 	})
+}
+
+// printReport prints the API's status report as printStatus and printFailures print the
+// catalog's.
+func printReport(out io.Writer, rep client.StatusReport, failingOnly bool, now time.Time) error {
+	var failures []catalog.MaintenanceFailure
+	for _, f := range rep.Failures {
+		failures = append(failures, catalog.MaintenanceFailure{Kind: catalog.Kind(f.Kind), Name: f.Name, Op: f.Op, ErrorType: f.ErrorType,
+			Message: f.Message, Since: f.FailingSince, LastAt: f.LastFailedAt, Failures: f.Failures})
+	}
+	if !failingOnly {
+		var st []catalog.StoreStatus
+		for _, s := range rep.Stores {
+			row := catalog.StoreStatus{Kind: catalog.Kind(s.Kind), Name: s.Name}
+			if s.Observed {
+				row.Stats = &catalog.StoreStats{PendingGenerations: s.PendingGenerations, OldestPendingAt: s.OldestPendingAt,
+					Fragments: s.Fragments, IndexCoveredFragments: s.IndexCoveredFragments, BaseRows: s.BaseRows, DeletedRows: s.DeletedRows,
+					TableVersion: s.TableVersion, LastMergeAt: s.LastMergeAt, LastCompactAt: s.LastCompactAt, LastCleanupAt: s.LastCleanupAt,
+					DroppedBytes: s.GarbageBytes}
+				if s.StatsUpdatedAt != nil {
+					row.Stats.UpdatedAt = *s.StatsUpdatedAt
+				}
+			}
+			st = append(st, row)
+		}
+		if err := printStatus(out, st, now); err != nil {
+			return err
+		}
+		if len(failures) == 0 {
+			return nil
+		}
+		fmt.Fprintln(out)
+	}
+	return printFailures(out, failures, now)
 }
 
 func printStatus(out io.Writer, st []catalog.StoreStatus, now time.Time) error {

@@ -209,6 +209,18 @@ type HealthResponse struct {
 	Version      string  `json:"version"`
 }
 
+// MaintenanceFailure defines model for MaintenanceFailure.
+type MaintenanceFailure struct {
+	ErrorType    string    `json:"error_type"`
+	FailingSince time.Time `json:"failing_since"`
+	Failures     int64     `json:"failures"`
+	Kind         string    `json:"kind"`
+	LastFailedAt time.Time `json:"last_failed_at"`
+	Message      string    `json:"message"`
+	Name         string    `json:"name"`
+	Op           string    `json:"op"`
+}
+
 // MaintenanceResponse defines model for MaintenanceResponse.
 type MaintenanceResponse struct {
 	Op         string          `json:"op"`
@@ -298,6 +310,12 @@ type RolloutRecord struct {
 	UserMetadata  *string  `json:"user_metadata,omitempty"`
 }
 
+// StatusResponse defines model for StatusResponse.
+type StatusResponse struct {
+	Failures []MaintenanceFailure `json:"failures"`
+	Stores   []StoreStatus        `json:"stores"`
+}
+
 // StepCursor defines model for StepCursor.
 type StepCursor struct {
 	EnclosingStep *string `json:"enclosing_step,omitempty"`
@@ -325,6 +343,25 @@ type StoreList struct {
 	Stores     []StoreInfo `json:"stores"`
 }
 
+// StoreStatus defines model for StoreStatus.
+type StoreStatus struct {
+	BaseRows              int64      `json:"base_rows"`
+	DeletedRows           int64      `json:"deleted_rows"`
+	Fragments             int64      `json:"fragments"`
+	GarbageBytes          int64      `json:"garbage_bytes"`
+	IndexCoveredFragments int64      `json:"index_covered_fragments"`
+	Kind                  string     `json:"kind"`
+	LastCleanupAt         *time.Time `json:"last_cleanup_at,omitempty"`
+	LastCompactAt         *time.Time `json:"last_compact_at,omitempty"`
+	LastMergeAt           *time.Time `json:"last_merge_at,omitempty"`
+	Name                  string     `json:"name"`
+	Observed              bool       `json:"observed"`
+	OldestPendingAt       *time.Time `json:"oldest_pending_at,omitempty"`
+	PendingGenerations    int64      `json:"pending_generations"`
+	StatsUpdatedAt        *time.Time `json:"stats_updated_at,omitempty"`
+	TableVersion          int64      `json:"table_version"`
+}
+
 // Value defines model for Value.
 type Value struct {
 	Bytes    *[]byte     `json:"bytes,omitempty"`
@@ -332,6 +369,21 @@ type Value struct {
 	Kind     string      `json:"kind"`
 	Size     *int64      `json:"size,omitempty"`
 	Value    interface{} `json:"value,omitempty"`
+}
+
+// GetStatusParams defines parameters for GetStatus.
+type GetStatusParams struct {
+	// Kind only stores of this kind
+	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Prefix only store names starting with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit page size, 1-10000
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Failing only the failing maintenance
+	Failing *bool `form:"failing,omitempty" json:"failing,omitempty"`
 }
 
 // RequestMaintenanceParams defines parameters for RequestMaintenance.
@@ -591,6 +643,11 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetStatus Each store's maintenance state (pending generations, fragments, index coverage, last merge/compaction/cleanup) and failing maintenance (admin token)
+	//
+	// Corresponds with GET /api/v1/admin/status (the `GetStatus` operationId).
+	GetStatus(ctx context.Context, params *GetStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RequestMaintenanceWithBody Queue maintenance on the store's workflow (admin token); ?wait=true runs it and answers its result
 	//
@@ -882,6 +939,21 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetStatus Each store's maintenance state (pending generations, fragments, index coverage, last merge/compaction/cleanup) and failing maintenance (admin token)
+//
+// Corresponds with GET /api/v1/admin/status (the `GetStatus` operationId).
+func (c *Client) GetStatus(ctx context.Context, params *GetStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetStatusRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // RequestMaintenanceWithBody Queue maintenance on the store's workflow (admin token); ?wait=true runs it and answers its result
@@ -1683,6 +1755,96 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetStatusRequest constructs an http.Request for the GetStatus method
+func NewGetStatusRequest(server string, params *GetStatusParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Failing != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failing", *params.Failing, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewRequestMaintenanceRequest calls the generic RequestMaintenance builder with application/json body
@@ -3903,6 +4065,13 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetStatusWithResponse Each store's maintenance state (pending generations, fragments, index coverage, last merge/compaction/cleanup) and failing maintenance (admin token)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/status (the `GetStatus` operationId).
+	GetStatusWithResponse(ctx context.Context, params *GetStatusParams, reqEditors ...RequestEditorFn) (*GetStatusResponse, error)
+
 	// RequestMaintenanceWithBodyWithResponse Queue maintenance on the store's workflow (admin token); ?wait=true runs it and answers its result
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4259,6 +4428,75 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	MetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MetricsResponse, error)
+}
+
+type GetStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StatusResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetStatusResponse) GetJSON200() *StatusResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetStatusResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetStatusResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetStatusResponse) GetJSON503() *ErrorBody {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetStatusResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type RequestMaintenanceResponse struct {
@@ -7063,6 +7301,19 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetStatusWithResponse Each store's maintenance state (pending generations, fragments, index coverage, last merge/compaction/cleanup) and failing maintenance (admin token)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/status (the `GetStatus` operationId).
+func (c *ClientWithResponses) GetStatusWithResponse(ctx context.Context, params *GetStatusParams, reqEditors ...RequestEditorFn) (*GetStatusResponse, error) {
+	rsp, err := c.GetStatus(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetStatusResponse(rsp)
+}
+
 // RequestMaintenanceWithBodyWithResponse Queue maintenance on the store's workflow (admin token); ?wait=true runs it and answers its result
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7724,6 +7975,60 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseMetricsResponse(rsp)
+}
+
+// ParseGetStatusResponse parses an HTTP response from a GetStatusWithResponse call
+func ParseGetStatusResponse(rsp *http.Response) (*GetStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StatusResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseRequestMaintenanceResponse parses an HTTP response from a RequestMaintenanceWithResponse call
