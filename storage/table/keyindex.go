@@ -256,7 +256,7 @@ func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef, keep bool
 	// whose index fits the cache, read no index bytes at all. Bulk lookups (a merge's keys, spread
 	// over many pages, each read once) pass keep=false: caching them would fill the cache with
 	// pages nobody reads again and push out the ones point reads and scans come back to.
-	key := seg.Path + "#" + strconv.FormatInt(p.offset, 10)
+	key := pageKey(seg, p)
 	if entries, ok := cache.Get[[]indexEntry](t.cache, "index_page", key); ok {
 		return entries, nil
 	}
@@ -272,6 +272,33 @@ func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef, keep bool
 		cache.Add(t.cache, "index_page", key, entries, indexPageCost(entries))
 	}
 	return entries, nil
+}
+
+func pageKey(seg IndexRun, p pageRef) string { return seg.Path + "#" + strconv.FormatInt(p.offset, 10) }
+
+// cachedPage is page p of run seg when the cache holds it decoded.
+func (t *Table) cachedPage(seg IndexRun, p pageRef) ([]indexEntry, bool) {
+	return cache.Get[[]indexEntry](t.cache, "index_page", pageKey(seg, p))
+}
+
+// readPageRun reads contiguous pages of run seg in one range read, decodes and caches each.
+func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) ([][]indexEntry, error) {
+	first, last := pages[0], pages[len(pages)-1]
+	data, err := t.store.GetRange(ctx, seg.Path, first.offset, last.offset+last.length-first.offset)
+	if err != nil {
+		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	out := make([][]indexEntry, len(pages))
+	for i, p := range pages {
+		at := p.offset - first.offset
+		entries, err := decodePage(data[at : at+p.length])
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
+		}
+		cache.Add(t.cache, "index_page", pageKey(seg, p), entries, indexPageCost(entries))
+		out[i] = entries
+	}
+	return out, nil
 }
 
 // indexPageCost estimates the memory of decoded index entries.

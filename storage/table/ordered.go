@@ -32,7 +32,10 @@ type keyCursor interface {
 	advance()
 }
 
-// runCursor walks one index run page by page, starting at the page holding after.
+// runCursor walks one index run page by page, starting at the page holding after. Pages not in
+// the cache are read ahead: the first miss reads one page, each further miss twice as many
+// (up to readAheadPages) in one range read, so a long walk costs a few reads, not one per page,
+// and a short one reads little past what it needs.
 type runCursor struct {
 	t       *Table
 	seg     IndexRun
@@ -41,7 +44,12 @@ type runCursor struct {
 	entries []indexEntry
 	i       int
 	after   string
+	ahead   [][]indexEntry // pages read ahead, from page on
+	window  int            // pages the next miss reads
 }
+
+// readAheadPages bounds one read-ahead (index pages are a few KiB each).
+const readAheadPages = 32
 
 func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 	for {
@@ -56,7 +64,7 @@ func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 		if c.page >= len(c.footer.pages) {
 			return indexEntry{}, false, nil
 		}
-		entries, err := c.t.readPage(ctx, c.seg, c.footer.pages[c.page], true) // the next scan page likely starts here
+		entries, err := c.nextPage(ctx)
 		if err != nil {
 			return indexEntry{}, false, err
 		}
@@ -66,6 +74,35 @@ func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 }
 
 func (c *runCursor) advance() { c.i++ }
+
+// nextPage returns page c.page: read ahead, cached, or read now with the window of pages after
+// it that are contiguous and not cached. Pages read are cached (the next scan page likely starts
+// in one of them).
+func (c *runCursor) nextPage(ctx context.Context) ([]indexEntry, error) {
+	if len(c.ahead) > 0 {
+		e := c.ahead[0]
+		c.ahead = c.ahead[1:]
+		return e, nil
+	}
+	pages := c.footer.pages
+	if e, ok := c.t.cachedPage(c.seg, pages[c.page]); ok {
+		return e, nil
+	}
+	c.window = min(max(c.window*2, 1), readAheadPages)
+	end := c.page + 1
+	for end < len(pages) && end-c.page < c.window && pages[end].offset == pages[end-1].offset+pages[end-1].length {
+		if _, ok := c.t.cachedPage(c.seg, pages[end]); ok {
+			break
+		}
+		end++
+	}
+	read, err := c.t.readPageRun(ctx, c.seg, pages[c.page:end])
+	if err != nil {
+		return nil, err
+	}
+	c.ahead = read[1:]
+	return read[0], nil
+}
 
 // sliceCursor walks entries held in memory.
 type sliceCursor struct {

@@ -94,3 +94,35 @@ func TestKeysAfterAndReadRowsAgreeWithAFullScan(t *testing.T) {
 		require.Equal(t, 5, n)
 	}
 }
+
+// A long key-order walk over an index reads its pages a growing window at a time: a few range
+// reads for a hundred pages, and every key once, in order.
+func TestKeyWalksReadIndexPagesAhead(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	var rows []row
+	for i := range 20_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	fresh, err := Open(ctx, counting, Options{Allocator: mem}) // a cold cache
+	require.NoError(t, err)
+	m, err := fresh.Latest(ctx)
+	require.NoError(t, err)
+	require.True(t, m.IndexCoversAll())
+	before := counting.Stats()
+	var got []string
+	require.NoError(t, fresh.KeysAfter(ctx, m, "k001000", func(r RowRef) bool {
+		got = append(got, r.Key)
+		return len(got) < 64*100
+	}))
+	reads := counting.Stats().Sub(before).Reads
+	require.Len(t, got, 6400)
+	for i, k := range got {
+		require.Equal(t, fmt.Sprintf("k%06d", 1001+i), k)
+	}
+	require.Less(t, reads, int64(15), "100 index pages in %d reads", reads)
+}
