@@ -173,6 +173,20 @@ func BenchmarkP12Datagen(b *testing.B) {
 		}
 		benchfmt.Report("P12-fold-p50", benchfmt.Millis(benchfmt.Percentile(times, 50)), "ms", "item fold over HTTP, items of 1,000 events in a merged 1M-event store, p50")
 		benchfmt.Report("P12-fold-p99", benchfmt.Millis(benchfmt.Percentile(times, 99)), "ms", "the same, p99 (goal <= 10 ms)")
+		s, release, err = w.mgr.Acquire(ctx, catalog.KindDatagen, "fold")
+		if err != nil {
+			b.Fatal(err)
+		}
+		inproc, err := benchfmt.Time(p12InprocFolds(), func(int) error {
+			_, err := datagen.LogOf(s).Fold(ctx, fmt.Sprintf("item-%04d", rng.IntN(p12Items)), false)
+			return err
+		})
+		release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchfmt.Report("P12-fold-inprocess-p99", benchfmt.Millis(benchfmt.Percentile(inproc, 99)), "ms",
+			fmt.Sprintf("the same fold without HTTP and JSON (p50 %.2f ms): what the read and the fold cost", benchfmt.Millis(benchfmt.Percentile(inproc, 50))))
 
 		start := time.Now()
 		call("GET", "/api/v1/datagen/fold/overview", nil, http.StatusOK)
@@ -219,4 +233,12 @@ func p12Item(j int, value string) []datagen.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// p12InprocFolds is how many in-process folds P12 times (P12_INPROC_FOLDS raises it for profiles).
+func p12InprocFolds() int {
+	if n, err := strconv.Atoi(os.Getenv("P12_INPROC_FOLDS")); err == nil && n > 0 {
+		return n
+	}
+	return 200
 }
