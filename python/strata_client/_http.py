@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ._errors import ContextStoreError, error_for
+from ._errors import ContextStoreError, UnavailableError, error_for
 
 JSON = "application/json"
 
@@ -74,7 +74,7 @@ class Client:
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API URL
                     return resp.status, resp.read()
-            except urllib.error.HTTPError as e:
+            except urllib.error.HTTPError as e:  # an error answer: the envelope, typed
                 data = e.read()
                 retry_after = _retry_after(e.headers.get("Retry-After"))
                 err = _decode_error(e.code, data, retry_after)
@@ -83,6 +83,9 @@ class Client:
                     time.sleep(min(retry_after, self.max_wait))
                     continue
                 raise err from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+                # No answer at all (refused, DNS, timeout): typed too, nothing to retry on.
+                raise UnavailableError(0, "UNREACHABLE", f"{method} {url}: {getattr(e, 'reason', e)}") from e
 
     def json(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, payload: Any = None) -> Any:
         body = None if payload is None else json.dumps(payload).encode()

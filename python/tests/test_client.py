@@ -190,6 +190,11 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             Client("ftp://x")
 
+    def test_no_server_is_a_typed_error(self) -> None:
+        with self.assertRaises(UnavailableError) as e:
+            RolloutStore.connect("http://127.0.0.1:1", "s")
+        self.assertEqual(e.exception.code, "UNREACHABLE")
+
 
 if __name__ == "__main__":
     unittest.main()
