@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
@@ -250,10 +251,14 @@ func (l *Log) Append(ctx context.Context, events []Event, checkpoint bool, now t
 	}
 	unlock := l.lockItems(byItem)
 	defer unlock()
+	// Each item's stored history is its own key range: read them a few at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(checkConcurrency)
 	for item, evs := range byItem {
-		if err := l.checkSequence(ctx, item, evs); err != nil {
-			return 0, err
-		}
+		g.Go(func() error { return l.checkSequence(gctx, item, evs) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
 	}
 	rec := ToRecord(events, now, mem)
 	defer rec.Release()
@@ -262,6 +267,9 @@ func (l *Log) Append(ctx context.Context, events []Event, checkpoint bool, now t
 	}
 	return len(events), nil
 }
+
+// checkConcurrency bounds the item histories one append reads at once.
+const checkConcurrency = 8
 
 // lockItems takes the stripes of the batch's items in index order and returns their unlock.
 func (l *Log) lockItems(byItem map[string][]*Event) func() {
