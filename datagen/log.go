@@ -72,6 +72,20 @@ var readColumns = func() []string {
 	return out
 }()
 
+// foldColumns are what a fold reads: the failure, provenance and audit columns (error text,
+// tracebacks, checkpoint, run, writer, timestamps) are left out — a fold never looks at them.
+var foldColumns = func() []string {
+	skip := map[string]bool{"checkpoint_id": true, "run_id": true, "writer_epoch": true, "error_type": true, "error_dump": true,
+		"traceback": true, "event_ts": true, "schema_version": true}
+	var out []string
+	for _, c := range readColumns {
+		if !skip[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
+
 // maxReadPage is the scan page of the read paths. An item's events up to this many are read in
 // one page, which is one snapshot: a checkpoint is seen whole or not at all.
 const maxReadPage = 10_000
@@ -109,6 +123,11 @@ func (l *Log) itemEvents(ctx context.Context, item string, withBlobs bool) ([]Ev
 	if withBlobs {
 		columns = append(slices.Clone(readColumns), "value_blob")
 	}
+	return l.readItem(ctx, item, columns)
+}
+
+// readItem reads the given columns of every event of item, in key order.
+func (l *Log) readItem(ctx context.Context, item string, columns []string) ([]Event, error) {
 	after, before := ItemRange(item)
 	var out []Event
 	err := l.scanRange(ctx, after, before, columns, func(rec arrow.RecordBatch) error {
@@ -160,7 +179,11 @@ func sortEvents(evs []Event) {
 
 // Fold is item's folded state (nil: never started), blobs with their bytes when loadBlobs.
 func (l *Log) Fold(ctx context.Context, item string, loadBlobs bool) (*FoldedItem, error) {
-	evs, err := l.itemEvents(ctx, item, loadBlobs) // Fold orders them itself
+	columns := foldColumns
+	if loadBlobs {
+		columns = append(slices.Clone(foldColumns), "value_blob")
+	}
+	evs, err := l.readItem(ctx, item, columns) // Fold orders them itself
 	if err != nil {
 		return nil, err
 	}
