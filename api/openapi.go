@@ -32,8 +32,9 @@ type param struct{ name, typ, doc string }
 
 // bodySpec is a request body given by schema, with the content types it may also take.
 type bodySpec struct {
-	json  any // a Go value (its type) or a schema map
-	extra []string
+	json     any // a Go value (its type) or a schema map
+	extra    []string
+	optional bool // the route takes no body too
 }
 
 type resp struct {
@@ -122,7 +123,7 @@ func apiOperations() []operation {
 			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 404, 503)},
 		operation{"POST", "/api/v1/internal/merge-wal/{name}", "mergeRolloutWAL", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table",
 			nil, nil, mergeWALResp},
-		operation{"POST", "/api/v1/rollouts/{name}/compact", "compactRolloutStore", "Compact the base table now", nil, CompactRequest{},
+		operation{"POST", "/api/v1/rollouts/{name}/compact", "compactRolloutStore", "Compact the base table now", nil, bodySpec{json: CompactRequest{}, optional: true},
 			with([]resp{{status: 200, body: CompactResponse{}}}, 400, 404, 409, 503)},
 		operation{"GET", "/api/v1/rollouts/{name}/compact/stats", "getRolloutCompactionStats", "Compaction state of the base table", nil, nil,
 			with([]resp{{status: 200, body: CompactStats{}}}, 404, 503)},
@@ -230,7 +231,7 @@ func buildOpenAPI(version string) map[string]any {
 			for _, m := range spec.extra {
 				content[m] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
 			}
-			op["requestBody"] = map[string]any{"required": r.method != "POST" || !strings.HasSuffix(r.path, "/compact"), "content": content}
+			op["requestBody"] = map[string]any{"required": !spec.optional, "content": content}
 		}
 		paths[r.path][strings.ToLower(r.method)] = op
 	}

@@ -11,8 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,9 +109,6 @@ func BenchmarkP12Datagen(b *testing.B) {
 			return float64(p12Clients*p12Batches*p12Batch) / time.Since(start).Seconds()
 		}
 		events := run("/api/v1/datagen/events/events", eventBodies)
-		if os.Getenv("P12_ONLY_EVENTS") != "" {
-			return
-		}
 		rollouts := run("/api/v1/rollouts/json/records", rolloutBodies)
 		benchfmt.Report("P12-events-rows", events, "rows/s", "datagen event appends over HTTP (16 clients x 100 events of 256 B values; every append sealed before it is answered)")
 		benchfmt.Report("P12-events-vs-p3-json", events/rollouts, "x", fmt.Sprintf("event rows/s / P3's JSON rollout load on the same server (%.0f rows/s of 1 KB, unsealed)", rollouts))
@@ -162,11 +157,7 @@ func BenchmarkP12Datagen(b *testing.B) {
 			call("GET", fmt.Sprintf("/api/v1/datagen/fold/items/item-%04d", rng.IntN(p12Items)), nil, http.StatusOK)
 			return nil
 		}
-		_, _ = benchfmt.Time(20, fold)                  // warm
-		if n := os.Getenv("P12_FOLD_REPEAT"); n != "" { // profiling: many more folds
-			reps, _ := strconv.Atoi(n)
-			_, _ = benchfmt.Time(reps, fold)
-		}
+		_, _ = benchfmt.Time(20, fold) // warm
 		times, err := benchfmt.Time(200, fold)
 		if err != nil {
 			b.Fatal(err)
@@ -177,7 +168,7 @@ func BenchmarkP12Datagen(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		inproc, err := benchfmt.Time(p12InprocFolds(), func(int) error {
+		inproc, err := benchfmt.Time(200, func(int) error {
 			_, err := datagen.LogOf(s).Fold(ctx, fmt.Sprintf("item-%04d", rng.IntN(p12Items)), false)
 			return err
 		})
@@ -233,12 +224,4 @@ func p12Item(j int, value string) []datagen.Event {
 		out = append(out, e)
 	}
 	return out
-}
-
-// p12InprocFolds is how many in-process folds P12 times (P12_INPROC_FOLDS raises it for profiles).
-func p12InprocFolds() int {
-	if n, err := strconv.Atoi(os.Getenv("P12_INPROC_FOLDS")); err == nil && n > 0 {
-		return n
-	}
-	return 200
 }

@@ -103,8 +103,6 @@ type Value struct {
 	Bytes    []byte          `json:"bytes,omitempty"`
 	Size     *int64          `json:"size,omitempty"`
 	Checksum *string         `json:"checksum,omitempty"`
-
-	parsed any // Value decoded by validate (json.Number, bool or string), for the Arrow columns
 }
 
 // wireEvent is an event as a request carries it: item_seq and schema_version have no default in
@@ -273,7 +271,6 @@ func (v *Value) validate() error {
 			return invalidf("datagen value of kind 'str' needs a string, got %s", v.Value)
 		}
 	case KindJSON:
-		x = nil // stored as the compact JSON text, not parsed
 	case KindBlob:
 		if v.Bytes == nil {
 			return invalidf("blob values need their bytes on the write path")
@@ -290,15 +287,17 @@ func (v *Value) validate() error {
 	default:
 		return invalidf("unsupported datagen value kind '%s'", v.Kind)
 	}
-	v.parsed = x
 	return nil
 }
 
-// decodeScalar decodes one JSON value: a string or true/false directly (the common kinds, no
-// decoder), anything else with numbers kept as json.Number.
+// decodeScalar decodes one JSON value (syntax already checked): strings, numbers (as
+// json.Number) and true/false directly, without a decoder — appends decode each value twice,
+// to validate it and to build its column; anything else through encoding/json.
 func decodeScalar(raw json.RawMessage) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
+	case len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+		return json.Number(raw), nil
 	case len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0:
 		return string(raw[1 : len(raw)-1]), nil // no escapes: the text is the string (UTF-8 checked with the body)
 	case len(raw) > 0 && raw[0] == '"':
@@ -328,11 +327,6 @@ func sameContent(a, b *Event) bool {
 func withoutTS(e *Event) Event {
 	c := *e
 	c.EventTS = nil
-	if c.Value != nil {
-		v := *c.Value
-		v.parsed = nil
-		c.Value = &v
-	}
 	return c
 }
 

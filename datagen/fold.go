@@ -139,7 +139,6 @@ func Fold(events []Event) (*FoldedItem, error) {
 			started[keyOf(p)] = p
 		case FieldSet, FieldAppend:
 			name, v := str(e.FieldName), *e.Value
-			v.parsed = nil // the fold's values are wire values
 			if v.Kind == KindBlob {
 				if item.BlobEventIDs == nil {
 					item.BlobEventIDs = map[string]string{}

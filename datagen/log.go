@@ -129,7 +129,11 @@ func (l *Log) itemEvents(ctx context.Context, item string, withBlobs bool) ([]Ev
 // readItem reads the given columns of every event of item, in key order.
 func (l *Log) readItem(ctx context.Context, item string, columns []string) ([]Event, error) {
 	after, before := ItemRange(item)
-	var out []Event
+	return l.readEvents(ctx, nil, after, before, columns)
+}
+
+// readEvents appends to out the events with keys in (after, before), in key order.
+func (l *Log) readEvents(ctx context.Context, out []Event, after, before string, columns []string) ([]Event, error) {
 	err := l.scanRange(ctx, after, before, columns, func(rec arrow.RecordBatch) error {
 		evs, err := FromRecord(rec)
 		out = append(out, evs...)
@@ -141,18 +145,12 @@ func (l *Log) readItem(ctx context.Context, item string, columns []string) ([]Ev
 // RootEvents returns every event of root and of its descendants, ordered by (item_id, item_seq,
 // event_id), without blob bytes.
 func (l *Log) RootEvents(ctx context.Context, root string) ([]Event, error) {
-	var out []Event
-	visit := func(rec arrow.RecordBatch) error {
-		evs, err := FromRecord(rec)
-		out = append(out, evs...)
-		return err
-	}
-	after, before := ItemRange(root)
-	if err := l.scanRange(ctx, after, before, readColumns, visit); err != nil {
+	out, err := l.readItem(ctx, root, readColumns)
+	if err != nil {
 		return nil, err
 	}
-	after, before = SubItemRange(root)
-	if err := l.scanRange(ctx, after, before, readColumns, visit); err != nil {
+	after, before := SubItemRange(root)
+	if out, err = l.readEvents(ctx, out, after, before, readColumns); err != nil {
 		return nil, err
 	}
 	sortEvents(out)
@@ -222,10 +220,10 @@ func (l *Log) Blob(ctx context.Context, eventID, item string) (blob []byte, ok b
 	columns := []string{"event_id", "value_kind", "value_blob"}
 	take := func(rec arrow.RecordBatch) {
 		ids := rec.Column(0).(*array.String)
-		kinds := rec.Column(1).(*array.String)
+		valueKinds := rec.Column(1).(*array.String)
 		blobs := rec.Column(2).(*array.LargeBinary)
 		for i := 0; i < ids.Len(); i++ {
-			if ids.Value(i) == eventID && !ok && kinds.IsValid(i) && kinds.Value(i) == KindBlob && blobs.IsValid(i) {
+			if ids.Value(i) == eventID && !ok && valueKinds.IsValid(i) && valueKinds.Value(i) == KindBlob && blobs.IsValid(i) {
 				blob, ok = bytes.Clone(blobs.Value(i)), true
 			}
 		}

@@ -202,7 +202,7 @@ func (l *Log) Overview(ctx context.Context) (*Overview, error) {
 		}
 	}
 	for item := range touched {
-		evs, err := l.itemOverviewEvents(ctx, item)
+		evs, err := l.readItem(ctx, item, overviewColumns)
 		if err != nil {
 			return nil, err
 		}
@@ -232,17 +232,6 @@ func (st *overviewState) mergedUnseen(snap *lsm.Snapshot) bool {
 		}
 	}
 	return false
-}
-
-func (l *Log) itemOverviewEvents(ctx context.Context, item string) ([]Event, error) {
-	var out []Event
-	after, before := ItemRange(item)
-	err := l.scanRange(ctx, after, before, overviewColumns, func(rec arrow.RecordBatch) error {
-		evs, err := FromRecord(rec)
-		out = append(out, evs...)
-		return err
-	})
-	return out, err
 }
 
 // rebuildOverview recomputes the state from one ordered read of the log. Everything in snap is

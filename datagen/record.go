@@ -126,19 +126,16 @@ type valueBuilders struct {
 	blob      *array.BinaryBuilder
 }
 
-// append fills the value columns of one row (all null without a value). v is validated: its
-// parsed scalar is set (or decoded here for a value validate did not see).
+// append fills the value columns of one row (all null without a value; v is validated).
 func (vb *valueBuilders) append(v *Value) {
 	if v == nil {
 		vb.kind.AppendNull()
 	} else {
 		vb.kind.Append(v.Kind)
 	}
-	x := any(nil)
-	if v != nil {
-		if x = v.parsed; x == nil && v.Kind != KindBlob && v.Kind != KindJSON {
-			x, _ = decodeScalar(v.Value)
-		}
+	var x any
+	if v != nil && v.Kind != KindBlob && v.Kind != KindJSON {
+		x, _ = decodeScalar(v.Value)
 	}
 	kind := ""
 	if v != nil {

@@ -68,6 +68,24 @@ func cli(t *testing.T, args ...string) (string, error) {
 	return <-out, runErr
 }
 
+// stderrOf runs fn and returns what it printed on stderr.
+func stderrOf(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w
+	out := make(chan string)
+	go func() {
+		data, _ := io.ReadAll(r)
+		out <- string(data)
+	}()
+	fn()
+	os.Stderr = stderr
+	w.Close()
+	return <-out
+}
+
 func mustCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := cli(t, args...)
@@ -146,8 +164,9 @@ func TestCLIImportsReadsAndReports(t *testing.T) {
 	require.Less(t, slices.Index(header, "ROLLOUT_ID"), slices.Index(header, "CONTENT"), "schema order: %v", header)
 	require.Contains(t, header, "CREATED_AT")
 	out := filepath.Join(dir, "out.parquet")
-	mustCLI(t, "scan", api, "--format=parquet", "--output="+out, "rollout/cli")
+	summary := stderrOf(t, func() { mustCLI(t, "scan", api, "--format=parquet", "--output="+out, "rollout/cli") })
 	require.EqualValues(t, 3700, parquetRows(t, out))
+	require.Contains(t, summary, "wrote rollout/cli to "+out+" (parquet", "a file output says what it wrote")
 
 	genPath := filepath.Join(dir, "g.jsonl")
 	require.NoError(t, os.WriteFile(genPath, []byte(`{"id": "a", "step": 1}`+"\n"+`{"id": "b", "step": 2}`+"\n"), 0o644))

@@ -89,14 +89,17 @@ class _Store:
 
     # --- listing
 
-    def _pages(self, rows_path: str, member: str, query: Dict[str, Any], page_size: int, limit: Optional[int]) -> Iterator[Dict[str, Any]]:
+    def _pages(self, rows_path: str, member: str, query: Dict[str, Any], page_size: int, limit: Optional[int],
+               offset: int = 0) -> Iterator[Dict[str, Any]]:
+        """limit rows (all when None) after skipping offset matching ones, following the keyset
+        cursor a page at a time."""
         cursor: Optional[str] = None
         seen = 0
-        while True:
+        while limit is None or seen < limit:
             size = page_size if limit is None else min(page_size, limit - seen)
-            if size <= 0:
-                return
             q = dict(query, limit=size, cursor=cursor)
+            if offset and cursor is None:
+                q["offset"] = offset  # the server skips matching rows, then pages by cursor
             page = self._client.json("GET", rows_path, query=q)
             for row in page.get(member) or []:
                 yield row
@@ -105,20 +108,5 @@ class _Store:
             if not cursor:
                 return
 
-    def _list(self, rows_path: str, member: str, query: Dict[str, Any], limit: Optional[int], offset: int, page_size: int = 1000) -> List[Dict[str, Any]]:
-        """limit rows (all when None) after skipping offset, following the keyset cursor."""
-        out: List[Dict[str, Any]] = []
-        cursor: Optional[str] = None
-        first = True
-        while limit is None or len(out) < limit:
-            size = page_size if limit is None else min(page_size, limit - len(out))
-            q = dict(query, limit=size, cursor=cursor)
-            if first and offset:
-                q["offset"] = offset  # the server skips matching rows, then pages by cursor
-            first = False
-            page = self._client.json("GET", rows_path, query=q)
-            out.extend(page.get(member) or [])
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-        return out
+    def _list(self, rows_path: str, member: str, query: Dict[str, Any], limit: Optional[int], offset: int) -> List[Dict[str, Any]]:
+        return list(self._pages(rows_path, member, query, 1000, limit, offset))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
+from ._errors import NotFoundError
 from ._http import JSON, Client
 from ._store import Filter, _Store, filter_param
 
@@ -56,8 +57,6 @@ class GenericStore(_Store):
 
     def get(self, id: str, columns: Optional[Iterable[str]] = None) -> Optional[Dict[str, Any]]:
         """One row (of the named columns: a blob column among them comes back base64), or None."""
-        from ._errors import NotFoundError
-
         query = {"columns": ",".join(columns)} if columns else None
         try:
             return self._client.json("GET", Client.path(self.collection, self.name, "rows", id), query=query)

@@ -6,6 +6,7 @@ import json
 import uuid
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
+from ._errors import NotFoundError
 from ._http import JSON, Client
 from ._store import Filter, _Store, filter_param
 
@@ -85,8 +86,6 @@ class RolloutStore(_Store):
 
     def get_blob(self, id: str) -> Optional[bytes]:
         """A record's binary payload, or None when it has none."""
-        from ._errors import NotFoundError
-
         try:
             _, data = self._client.request("GET", Client.path(self.collection, self.name, "records", id, "blob"), accept="application/octet-stream")
         except NotFoundError:
