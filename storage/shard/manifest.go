@@ -1,7 +1,8 @@
 // Shard manifests: a chain of small JSON documents per shard, version v+1 created with
 // put-if-absent on top of v (that write is the commit). The latest version is found by listing
 // the shard's manifest directory, which stays small: after each commit, versions more than
-// keepManifests behind are deleted.
+// keepManifests behind are deleted. A reader lists only the versions after the newest it has
+// seen (newestShardManifest).
 //
 // Ownership rule: only the writer holding the shard's current epoch adds generations; anyone
 // (a merge in any process) may remove merged generations, as a relative edit that keeps the
@@ -124,6 +125,14 @@ func (c *shardManifestCache) Add(key string, m *ShardManifest) bool {
 	return false
 }
 
+// newestVersion is the newest version of shard's manifest this cache has been given (0: none),
+// whether or not the manifest itself is still cached.
+func (c *shardManifestCache) newestVersion(shard string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return manifestVersionOf(c.newest[shard])
+}
+
 // manifestVersionOf is the version in a shard manifest's key (0 when it has none).
 func manifestVersionOf(key string) uint64 {
 	i := strings.LastIndexByte(key, '/')
@@ -149,24 +158,59 @@ func latestShardManifest(ctx context.Context, store objstore.Store, shard string
 	if latest == 0 {
 		return nil, nil, nil
 	}
+	m, err := readShardManifest(ctx, store, shard, latest, cache...)
+	return m, versions, err
+}
+
+// newestShardManifest is latestShardManifest for readers, who need no list of versions: with
+// known, the newest version this process has seen of shard, it lists only the versions after
+// known. The newest version is never deleted and versions only grow, so an empty listing means
+// known is still the newest (whether or not older ones were deleted meanwhile); a read of an
+// unchanged shard then lists nothing and reads nothing.
+func newestShardManifest(ctx context.Context, store objstore.Store, shard string, known uint64, cache manifestCache) (*ShardManifest, error) {
+	if known == 0 {
+		m, _, err := latestShardManifest(ctx, store, shard, cache)
+		return m, err
+	}
+	latest := known
+	for after := ManifestKey(shard, known); ; {
+		page, err := store.List(ctx, manifestPrefix(shard), after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Objects {
+			if v, ok := parseNumbered(o.Key, manifestPrefix(shard), ".json"); ok {
+				latest = max(latest, v)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	return readShardManifest(ctx, store, shard, latest, cache)
+}
+
+// readShardManifest reads version v of shard's manifest, through cache when given.
+func readShardManifest(ctx context.Context, store objstore.Store, shard string, latest uint64, cache ...manifestCache) (*ShardManifest, error) {
 	key := ManifestKey(shard, latest)
 	if len(cache) > 0 {
 		if m, ok := cache[0].Get(key); ok {
-			return m, versions, nil
+			return m, nil
 		}
 	}
 	data, err := store.Get(ctx, key)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var m ShardManifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, nil, fmt.Errorf("shard: corrupt shard manifest %s: %w", key, err)
+		return nil, fmt.Errorf("shard: corrupt shard manifest %s: %w", key, err)
 	}
 	if len(cache) > 0 {
 		cache[0].Add(key, &m)
 	}
-	return &m, versions, nil
+	return &m, nil
 }
 
 // errStopEdit aborts UpdateManifest without error.
@@ -218,8 +262,7 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 // LatestManifest returns the newest manifest of shard (nil when the shard has none), through the
 // process's manifest cache: an unchanged shard costs one listing and no read.
 func (a *Access) LatestManifest(ctx context.Context, shard string) (*ShardManifest, error) {
-	m, _, err := latestShardManifest(ctx, a.Objects, shard, a.manifests)
-	return m, err
+	return newestShardManifest(ctx, a.Objects, shard, a.manifests.newestVersion(shard), a.manifests)
 }
 
 // ListShards returns the ids of every shard that ever wrote to the store.

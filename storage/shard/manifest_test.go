@@ -1,11 +1,13 @@
 package shard
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // The object cache keeps only each shard's newest manifest: a newer version replaces the one
@@ -25,4 +27,39 @@ func TestOnlyEachShardsNewestManifestStaysCached(t *testing.T) {
 	c.Add(ManifestKey("s1", 1), m("s1")) // a late reader of an old version
 	_, ok = c.Get(ManifestKey("s1", 2))
 	require.True(t, ok, "the newest stays")
+}
+
+// A reader lists only the versions after the newest it has seen, yet always finds the newest:
+// after other processes committed many versions and deleted the one it knew, and when nothing
+// changed (then it lists nothing past its own and reads nothing).
+func TestReadersFindTheNewestManifestPastTheOneTheyKnew(t *testing.T) {
+	ctx := context.Background()
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	reader := NewAccess(counting, nil, "id", nil, cache.New(1<<20, nil), nil, 0)
+	bump := func(n int) {
+		for range n {
+			_, err := UpdateManifest(ctx, counting, "s1", func(cur *ShardManifest) (*ShardManifest, error) {
+				cur.NextGeneration++
+				return cur, nil
+			})
+			require.NoError(t, err)
+		}
+	}
+	bump(1)
+	m, err := reader.LatestManifest(ctx, "s1")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, m.Version)
+
+	bump(3*keepManifests + 2) // version 1 and its successors are deleted meanwhile
+	_, err = counting.Stat(ctx, ManifestKey("s1", 1))
+	require.Error(t, err, "the version the reader knew is gone")
+	m, err = reader.LatestManifest(ctx, "s1")
+	require.NoError(t, err)
+	require.EqualValues(t, 3*keepManifests+3, m.Version)
+
+	before := counting.Stats()
+	again, err := reader.LatestManifest(ctx, "s1")
+	require.NoError(t, err)
+	require.Same(t, m, again, "unchanged: served from the cache")
+	require.Zero(t, counting.Stats().Sub(before).Reads, "an unchanged shard costs no read")
 }

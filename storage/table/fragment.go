@@ -61,6 +61,22 @@ func rowGroupLength(rec arrow.RecordBatch) int64 {
 	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/perRow))
 }
 
+// writeBatchRows picks how many values the Parquet writer takes per batch: it checks a page's
+// size only between batches, so a batch must hold no more than about one page of the widest
+// column (at the writer's default of 1,024 values, 500-byte text made ~300 KiB pages, and every
+// point read of such a column decompressed all of one). A quarter of a page keeps pages within
+// 1.25x dataPageBytes.
+func writeBatchRows(rec arrow.RecordBatch) int64 {
+	if rec.NumRows() == 0 {
+		return 1024
+	}
+	var widest int64
+	for _, c := range rec.Columns() {
+		widest = max(widest, int64(c.Data().SizeInBytes())/rec.NumRows())
+	}
+	return min(1024, max(8, dataPageBytes/4/max(widest, 1))) // pages end within 1.25x the size
+}
+
 // dictionarySample is how many leading values of a column decide whether it is dictionary-encoded.
 const dictionarySample = 1024
 
@@ -102,6 +118,7 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 		parquet.WithDictionaryDefault(true),
 		parquet.WithDictionaryPageSizeLimit(dictionaryPageBytes),
 		parquet.WithDataPageSize(dataPageBytes),
+		parquet.WithBatchSize(writeBatchRows(rec)),
 		parquet.WithPageIndexEnabled(true),
 	}
 	for i, f := range rec.Schema().Fields() {
@@ -267,8 +284,9 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool,
 // column of each top-level flat column.
 type footer struct {
 	md         *metadata.FileMetaData
-	rowStarts  []int64        // row group i holds rows rowStarts[i] .. rowStarts[i+1]-1
-	flatLeaves map[string]int // column name -> leaf index, for leaves whose path is one name
+	rowStarts  []int64          // row group i holds rows rowStarts[i] .. rowStarts[i+1]-1
+	flatLeaves map[string]int   // column name -> leaf index, for leaves whose path is one name
+	topLeaves  map[string][]int // top-level column name -> its leaf indices
 }
 
 func newFooter(md *metadata.FileMetaData) *footer {
@@ -276,13 +294,17 @@ func newFooter(md *metadata.FileMetaData) *footer {
 	for i, rg := range md.GetRowGroups() {
 		starts[i+1] = starts[i] + rg.GetNumRows()
 	}
-	leaves := map[string]int{}
+	leaves, top := map[string]int{}, map[string][]int{}
 	for i := range md.Schema.NumColumns() {
-		if path := md.Schema.Column(i).ColumnPath(); len(path) == 1 {
+		path := md.Schema.Column(i).ColumnPath()
+		if len(path) == 1 {
 			leaves[path[0]] = i
 		}
+		if len(path) > 0 {
+			top[path[0]] = append(top[path[0]], i)
+		}
 	}
-	return &footer{md: md, rowStarts: starts, flatLeaves: leaves}
+	return &footer{md: md, rowStarts: starts, flatLeaves: leaves, topLeaves: top}
 }
 
 // rowGroupOf maps a row of the fragment to its row group and the row's offset in it (-1 when the
@@ -458,8 +480,9 @@ const pointReadBuffer = 16 << 10
 // them out: every column seeks to each row and decodes just that value.
 func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
 	// Flat columns of a fragment with a page index come straight from their pages
-	// (pageread.go); nested ones, and every column of older fragments, through pqarrow.
-	// Both paths read the row group's byte span: it is fetched once, here.
+	// (pageread.go), which fetch only the pages they decode; nested ones, and every column of
+	// older fragments, through pqarrow, which reads the row group's byte span. When both are
+	// needed the span is fetched once, here, and serves both.
 	ft, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, err
@@ -467,7 +490,7 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	if rg < 0 || rg >= ft.md.NumRowGroups() {
 		return nil, fmt.Errorf("table: fragment %s has no row group %d", f.Path, rg)
 	}
-	span, err := t.rowGroupWindow(ctx, f, ft.md, []int{rg})
+	rp, err := t.rowGroupPagesOf(ctx, f, ft.md, rg) // nil: no page index, only the general path
 	if err != nil {
 		return nil, err
 	}
@@ -477,14 +500,20 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 		switch {
 		case len(fi) > 0 && pointReadableType(schema.Field(fi[0]).Type):
 			flat = append(flat, n)
-		case len(fi) > 0 && nestedAllNull(ft.md, rg, n):
+		case len(fi) > 0 && rp != nil && rp.nestedAllNull(ft, n):
 			flat = append(flat, n) // nothing to decode: the page path lays out nulls
 		default:
 			nested = append(nested, n)
 		}
 	}
 	if len(flat) == 0 {
-		return t.readRowsGeneral(ctx, f, span, schema, names, rg, offsets)
+		return t.readRowsGeneral(ctx, f, readWindow{}, schema, names, rg, offsets)
+	}
+	var span readWindow
+	if len(nested) > 0 {
+		if span, err = t.rowGroupWindow(ctx, f, ft.md, []int{rg}); err != nil {
+			return nil, err
+		}
 	}
 	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, schema, flat, rg, offsets)
 	if err != nil || !ok {

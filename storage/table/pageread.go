@@ -404,7 +404,7 @@ type pageColumn struct {
 	field  arrow.Field
 	leaf   int            // the column's leaf index in the fragment
 	desc   *schema.Column // nil: the fragment predates the column (every value null)
-	chunk  *metadata.ColumnChunkMetaData
+	chunk  chunkInfo
 	codec  compress.Codec
 	dict   []byte     // the decompressed dictionary page's values (read on first use)
 	dictH  pageHeader // its header
@@ -464,37 +464,73 @@ func pointReadable(dt arrow.DataType, c *schema.Column) bool {
 	return false
 }
 
-// offsetIndexes returns row group rg's decoded offset indexes by leaf column (nil when the
-// fragment has no page index), cached.
-func (t *Table) offsetIndexes(ctx context.Context, f Fragment, md *metadata.FileMetaData, rg int) ([][]pageLoc, error) {
+// rowGroupPages is what a point read needs of one row group, decoded once and cached: each
+// leaf column's pages (from the offset index) and chunk placement, and which leaves hold only
+// nulls. Without it every get would rebuild the footer's column-chunk metadata and statistics
+// objects for every column.
+type rowGroupPages struct {
+	pages   [][]pageLoc // by leaf, in row order
+	chunks  []chunkInfo // by leaf
+	allNull []bool      // by leaf: a null in every row (from the chunk's statistics)
+}
+
+// chunkInfo is where a column chunk's pages are and how they are compressed.
+type chunkInfo struct {
+	codec   compress.Compression
+	hasDict bool
+	dictAt  int64 // the dictionary page's offset (when hasDict)
+	dataAt  int64 // the first data page's offset
+}
+
+// rowGroupPagesOf returns row group rg's rowGroupPages (nil when the fragment has no page
+// index), cached.
+func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.FileMetaData, rg int) (*rowGroupPages, error) {
 	key := f.Path + "#pages-" + strconv.Itoa(rg)
-	if idx, ok := cache.Get[[][]pageLoc](t.cache, "page_locations", key); ok {
-		return idx, nil
+	if rp, ok := cache.Get[*rowGroupPages](t.cache, "page_locations", key); ok {
+		return rp, nil
 	}
 	w, err := t.offsetIndexWindow(ctx, f, md, rg)
 	if err != nil || w.data == nil {
 		return nil, err
 	}
 	meta := md.RowGroup(rg)
-	out := make([][]pageLoc, meta.NumColumns())
-	cost := int64(0)
-	for c := range out {
-		cc, err := meta.ColumnChunk(c)
-		if err != nil {
-			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, err)
+	n := meta.NumColumns()
+	rp := &rowGroupPages{pages: make([][]pageLoc, n), chunks: make([]chunkInfo, n), allNull: make([]bool, n)}
+	cost := int64(n) * 48
+	for c := range n {
+		cc, stats := leafStats(meta, c)
+		if cc == nil {
+			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, errPage)
 		}
 		loc := cc.GetOffsetIndexLocation()
 		start := loc.Offset - w.at
 		if start < 0 || start+int64(loc.Length) > int64(len(w.data)) {
 			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, errPage)
 		}
-		if out[c], err = decodeOffsetIndex(w.data[start : start+int64(loc.Length)]); err != nil {
+		if rp.pages[c], err = decodeOffsetIndex(w.data[start : start+int64(loc.Length)]); err != nil {
 			return nil, fmt.Errorf("table: fragment %s offset index: %w", f.Path, err)
 		}
-		cost += int64(len(out[c])) * 24
+		rp.chunks[c] = chunkInfo{codec: cc.Compression(), hasDict: cc.HasDictionaryPage(), dataAt: cc.DataPageOffset()}
+		if rp.chunks[c].hasDict {
+			rp.chunks[c].dictAt = cc.DictionaryPageOffset()
+		}
+		rp.allNull[c] = nullInEveryRow(meta, cc, stats)
+		cost += int64(len(rp.pages[c])) * 24
 	}
-	cache.Add(t.cache, "page_locations", key, out, cost)
-	return out, nil
+	cache.Add(t.cache, "page_locations", key, rp, cost)
+	return rp, nil
+}
+
+// nestedAllNull reports whether top-level field name holds only nulls in the row group (every
+// one of its leaves does; false when the fragment does not store it).
+func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
+	leaves := ft.topLeaves[name]
+	for _, l := range leaves {
+		if l >= len(rp.allNull) || !rp.allNull[l] {
+			return false
+		}
+	}
+	return len(leaves) > 0
 }
 
 // readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page,
@@ -515,8 +551,12 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 			return nil, false, fmt.Errorf("table: fragment %s row group %d has no row %d", f.Path, rg, off)
 		}
 	}
+	rp, err := t.rowGroupPagesOf(ctx, f, md, rg)
+	if err != nil || rp == nil {
+		return nil, false, err
+	}
+	idx := rp.pages
 	cols := make([]pageColumn, len(names))
-	meta := md.RowGroup(rg)
 	for i, name := range names {
 		fi := tableSchema.FieldIndices(name)
 		if len(fi) == 0 {
@@ -525,7 +565,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		cols[i].field = tableSchema.Field(fi[0])
 		leaf, stored := ft.flatLeaves[name]
 		if !pointReadableType(cols[i].field.Type) {
-			if !nestedAllNull(md, rg, name) {
+			if !rp.nestedAllNull(ft, name) {
 				return nil, false, nil // a nested column with values: the general path
 			}
 			continue // only nulls in this row group
@@ -534,31 +574,39 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 			continue // the fragment predates the column
 		}
 		desc := md.Schema.Column(leaf)
-		if !pointReadable(cols[i].field.Type, desc) {
+		if !pointReadable(cols[i].field.Type, desc) || leaf >= len(rp.chunks) {
 			return nil, false, nil
 		}
-		cc, err := meta.ColumnChunk(leaf)
-		if err != nil {
-			return nil, false, nil
-		}
-		cols[i].desc, cols[i].chunk, cols[i].leaf = desc, cc, leaf
+		chunk := rp.chunks[leaf]
+		cols[i].desc, cols[i].chunk, cols[i].leaf = desc, chunk, leaf
 		cols[i].cache, cols[i].dictKey = t.cache, f.Path+"#dictionary-"+strconv.Itoa(rg)+"-"+strconv.Itoa(leaf)
-		if cc.Compression() != compress.Codecs.Uncompressed {
-			if cols[i].codec, err = compress.GetCodec(cc.Compression()); err != nil {
+		if chunk.codec != compress.Codecs.Uncompressed {
+			if cols[i].codec, err = compress.GetCodec(chunk.codec); err != nil {
 				return nil, false, nil
 			}
 		}
 	}
-	idx, err := t.offsetIndexes(ctx, f, md, rg)
-	if err != nil || idx == nil {
-		return nil, false, err
-	}
-	if span.data == nil {
-		if span, err = t.rowGroupWindow(ctx, f, md, []int{rg}); err != nil || span.data == nil {
+	var window *pageWindows
+	if span.data != nil {
+		window = t.spanWindows(ctx, f, span)
+	} else {
+		// The data pages holding the rows, one per column and row (dictionary pages are read
+		// when first needed, then cached decoded).
+		ranges := make([]byteRange, 0, len(cols)*len(offsets))
+		for i := range cols {
+			if cols[i].desc == nil || cols[i].leaf >= len(idx) {
+				continue
+			}
+			for _, off := range offsets {
+				if p, ok := pageOf(idx[cols[i].leaf], off); ok {
+					ranges = append(ranges, byteRange{p.offset, int64(p.size)})
+				}
+			}
+		}
+		if window, err = t.fetchPages(ctx, f, ranges); err != nil {
 			return nil, false, err
 		}
 	}
-	window, start := span.data, span.at
 	arrs := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))
 	defer func() {
@@ -573,7 +621,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		fields[i] = c.field
 		b := array.NewBuilder(t.mem, c.field.Type)
 		for _, off := range offsets {
-			if err := t.appendPointValue(b, c, idx, window, start, off); err != nil {
+			if err := t.appendPointValue(b, c, idx, window, off); err != nil {
 				b.Release()
 				if errors.Is(err, errPageUnsupported) {
 					return nil, false, nil
@@ -587,21 +635,29 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(offsets))), true, nil
 }
 
-// appendPointValue appends row off of column c (window holds the row group's bytes from start).
-func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc, window []byte, start, off int64) error {
+// pageOf is the page of pages (an offset index, in row order) that holds row off.
+func pageOf(pages []pageLoc, off int64) (pageLoc, bool) {
+	p := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > off }) - 1
+	if p < 0 {
+		return pageLoc{}, false
+	}
+	return pages[p], true
+}
+
+// appendPointValue appends row off of column c, its page read from window.
+func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc, window *pageWindows, off int64) error {
 	if c.desc == nil {
 		b.AppendNull()
 		return nil
 	}
-	if c.leaf >= len(idx) || len(idx[c.leaf]) == 0 {
+	if c.leaf >= len(idx) {
 		return errPage
 	}
-	pages := idx[c.leaf]
-	p := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > off }) - 1
-	if p < 0 {
+	loc, ok := pageOf(idx[c.leaf], off)
+	if !ok {
 		return errPage
 	}
-	page, err := windowSlice(window, start, pages[p].offset, int64(pages[p].size))
+	page, err := window.slice(loc.offset, int64(loc.size))
 	if err != nil {
 		return err
 	}
@@ -617,7 +673,7 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 		return err
 	}
 	defer done()
-	null, i, values, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-pages[p].firstRow))
+	null, i, values, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-loc.firstRow))
 	if err != nil {
 		return err
 	}
@@ -631,7 +687,7 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 	case encPlain:
 		v, err = plainValue(values, phys, i)
 	case encPlainDict, encRLEDictionary:
-		v, err = c.dictionaryValue(window, start, values, i)
+		v, err = c.dictionaryValue(window, values, i)
 	default:
 		return errPageUnsupported
 	}
@@ -643,18 +699,18 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 
 // dictionaryValue returns the value of the i-th stored entry of a dictionary-encoded data page
 // (values: a bit width byte, then the hybrid-encoded dictionary indices).
-func (c *pageColumn) dictionaryValue(window []byte, start int64, values []byte, i int) ([]byte, error) {
+func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) ([]byte, error) {
 	if !c.loaded {
 		if d, ok := cache.Get[cachedDictionary](c.cache, "dictionary", c.dictKey); ok {
 			c.dict, c.dictH, c.loaded = d.values, d.header, true
 		}
 	}
 	if !c.loaded {
-		if !c.chunk.HasDictionaryPage() {
+		if !c.chunk.hasDict {
 			return nil, errPage
 		}
-		at := c.chunk.DictionaryPageOffset()
-		page, err := windowSlice(window, start, at, c.chunk.DataPageOffset()-at)
+		at := c.chunk.dictAt
+		page, err := window.slice(at, c.chunk.dataAt-at)
 		if err != nil {
 			return nil, err
 		}
@@ -694,15 +750,6 @@ func (c *pageColumn) dictionaryValue(window []byte, start int64, values []byte, 
 		return nil, errPage
 	}
 	return plainValue(c.dict, c.desc.PhysicalType(), int(k))
-}
-
-// windowSlice is bytes [at, at+n) of the object, from window (which starts at start).
-func windowSlice(window []byte, start, at, n int64) ([]byte, error) {
-	from := at - start
-	if from < 0 || n < 0 || from > int64(len(window)) || n > int64(len(window))-from {
-		return nil, errPage
-	}
-	return window[from : from+n], nil
 }
 
 // appendParquetValue appends one stored value (as plainValue returns it) to b.
@@ -746,22 +793,4 @@ func appendParquetValue(b array.Builder, phys parquet.Type, v []byte) error {
 		return fmt.Errorf("%w: no point read into %T", errPage, b)
 	}
 	return nil
-}
-
-// nestedAllNull reports, from the footer's statistics, whether top-level field name holds only
-// nulls in row group rg (every leaf column of it has one null entry per row): a point read then
-// needs none of its pages.
-func nestedAllNull(md *metadata.FileMetaData, rg int, name string) bool {
-	meta := md.RowGroup(rg)
-	leaves := 0
-	for i := range md.Schema.NumColumns() {
-		if path := md.Schema.Column(i).ColumnPath(); len(path) == 0 || path[0] != name {
-			continue
-		}
-		leaves++
-		if cc, stats := leafStats(meta, i); !nullInEveryRow(meta, cc, stats) {
-			return false
-		}
-	}
-	return leaves > 0
 }

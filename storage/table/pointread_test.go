@@ -3,6 +3,7 @@ package table
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -226,8 +227,9 @@ func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, of
 	return array.NewRecordBatch(rec.Schema(), out, int64(len(offsets))), nil
 }
 
-// A warm point read costs one object read: its row group's byte span. The footer and the row
-// group's offset index (the page index a seek uses) come from the object cache.
+// A warm point read of narrow rows costs one object read: the pages it decodes lie close
+// together and are fetched as one range. The footer and the row group's offset index (the page
+// index a seek uses) come from the object cache.
 func TestWarmPointReadIsOneObjectRead(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
@@ -251,7 +253,54 @@ func TestWarmPointReadIsOneObjectRead(t *testing.T) {
 		return counting.Stats().Sub(before).Reads
 	}
 	get("k000010") // warms the footer, the key index and the row group's offset index
-	require.EqualValues(t, 1, get("k000011"), "a warm point read fetches its row group's span only")
+	require.EqualValues(t, 1, get("k000011"), "a warm point read fetches its pages in one read")
+}
+
+// A warm point read fetches the pages it decodes, not its row group's span: with rows of wide
+// text (a row group of many pages in that column) it reads a fraction of the span, and the
+// widest column's pages stay near the page size however wide its values are.
+func TestWarmPointReadFetchesOnlyThePagesItDecodes(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	var rows []row
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range 4_000 {
+		text := make([]byte, 250)
+		for j := range text {
+			text[j] = byte(rng.Uint32())
+		}
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: hex.EncodeToString(text), seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	f := m.Fragments[0]
+	ft, err := tbl.fragmentFooter(ctx, f)
+	require.NoError(t, err)
+	start, end, ok := rowGroupSpan(ft.md, []int{0})
+	require.True(t, ok)
+	rp, err := tbl.rowGroupPagesOf(ctx, f, ft.md, 0)
+	require.NoError(t, err)
+	payload := ft.flatLeaves["payload"]
+	require.Greater(t, len(rp.pages[payload]), 4, "the wide column is cut into pages")
+	for _, p := range rp.pages[payload] {
+		require.Less(t, p.size, int32(2*dataPageBytes), "pages stay near the page size")
+	}
+	get := func(key string) objstoretest.IOStats {
+		before := counting.Stats()
+		rec, err := tbl.Get(ctx, m, key, nil)
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		require.Equal(t, key, rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String).Value(0))
+		rec.Release()
+		return counting.Stats().Sub(before)
+	}
+	get("k000010") // warms the footer, the key index and the row group's pages
+	got := get("k000011")
+	require.Less(t, got.ReadBytes, (end-start)/2, "a warm point read fetched %d of its row group's %d bytes", got.ReadBytes, end-start)
 }
 
 // Dictionary-encoded pages (low-cardinality columns keep their dictionaries) read by the page
