@@ -15,18 +15,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // CompactionConfig tunes Plan.
 type CompactionConfig struct {
-	MinFragments          int     // compact small fragments only when at least this many (default 4)
-	TargetRowsPerFragment int64   // rows per output fragment; smaller fragments are candidates (default 1,048,576)
-	DeletionRatio         float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
-	MaxSourceFragments    int     // cap per pass, so a huge backlog progresses incrementally (default 32)
+	MinFragments          int   // compact small fragments only when at least this many (default 4)
+	TargetRowsPerFragment int64 // rows per output fragment; smaller fragments are candidates (default 1,048,576)
+	// TargetBytesPerFragment ends an output fragment once its encoded bytes reach it (default
+	// 64 MiB): a fragment is encoded in memory before it is stored, so this bounds what one
+	// compaction holds however wide the rows.
+	TargetBytesPerFragment int64
+	DeletionRatio          float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
+	MaxSourceFragments     int     // cap per pass, so a huge backlog progresses incrementally (default 32)
 }
 
 func (c CompactionConfig) withDefaults() CompactionConfig {
@@ -35,6 +35,9 @@ func (c CompactionConfig) withDefaults() CompactionConfig {
 	}
 	if c.TargetRowsPerFragment <= 0 {
 		c.TargetRowsPerFragment = 1 << 20
+	}
+	if c.TargetBytesPerFragment <= 0 {
+		c.TargetBytesPerFragment = 64 << 20
 	}
 	if c.DeletionRatio <= 0 {
 		c.DeletionRatio = 0.2
@@ -135,40 +138,20 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 	}
 	cfg := plan.Config.withDefaults()
 
-	rec, err := t.readLiveRows(ctx, base, sources)
+	out, err := t.mergeSources(ctx, base, sources, cfg)
+	written, added, entries := out.written, out.added, out.entries
+	cleanup := func() { t.deleteFiles(written) }
 	if err != nil {
+		cleanup()
 		return CompactionResult{}, err
 	}
-	defer rec.Release()
-
-	var written []string
-	var added []Fragment
-	var entries []indexEntry
-	cleanup := func() { t.deleteFiles(written) }
-	for start := int64(0); start < rec.NumRows(); start += cfg.TargetRowsPerFragment {
-		part := rec.NewSlice(start, min(start+cfg.TargetRowsPerFragment, rec.NumRows()))
-		id := base.newFragmentID()
-		for slices.ContainsFunc(added, func(f Fragment) bool { return f.ID == id }) {
-			id = base.newFragmentID()
-		}
-		f, err := t.writeFragment(ctx, id, part, base.KeyColumn)
-		if err == nil {
-			written = append(written, f.Path)
-			added = append(added, f)
-			if base.KeyIndex != nil {
-				entries = append(entries, fragmentEntries(f.ID, part, base.KeyColumn)...)
-			}
-		}
-		part.Release()
-		if err != nil {
-			cleanup()
-			return CompactionResult{}, err
-		}
+	if base.KeyIndex == nil {
+		entries = nil
 	}
 	var seg *IndexRun
 	if base.KeyIndex != nil && len(entries) > 0 {
 		slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-		s, err := t.writeRun(ctx, entries)
+		s, err := t.writeRun(ctx, entries) // sorted: the merge wrote the fragments in key order
 		if err != nil {
 			cleanup()
 			return CompactionResult{}, err
@@ -220,43 +203,5 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 		}
 	}
 	return CompactionResult{Manifest: m, FragmentsRemoved: len(sources), FragmentsAdded: len(added),
-		FilesRemoved: files, FilesAdded: len(added), RowsWritten: rec.NumRows()}, nil
-}
-
-// readLiveRows reads every live row (tombstones included: they must outlive the rows they
-// delete) of the fragments, in key order, with every column of m's schema.
-func (t *Table) readLiveRows(ctx context.Context, m *Manifest, frags []Fragment) (arrow.RecordBatch, error) {
-	schema := m.Schema()
-	names := make([]string, schema.NumFields())
-	for i, f := range schema.Fields() {
-		names[i] = f.Name
-	}
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	for _, f := range frags {
-		err := t.scanFragment(ctx, m, f, names, len(names), false, func(r arrow.RecordBatch) error {
-			r.Retain()
-			parts = append(parts, r)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	all, err := arrowutil.Concat(schema, parts, t.mem)
-	if err != nil {
-		return nil, err
-	}
-	defer all.Release()
-	keys := all.Column(schema.FieldIndices(m.KeyColumn)[0]).(*array.String)
-	order := make([]int64, keys.Len())
-	for i := range order {
-		order[i] = int64(i)
-	}
-	slices.SortFunc(order, func(a, b int64) int { return cmp.Compare(keys.Value(int(a)), keys.Value(int(b))) })
-	return arrowutil.Take(ctx, t.mem, all, order)
+		FilesRemoved: files, FilesAdded: len(added), RowsWritten: out.rows}, nil
 }

@@ -3,7 +3,12 @@ package table
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/stretchr/testify/require"
 
@@ -151,4 +156,78 @@ func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
 	}
 	require.False(t, cached("v/"+fmt.Sprint(before.Version)), "the superseded manifest is still cached")
 	require.Equal(t, scanAll(t, tbl, before), scanAll(t, tbl, after), "old versions still read (from storage)")
+}
+
+// peakAllocator records the most bytes allocated through it at once.
+type peakAllocator struct {
+	*memory.CheckedAllocator
+	mu   sync.Mutex
+	peak int
+}
+
+func (a *peakAllocator) note() {
+	a.mu.Lock()
+	a.peak = max(a.peak, a.CurrentAlloc())
+	a.mu.Unlock()
+}
+
+func (a *peakAllocator) Allocate(n int) []byte {
+	b := a.CheckedAllocator.Allocate(n)
+	a.note()
+	return b
+}
+
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	b = a.CheckedAllocator.Reallocate(n, b)
+	a.note()
+	return b
+}
+
+// A compaction streams its sources: the Arrow memory it holds at once is a row group per source
+// and one output row group, not the sources whole (which made a worker's memory grow with its
+// tables). Its output is still every live row once, in key order, across fragments bounded by
+// the byte target.
+func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
+	ctx := context.Background()
+	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	defer mem.AssertSize(t, 0)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	rng := rand.New(rand.NewPCG(7, 7))
+	const fragments, perFragment = 8, 12_000
+	var want []string
+	for f := range fragments {
+		var rows []row
+		for i := range perFragment {
+			text := make([]byte, 500)
+			for j := range text {
+				text[j] = byte('a' + rng.IntN(26))
+			}
+			id := fmt.Sprintf("k%02d-%05d", i%7, f*perFragment+i) // fragments overlap in key range
+			rows = append(rows, row{id: id, value: int64(i), payload: string(text), seq: 1})
+			want = append(want, id)
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	mem.peak = 0
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetBytesPerFragment: 4 << 20})
+	require.NoError(t, err)
+	require.Equal(t, fragments, res.FragmentsRemoved)
+	require.Greater(t, res.FragmentsAdded, 1, "the byte target cuts the output")
+	total := int64(fragments * perFragment * 500)
+	t.Logf("peak Arrow memory %d for %d bytes of rows", mem.peak, total)
+	require.Less(t, int64(mem.peak), total/4, "peak Arrow memory %d for %d bytes of rows", mem.peak, total)
+
+	require.NoError(t, tbl.Check(ctx, res.Manifest))
+	var got []string
+	for _, f := range res.Manifest.Fragments {
+		require.LessOrEqual(t, f.Bytes, int64(6<<20), "fragment %d", f.ID)
+	}
+	require.NoError(t, tbl.KeysAfter(ctx, res.Manifest, "", func(r RowRef) bool {
+		got = append(got, r.Key)
+		return true
+	}))
+	slices.Sort(want)
+	require.Equal(t, want, got)
 }

@@ -109,9 +109,29 @@ func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error)
 // encodeFragmentWith is encodeFragment with another page codec (benchmarks compare them).
 func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compress.Compression) ([]byte, error) {
 	var buf bytes.Buffer
+	opts := append(fragmentWriterProperties(rec, mem, codec), parquet.WithMaxRowGroupLength(rowGroupLength(rec)))
+	props := parquet.NewWriterProperties(opts...)
+	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rec); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// fragmentWriterProperties is the layout of a fragment whose rows look like rec (the row-group
+// length aside): page size and write batches, dictionaries where they pay, codec, statistics,
+// page index.
+func fragmentWriterProperties(rec arrow.RecordBatch, mem memory.Allocator, codec compress.Compression) []parquet.WriterProperty {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
-		parquet.WithMaxRowGroupLength(rowGroupLength(rec)),
 		parquet.WithCompression(codec),
 		parquet.WithStats(true),
 		parquet.WithMaxStatsSize(maxStatsBytes),
@@ -132,20 +152,7 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 		}
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}
-	props := parquet.NewWriterProperties(opts...)
-	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(rec); err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return opts
 }
 
 // objectReader adapts an object to parquet.ReaderAtSeeker with ranged reads. Reads inside one of

@@ -429,13 +429,18 @@ func fragmentEntries(id uint64, rec arrow.RecordBatch, keyColumn string) []index
 	return out
 }
 
+// fragmentPath names a new data file for fragment id (random: a retried write never collides).
+func fragmentPath(id uint64) string {
+	return fmt.Sprintf("%s%016x-%s.parquet", dataDir, id, randomName())
+}
+
 // writeFragment encodes rec as fragment id and stores it.
 func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.RecordBatch, keyColumn string) (Fragment, error) {
 	data, err := encodeFragment(rec, t.mem)
 	if err != nil {
 		return Fragment{}, fmt.Errorf("table: encode fragment: %w", err)
 	}
-	path := fmt.Sprintf("%s%016x-%s.parquet", dataDir, id, randomName())
+	path := fragmentPath(id)
 	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
 		return Fragment{}, fmt.Errorf("table: write fragment: %w", err)
 	}

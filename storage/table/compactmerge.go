@@ -1,0 +1,322 @@
+// Compaction's merge: the source fragments' live rows (tombstones included: they must outlive
+// the rows they delete) in key order, as output fragments of bounded size. Every fragment is
+// sorted by key and a key is live in at most one fragment of a version, so the sources are
+// merged a row group at a time (a heap over one cursor per source) and the output is encoded
+// as it is produced. Memory stays one decoded row group per source, one output row group and
+// the output fragment being encoded — never the sources whole, whatever their size (reading them
+// whole made a worker's memory grow with its tables).
+package table
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+)
+
+// sourceCursor walks one source fragment's live rows in key order, a row group at a time.
+type sourceCursor struct {
+	t       *Table
+	f       Fragment
+	ft      *footer
+	del     *roaring.Bitmap
+	schema  *arrow.Schema
+	names   []string
+	keyCol  string
+	next    int                 // the next row group to read
+	pending []arrow.RecordBatch // live batches of the row group read last, after cur
+	cur     arrow.RecordBatch
+	keys    *array.String
+	row     int
+	base    int64 // cur's first row among the output's gathered parts; -1: not gathered
+}
+
+func (t *Table) newSourceCursor(ctx context.Context, m *Manifest, f Fragment, names []string) (*sourceCursor, error) {
+	del, err := t.deletions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	ft, err := t.fragmentFooter(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceCursor{t: t, f: f, ft: ft, del: del, schema: m.Schema(), names: names, keyCol: m.KeyColumn, base: -1}, nil
+}
+
+// fill makes cur hold an unread row; false when the source is exhausted.
+func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
+	for c.cur == nil || c.row >= int(c.cur.NumRows()) {
+		if c.cur != nil {
+			c.cur.Release()
+			c.cur, c.keys, c.base = nil, nil, -1
+		}
+		if len(c.pending) > 0 {
+			c.cur, c.pending = c.pending[0], c.pending[1:]
+			c.keys = c.cur.Column(c.cur.Schema().FieldIndices(c.keyCol)[0]).(*array.String)
+			c.row = 0
+			continue
+		}
+		if c.next >= c.ft.md.NumRowGroups() {
+			return false, nil
+		}
+		rg := c.next
+		c.next++
+		rec, err := c.t.readFragment(ctx, c.f, c.schema, c.names, []int{rg}, false)
+		if err != nil {
+			return false, err
+		}
+		err = c.t.emitBatch(ctx, rec, c.schema, c.names, len(c.names), c.ft.rowStarts[rg], c.del, false, func(b arrow.RecordBatch) error {
+			b.Retain()
+			c.pending = append(c.pending, b)
+			return nil
+		})
+		rec.Release()
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (c *sourceCursor) key() string { return c.keys.Value(c.row) }
+
+func (c *sourceCursor) release() {
+	if c.cur != nil {
+		c.cur.Release()
+		c.cur = nil
+	}
+	for _, p := range c.pending {
+		p.Release()
+	}
+	c.pending = nil
+}
+
+type sourceHeap []*sourceCursor
+
+func (h sourceHeap) Len() int           { return len(h) }
+func (h sourceHeap) Less(i, j int) bool { return h[i].key() < h[j].key() }
+func (h sourceHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *sourceHeap) Push(x any)        { *h = append(*h, x.(*sourceCursor)) }
+func (h *sourceHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
+// entries (sorted) and the objects to delete if the commit fails.
+type compactionOutput struct {
+	added   []Fragment
+	entries []indexEntry
+	written []string
+	rows    int64
+}
+
+// mergeSources writes the sources' live rows in key order as fragments of at most
+// cfg.TargetRowsPerFragment rows and about cfg.TargetBytesPerFragment encoded bytes. On error,
+// what it wrote is in out.written.
+func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Fragment, cfg CompactionConfig) (out compactionOutput, err error) {
+	schema := base.Schema()
+	names := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		names[i] = f.Name
+	}
+	var h sourceHeap
+	defer func() {
+		for _, c := range h {
+			c.release()
+		}
+	}()
+	for _, f := range sources {
+		c, err := t.newSourceCursor(ctx, base, f, names)
+		if err != nil {
+			return out, err
+		}
+		ok, err := c.fill(ctx)
+		if err != nil || !ok {
+			c.release()
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		h = append(h, c)
+	}
+	heap.Init(&h)
+
+	var (
+		fw      *fragmentWriter
+		parts   []arrow.RecordBatch // the batches the next output row group takes rows from
+		indices []int64             // its rows, as positions in parts concatenated
+		total   int64               // rows in parts
+		groupN  int64               // rows per output row group (from the first batch seen)
+	)
+	releaseParts := func() {
+		for _, p := range parts {
+			p.Release()
+		}
+		parts, indices, total = parts[:0], indices[:0], 0
+		for _, c := range h {
+			c.base = -1
+		}
+	}
+	defer releaseParts()
+	closeFragment := func() error {
+		if fw == nil {
+			return nil
+		}
+		f, entries, err := fw.finish(ctx, t)
+		fw = nil
+		if f.Path != "" {
+			out.written = append(out.written, f.Path)
+		}
+		if err != nil {
+			return err
+		}
+		out.added = append(out.added, f)
+		out.entries = append(out.entries, entries...)
+		return nil
+	}
+	flushGroup := func() error {
+		if len(indices) == 0 {
+			return nil
+		}
+		rec, err := arrowutil.TakeParts(ctx, t.mem, parts, indices)
+		releaseParts()
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		if fw == nil {
+			id := base.newFragmentID()
+			for slices.ContainsFunc(out.added, func(f Fragment) bool { return f.ID == id }) {
+				id = base.newFragmentID()
+			}
+			if fw, err = newFragmentWriter(id, rec, base.KeyColumn, t.mem); err != nil {
+				return err
+			}
+		}
+		if err := fw.write(rec); err != nil {
+			return err
+		}
+		out.rows += rec.NumRows()
+		if fw.rows >= cfg.TargetRowsPerFragment || int64(fw.buf.Len()) >= cfg.TargetBytesPerFragment {
+			return closeFragment()
+		}
+		return nil
+	}
+
+	for h.Len() > 0 {
+		c := h[0]
+		if groupN == 0 {
+			groupN = rowGroupLength(c.cur)
+		}
+		if c.base < 0 {
+			c.cur.Retain()
+			parts = append(parts, c.cur)
+			c.base = total
+			total += c.cur.NumRows()
+		}
+		indices = append(indices, c.base+int64(c.row))
+		c.row++
+		ok, err := c.fill(ctx)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+			c.release()
+		}
+		// An output row group ends at groupN rows, or where the fragment reaches its row target.
+		inFragment := int64(len(indices))
+		if fw != nil {
+			inFragment += fw.rows
+		}
+		if int64(len(indices)) >= groupN || inFragment >= cfg.TargetRowsPerFragment {
+			if err := flushGroup(); err != nil {
+				return out, err
+			}
+		}
+	}
+	if err := flushGroup(); err != nil {
+		return out, err
+	}
+	return out, closeFragment()
+}
+
+// fragmentWriter encodes one output fragment a row group at a time.
+type fragmentWriter struct {
+	id        uint64
+	keyColumn string
+	buf       bytes.Buffer
+	w         *pqarrow.FileWriter
+	rows      int64
+	minKey    string
+	maxKey    string
+	entries   []indexEntry
+}
+
+// newFragmentWriter starts fragment id, its layout chosen from first (its first row group).
+func newFragmentWriter(id uint64, first arrow.RecordBatch, keyColumn string, mem memory.Allocator) (*fragmentWriter, error) {
+	fw := &fragmentWriter{id: id, keyColumn: keyColumn}
+	opts := fragmentWriterProperties(first, mem, fragmentCodec)
+	// Each write is one row group (the merge cuts them), so the row-group bound only guards.
+	opts = append(opts, parquet.WithMaxRowGroupLength(max(first.NumRows(), rowGroupRows)))
+	w, err := pqarrow.NewFileWriter(first.Schema(), &fw.buf, parquet.NewWriterProperties(opts...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+	if err != nil {
+		return nil, fmt.Errorf("table: encode fragment: %w", err)
+	}
+	fw.w = w
+	return fw, nil
+}
+
+// write appends rec (rows in key order, after every row written before) as a row group.
+func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
+	if err := fw.w.Write(rec); err != nil {
+		return fmt.Errorf("table: encode fragment: %w", err)
+	}
+	s := rec.Schema()
+	keys := rec.Column(s.FieldIndices(fw.keyColumn)[0]).(*array.String)
+	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
+	tombs := rec.Column(s.FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
+	for i := range keys.Len() {
+		// Cloned: the index entries outlive the batch (a key would otherwise pin its buffers).
+		key := strings.Clone(keys.Value(i))
+		fw.entries = append(fw.entries, indexEntry{Key: key, Fragment: fw.id, Row: fw.rows + int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)})
+		if fw.rows == 0 && i == 0 {
+			fw.minKey = key
+		}
+		fw.maxKey = key
+	}
+	fw.rows += rec.NumRows()
+	return nil
+}
+
+// finish closes the fragment and stores it. A returned Fragment with a Path was written (even
+// when err says the store's answer was lost).
+func (fw *fragmentWriter) finish(ctx context.Context, t *Table) (Fragment, []indexEntry, error) {
+	if err := fw.w.Close(); err != nil {
+		return Fragment{}, nil, fmt.Errorf("table: encode fragment: %w", err)
+	}
+	path := fragmentPath(fw.id)
+	f := Fragment{ID: fw.id, Path: path, Rows: fw.rows, Bytes: int64(fw.buf.Len()), MinKey: fw.minKey, MaxKey: fw.maxKey}
+	if err := t.store.PutIfAbsent(ctx, path, fw.buf.Bytes()); err != nil {
+		return f, nil, fmt.Errorf("table: write fragment: %w", err)
+	}
+	return f, fw.entries, nil
+}
