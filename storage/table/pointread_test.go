@@ -227,6 +227,18 @@ func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, of
 	return array.NewRecordBatch(rec.Schema(), out, int64(len(offsets))), nil
 }
 
+// countedGet gets key (which must exist) at m and returns the object I/O it cost.
+func countedGet(t *testing.T, tbl *Table, m *Manifest, counting *objstoretest.Counting, key string) objstoretest.IOStats {
+	t.Helper()
+	before := counting.Stats()
+	rec, err := tbl.Get(context.Background(), m, key, nil)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.Equal(t, key, rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String).Value(0))
+	rec.Release()
+	return counting.Stats().Sub(before)
+}
+
 // A warm point read of narrow rows costs one object read: the pages it decodes lie close
 // together and are fetched as one range. The footer and the row group's offset index (the page
 // index a seek uses) come from the object cache.
@@ -243,15 +255,7 @@ func TestWarmPointReadIsOneObjectRead(t *testing.T) {
 	require.NoError(t, err)
 	m, err := tbl.Latest(ctx)
 	require.NoError(t, err)
-	get := func(key string) int64 {
-		before := counting.Stats()
-		rec, err := tbl.Get(ctx, m, key, nil)
-		require.NoError(t, err)
-		require.NotNil(t, rec)
-		require.Equal(t, key, rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String).Value(0))
-		rec.Release()
-		return counting.Stats().Sub(before).Reads
-	}
+	get := func(key string) int64 { return countedGet(t, tbl, m, counting, key).Reads }
 	get("k000010") // warms the footer, the key index and the row group's offset index
 	require.EqualValues(t, 1, get("k000011"), "a warm point read fetches its pages in one read")
 }
@@ -289,15 +293,7 @@ func TestWarmPointReadFetchesOnlyThePagesItDecodes(t *testing.T) {
 	for _, p := range rp.pages[payload] {
 		require.Less(t, p.size, int32(2*dataPageBytes), "pages stay near the page size")
 	}
-	get := func(key string) objstoretest.IOStats {
-		before := counting.Stats()
-		rec, err := tbl.Get(ctx, m, key, nil)
-		require.NoError(t, err)
-		require.NotNil(t, rec)
-		require.Equal(t, key, rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String).Value(0))
-		rec.Release()
-		return counting.Stats().Sub(before)
-	}
+	get := func(key string) objstoretest.IOStats { return countedGet(t, tbl, m, counting, key) }
 	get("k000010") // warms the footer, the key index and the row group's pages
 	got := get("k000011")
 	require.Less(t, got.ReadBytes, (end-start)/2, "a warm point read fetched %d of its row group's %d bytes", got.ReadBytes, end-start)
