@@ -156,6 +156,11 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 	}
 	heap.Init(&h)
 
+	var sourceBytes int64
+	for _, f := range sources {
+		sourceBytes += f.Bytes
+	}
+	var written int64 // bytes of the output fragments finished so far
 	var (
 		fw      *fragmentWriter
 		parts   []arrow.RecordBatch // the batches the next output row group takes rows from
@@ -187,6 +192,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		}
 		out.added = append(out.added, f)
 		out.entries = append(out.entries, entries...)
+		written += f.Bytes
 		return nil
 	}
 	flushGroup := func() error {
@@ -207,6 +213,11 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			if fw, err = newFragmentWriter(id, rec, base.KeyColumn, t.mem); err != nil {
 				return err
 			}
+			// The output is about as large as what is left of the sources (their rows, encoded
+			// alike): one buffer of that size, not one doubling past it (three times the size
+			// at once while the last doubling copies).
+			left := max(0, sourceBytes-written)
+			fw.buf.Grow(int(min(left, cfg.TargetBytesPerFragment) + cfg.TargetBytesPerFragment/16))
 		}
 		if err := fw.write(rec); err != nil {
 			return err
