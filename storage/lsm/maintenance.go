@@ -88,9 +88,24 @@ type CompactOptions struct {
 }
 
 // Compact compacts the table, then extends the key index over the fragments it wrote when the
-// table had an index (re-cover after compaction).
+// table had an index (re-cover after compaction). A compaction holds its footprint
+// (table.CompactionFootprint) from the process's merge memory budget while it runs, so merges
+// and compactions together stay within it.
 func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.CompactionResult, error) {
-	r, err := s.tbl.Compact(ctx, opts.Compaction)
+	m, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return table.CompactionResult{}, err
+	}
+	plan := table.PlanCompaction(m, opts.Compaction)
+	if len(plan.Sources) == 0 {
+		return table.CompactionResult{Manifest: m}, nil
+	}
+	res, err := s.opts.Budget.Reserve(ctx, table.CompactionFootprint(m, plan))
+	if err != nil {
+		return table.CompactionResult{}, err
+	}
+	r, err := s.tbl.ExecuteCompaction(ctx, plan)
+	res.Release()
 	if err != nil {
 		return r, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/shard"
+	"github.com/strata-store/strata/storage/table"
 )
 
 // sealN makes n generations of one row each ("g0".."g<n-1>", value i) plus any extra ids.
@@ -251,6 +252,37 @@ func TestMergeWaitsForTheBudgetAndReportsIt(t *testing.T) {
 	hold.Release()
 	require.NoError(t, <-done)
 	require.Zero(t, e.budget.Reserved())
+}
+
+// A compaction holds its footprint from the merge memory budget while it runs (merges and
+// compactions together stay within it): with the budget taken it waits; once the bytes are free
+// it runs, and gives every byte back.
+func TestCompactionReservesFromTheMergeBudget(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	e.budget = budget.New(1<<30, nil)
+	s := e.open("a")
+	for i := range 2 {
+		appendIDs(t, s, e.mem, int64(i), fmt.Sprintf("c%d", i))
+		require.NoError(t, s.Flush(ctx))
+		_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{MaxGenerations: -1, MaxBytes: -1})
+		require.NoError(t, err)
+	}
+	hold, err := e.budget.Reserve(ctx, 1<<30)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		r, err := s.Compact(ctx, CompactOptions{Compaction: table.CompactionConfig{MinFragments: 2}})
+		if err == nil && r.FragmentsRemoved != 2 {
+			err = fmt.Errorf("compacted %d fragments, want 2", r.FragmentsRemoved)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return e.budget.Waiters() == 1 }, 5*time.Second, time.Millisecond)
+	hold.Release()
+	require.NoError(t, <-done)
+	require.Zero(t, e.budget.Reserved())
+	checkTable(t, s)
 }
 
 // A merge reserves its batch's footprint (3 x the generations' file bytes), not the MaxBytes cap:

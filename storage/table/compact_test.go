@@ -203,8 +203,12 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 				text[j] = byte('a' + rng.IntN(26))
 			}
 			id := fmt.Sprintf("k%02d-%05d", i%7, f*perFragment+i) // fragments overlap in key range
-			rows = append(rows, row{id: id, value: int64(i), payload: string(text), seq: 1})
-			want = append(want, id)
+			if f > 0 && i%10 == 0 {
+				id = fmt.Sprintf("k%02d-%05d", (i+1)%7, (f-1)*perFragment+i+1) // a rewrite: a deletion in the fragment before
+			} else {
+				want = append(want, id)
+			}
+			rows = append(rows, row{id: id, value: int64(i), payload: string(text), seq: uint64(f + 1)})
 		}
 		upsertRows(t, tbl, mem, rows)
 	}
@@ -223,6 +227,11 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	var got []string
 	for _, f := range res.Manifest.Fragments {
 		require.LessOrEqual(t, f.Bytes, int64(6<<20), "fragment %d", f.ID)
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		if ft.md.NumRowGroups() > 1 { // row groups sized as a merge sizes them (~512 KiB), not cut small
+			require.Greater(t, ft.md.RowGroup(0).NumRows(), int64(500), "fragment %d", f.ID)
+		}
 	}
 	require.NoError(t, tbl.KeysAfter(ctx, res.Manifest, "", func(r RowRef) bool {
 		got = append(got, r.Key)

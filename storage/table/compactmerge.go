@@ -115,6 +115,24 @@ func (h *sourceHeap) Pop() any {
 	return c
 }
 
+// CompactionFootprint estimates the memory executing plan on m holds at once: the output
+// fragment's encoding buffer (what is left of the sources, at most the byte target), a decoded
+// row group per source and the output row group (rowGroupBytes each, twice for decoding), and
+// the key-index entries of the rows it writes.
+func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
+	cfg := plan.Config.withDefaults()
+	var bytes, rows int64
+	n := int64(0)
+	for _, id := range plan.Sources {
+		if f, ok := m.Fragment(id); ok {
+			bytes += f.Bytes
+			rows += f.LiveRows()
+			n++
+		}
+	}
+	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + (n+1)*2*rowGroupBytes + rows*64
+}
+
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
 // entries (sorted) and the objects to delete if the commit fails.
 type compactionOutput struct {
@@ -161,12 +179,25 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		sourceBytes += f.Bytes
 	}
 	var written int64 // bytes of the output fragments finished so far
+	// Output row groups are sized like encodeFragment's (rowGroupLength), from the sources'
+	// uncompressed bytes per row (the cursors' batches are slices: their buffers' sizes say
+	// nothing about their rows).
+	var rawBytes, rawRows int64
+	for _, c := range h {
+		for i := range c.ft.md.NumRowGroups() {
+			rawBytes += c.ft.md.RowGroup(i).TotalByteSize()
+		}
+		rawRows += c.ft.rowStarts[len(c.ft.rowStarts)-1]
+	}
+	groupN := int64(rowGroupRows)
+	if rawRows > 0 {
+		groupN = min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/max(rawBytes/rawRows, 1)))
+	}
 	var (
 		fw      *fragmentWriter
 		parts   []arrow.RecordBatch // the batches the next output row group takes rows from
 		indices []int64             // its rows, as positions in parts concatenated
 		total   int64               // rows in parts
-		groupN  int64               // rows per output row group (from the first batch seen)
 	)
 	releaseParts := func() {
 		for _, p := range parts {
@@ -231,9 +262,6 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 
 	for h.Len() > 0 {
 		c := h[0]
-		if groupN == 0 {
-			groupN = rowGroupLength(c.cur)
-		}
 		if c.base < 0 {
 			c.cur.Retain()
 			parts = append(parts, c.cur)
