@@ -161,7 +161,12 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: compactionFor(a.Compaction, in.Request),
-			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) }})
+			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) },
+			// Waiting for merge memory is not a stall (the watchdog spares it), and the
+			// details show what the compaction holds.
+			OnBudget: func(bytes int64, waiting bool) {
+				hb.set(func(d *HeartbeatDetails) { d.ReservedBytes, d.WaitingForBudget = bytes, waiting })
+			}})
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}

@@ -85,6 +85,10 @@ func (s *Store) BuildKeyIndex(ctx context.Context) (*table.Manifest, error) {
 type CompactOptions struct {
 	Compaction table.CompactionConfig
 	OnIndexing func() // called before the key index is extended over the new fragments
+	// OnBudget, when set, reports the compaction's hold on the merge memory budget: (0, true)
+	// while it waits, (bytes held, false) once it holds them, (0, false) once they are given
+	// back.
+	OnBudget func(bytes int64, waiting bool)
 }
 
 // Compact compacts the table, then extends the key index over the fragments it wrote when the
@@ -100,12 +104,21 @@ func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.Compact
 	if len(plan.Sources) == 0 {
 		return table.CompactionResult{Manifest: m}, nil
 	}
-	res, err := s.opts.Budget.Reserve(ctx, table.CompactionFootprint(m, plan))
+	onBudget := opts.OnBudget
+	if onBudget == nil {
+		onBudget = func(int64, bool) {}
+	}
+	footprint := table.CompactionFootprint(m, plan)
+	onBudget(0, true)
+	res, err := s.opts.Budget.Reserve(ctx, footprint)
 	if err != nil {
+		onBudget(0, false)
 		return table.CompactionResult{}, err
 	}
+	onBudget(res.Bytes(), false)
 	r, err := s.tbl.ExecuteCompaction(ctx, plan)
 	res.Release()
+	onBudget(0, false)
 	if err != nil {
 		return r, err
 	}

@@ -271,8 +271,14 @@ func TestCompactionReservesFromTheMergeBudget(t *testing.T) {
 	hold, err := e.budget.Reserve(ctx, 1<<30)
 	require.NoError(t, err)
 	done := make(chan error, 1)
+	var mu sync.Mutex
+	var reports []string
 	go func() {
-		r, err := s.Compact(ctx, CompactOptions{Compaction: table.CompactionConfig{MinFragments: 2}})
+		r, err := s.Compact(ctx, CompactOptions{Compaction: table.CompactionConfig{MinFragments: 2}, OnBudget: func(bytes int64, waiting bool) {
+			mu.Lock()
+			reports = append(reports, fmt.Sprintf("%t/%t", bytes > 0, waiting))
+			mu.Unlock()
+		}})
 		if err == nil && r.FragmentsRemoved != 2 {
 			err = fmt.Errorf("compacted %d fragments, want 2", r.FragmentsRemoved)
 		}
@@ -282,6 +288,9 @@ func TestCompactionReservesFromTheMergeBudget(t *testing.T) {
 	hold.Release()
 	require.NoError(t, <-done)
 	require.Zero(t, e.budget.Reserved())
+	mu.Lock()
+	require.Equal(t, []string{"false/true", "true/false", "false/false"}, reports, "waiting, holding, given back")
+	mu.Unlock()
 	checkTable(t, s)
 }
 

@@ -2,9 +2,11 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
@@ -140,7 +143,7 @@ func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
 		require.True(t, cached(f.Path), "footer of %s cached", f.Path)
 		oldPaths = append(oldPaths, f.Path)
 	}
-	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1000})
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 5000})
 	require.NoError(t, err)
 	require.Positive(t, res.FragmentsRemoved)
 	after, err := tbl.Latest(ctx)
@@ -239,4 +242,43 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	}))
 	slices.Sort(want)
 	require.Equal(t, want, got)
+}
+
+// A compaction that fails part-way (a source read fails after some of the output was encoded)
+// frees every buffer it held, deletes what it wrote and leaves the table as it was.
+func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	faulty := objstoretest.NewFaulty(counting)
+	tbl := newTestTable(t, faulty, mem)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for f := range 3 {
+		var rows []row
+		for i := range 4_000 {
+			text := make([]byte, 300)
+			for j := range text {
+				text[j] = byte('a' + rng.IntN(26))
+			}
+			rows = append(rows, row{id: fmt.Sprintf("k%05d-%d", i, f), value: int64(i), payload: string(text), seq: 1})
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	before, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	// The first source read after an output fragment was stored fails.
+	writes := counting.Stats().Writes
+	faulty.AddRule(objstoretest.Rule{Err: errors.New("injected read failure"), Match: func(op objstoretest.Op, key string) bool {
+		return op == objstoretest.OpGetRange && strings.HasPrefix(key, dataDir) && counting.Stats().Writes > writes
+	}})
+	_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 5000})
+	require.ErrorContains(t, err, "injected read failure")
+	require.Greater(t, counting.Stats().Writes, writes, "an output fragment was stored before the failure")
+	faulty.Reset()
+	after, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.Version, after.Version, "nothing committed")
+	require.NoError(t, tbl.Check(ctx, after))
+	listing, err := objstore.ListAll(ctx, faulty, dataDir)
+	require.NoError(t, err)
+	require.Len(t, listing, len(before.Fragments), "the fragments it wrote were deleted")
 }

@@ -209,6 +209,11 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		}
 	}
 	defer releaseParts()
+	defer func() {
+		if fw != nil { // an error left a fragment unfinished: free its encoder, store nothing
+			_ = fw.w.Close()
+		}
+	}()
 	closeFragment := func() error {
 		if fw == nil {
 			return nil
