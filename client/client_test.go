@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -218,4 +219,25 @@ func TestTokensAndMaintenance(t *testing.T) {
 	require.Equal(t, "run-7", name)
 	_, _, err = client.ParseRef("run-7")
 	require.Error(t, err)
+}
+
+// The client's status types mirror the server's (the client does not import the server):
+// every field of the server's answer, by JSON name and Go type, is one the client decodes.
+func TestStatusTypesMirrorTheServersAnswer(t *testing.T) {
+	fields := func(v any) map[string]string {
+		out := map[string]string{}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			ft := f.Type.String()
+			if f.Type.Kind() == reflect.Slice { // element types compared on their own below
+				ft = "slice"
+			}
+			out[f.Tag.Get("json")] = ft
+		}
+		return out
+	}
+	require.Equal(t, fields(api.StatusResponse{}), fields(client.StatusReport{}))
+	require.Equal(t, fields(api.StoreStatus{}), fields(client.StoreStatus{}))
+	require.Equal(t, fields(api.MaintenanceFailure{}), fields(client.MaintenanceFailure{}))
 }

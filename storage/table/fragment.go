@@ -522,7 +522,7 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 			return nil, err
 		}
 	}
-	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, schema, flat, rg, offsets)
+	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, rp, schema, flat, rg, offsets)
 	if err != nil || !ok {
 		if err != nil {
 			return nil, err

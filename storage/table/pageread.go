@@ -533,10 +533,11 @@ func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
 	return len(leaves) > 0
 }
 
-// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page,
-// from span (the row group's bytes; fetched here when empty); ok=false when the fragment or a
-// column needs the general path.
-func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
+// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page:
+// from span (the row group's bytes) when the caller fetched it, else fetching just the pages
+// it decodes. rp is the row group's page metadata when the caller has it (nil: looked up).
+// ok=false when the fragment or a column needs the general path.
+func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
 	ft, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, false, err
@@ -551,9 +552,10 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 			return nil, false, fmt.Errorf("table: fragment %s row group %d has no row %d", f.Path, rg, off)
 		}
 	}
-	rp, err := t.rowGroupPagesOf(ctx, f, md, rg)
-	if err != nil || rp == nil {
-		return nil, false, err
+	if rp == nil {
+		if rp, err = t.rowGroupPagesOf(ctx, f, md, rg); err != nil || rp == nil {
+			return nil, false, err
+		}
 	}
 	idx := rp.pages
 	cols := make([]pageColumn, len(names))

@@ -187,7 +187,7 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 				want.Release()
 				got.Release()
 				// The flat columns alone are read straight from their pages.
-				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, m.Schema(), flat, rg, offsets)
+				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, offsets)
 				require.NoError(t, err)
 				require.True(t, ok, "flat columns take the page path")
 				flatWant, err := takeRows(ctx, mem, wholeFlat, offsets)
@@ -331,7 +331,7 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 			n := whole.NumRows()
 			for range 20 {
 				offsets := []int64{rng.Int64N(n)}
-				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, m.Schema(), names, rg, offsets)
+				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), names, rg, offsets)
 				require.NoError(t, err)
 				require.True(t, ok)
 				want, err := takeRows(ctx, mem, whole, offsets)
@@ -408,7 +408,7 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 	f := Fragment{ID: 1, Path: "data/v2.parquet", Rows: int64(len(rows)), Bytes: int64(buf.Len())}
 	require.NoError(t, objects.Put(ctx, f.Path, buf.Bytes()))
 	names := []string{"id", "value", "payload"}
-	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, rec.Schema(), names, 1, []int64{5})
+	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, rec.Schema(), names, 1, []int64{5})
 	require.NoError(t, err)
 	require.False(t, ok, "version 2 data pages are not the page path's")
 	for _, rg := range []int{0, 3} {
