@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
+
+	"github.com/strata-store/strata/internal/hugepage"
 )
 
 // preallocBodyBytes is the largest declared Content-Length allocated up front when the
@@ -45,9 +47,10 @@ func readBody(c echo.Context) ([]byte, error) {
 	var err error
 	if n := int64(bodySizeHint(c)); n > 0 {
 		// The declared length (capped unless reserved): one allocation, no regrowing when it is
-		// the whole body. A body shorter than that is an error; anything past it is still read.
+		// the whole body, filled through huge pages when large (each fresh 4 KiB page would be
+		// a fault). A body shorter than that is an error; anything past it is still read.
 		data = make([]byte, n)
-		if _, err = io.ReadFull(r.Body, data); err == nil {
+		if _, err = hugepage.ReadFull(r.Body, data); err == nil {
 			var rest []byte
 			if rest, err = io.ReadAll(r.Body); len(rest) > 0 {
 				data = append(data, rest...)

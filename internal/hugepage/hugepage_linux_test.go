@@ -1,0 +1,68 @@
+package hugepage
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// vmFlags is the VmFlags line of the mapping holding addr in /proc/self/smaps.
+func vmFlags(t *testing.T, addr uintptr) []string {
+	f, err := os.Open("/proc/self/smaps")
+	require.NoError(t, err)
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		// A mapping's first line is "lo-hi perms offset dev inode [path]"; its attributes
+		// follow as "Name: value" lines.
+		if fields := strings.Fields(line); len(fields) >= 5 && !strings.HasSuffix(fields[0], ":") {
+			var lo, hi uintptr
+			_, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi)
+			require.NoError(t, err, line)
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatalf("no mapping holds %#x", addr)
+	return nil
+}
+
+// On Linux the buffer's whole huge pages are marked for huge pages during the fill and marked
+// against them after it (so the kernel's collapser leaves that memory alone once it is filled).
+func TestTheHintLastsForTheFillOnly(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("this kernel has no transparent huge pages")
+	}
+	mem, err := unix.Mmap(-1, 0, 12<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	require.NoError(t, err)
+	defer unix.Munmap(mem)
+	buf := mem[1<<20 : 11<<20] // not aligned to a huge page
+	start := uintptr(unsafe.Pointer(&buf[0]))
+	lo, _ := interior(start, uintptr(len(buf)))
+
+	done, err := prefer(buf)
+	require.NoError(t, err)
+	require.Contains(t, vmFlags(t, lo), "hg", "during the fill")
+	require.NotContains(t, vmFlags(t, start), "hg", "the partial page before the first whole one is not hinted")
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	done()
+	require.Contains(t, vmFlags(t, lo), "nh", "after the fill")
+	require.NotContains(t, vmFlags(t, lo), "hg")
+	for i := 0; i < len(buf); i += 4093 {
+		require.Equal(t, byte(i), buf[i])
+	}
+}
