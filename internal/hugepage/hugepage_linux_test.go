@@ -66,3 +66,33 @@ func TestTheHintLastsForTheFillOnly(t *testing.T) {
 		require.Equal(t, byte(i), buf[i])
 	}
 }
+
+// Every hinted range ends marked against huge pages, so neighbouring ranges merge into one
+// mapping again: hinting many buffers of the Go heap leaves the process with about as many
+// mappings as before (each mapping costs the kernel, and there is a per-process limit).
+func TestManyHintsDoNotFragmentTheProcesssMappings(t *testing.T) {
+	mappings := func() int {
+		b, err := os.ReadFile("/proc/self/maps")
+		require.NoError(t, err)
+		return strings.Count(string(b), "\n")
+	}
+	before := mappings()
+	var live [][]byte // some buffers stay live while others are freed and their memory reused
+	for i := range 300 {
+		buf := make([]byte, MinBytes+(i%13)<<20+i*4096)
+		done := Prefer(buf)
+		for j := 0; j < len(buf); j += 4096 {
+			buf[j] = byte(i)
+		}
+		done()
+		if i%3 == 0 {
+			live = append(live, buf)
+		}
+		if len(live) > 16 {
+			live = live[1:]
+		}
+	}
+	after := mappings()
+	t.Logf("mappings: %d before, %d after 300 hinted buffers", before, after)
+	require.Less(t, after, before+64, "hinted ranges merge back into few mappings")
+}
