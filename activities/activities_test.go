@@ -148,6 +148,44 @@ func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	require.Zero(t, f.budget.Reserved(), "the merge released its reservation")
 }
 
+// A compaction holds its footprint from the merge memory budget: waiting for it, it is not taken
+// for stalled however long it waits (its heartbeats say it waits; the SDK's test environment
+// hands only an activity's first heartbeat to a listener, so the test watches the budget's
+// waiters instead), and it releases the budget when done.
+func TestCompactWaitsForMergeBudgetAndReleasesIt(t *testing.T) {
+	f := newFixture(t, 1<<20)
+	f.seed(t, "cw", 3, 10)
+	ref := workflows.StoreRef{Kind: "rollout", Name: "cw"}
+	f.acts.Merge = lsm.MergeOptions{MaxGenerations: 1}
+	for range 3 { // three fragments to compact
+		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref, Request: workflows.Request{MaxPasses: 1}})
+		require.NoError(t, err)
+	}
+	f.acts.Compaction = table.CompactionConfig{MinFragments: 2}
+	f.acts.StallTimeout = 250 * time.Millisecond
+	hold, err := f.budget.Reserve(context.Background(), 1<<20)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	var res workflows.ActivityResult
+	go func() {
+		val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
+		if err == nil {
+			err = val.Get(&res)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return f.budget.Waiters() == 1 }, 10*time.Second, 5*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the compaction ran (or gave up) without budget: %v", err)
+	case <-time.After(5 * f.acts.StallTimeout):
+	}
+	hold.Release()
+	require.NoError(t, <-done)
+	require.Positive(t, res.FragmentsRemoved)
+	require.Zero(t, f.budget.Reserved(), "the compaction released its reservation")
+}
+
 func TestAMissingStoreIsNonRetryable(t *testing.T) {
 	f := newFixture(t, 0)
 	_, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "nope"}})
