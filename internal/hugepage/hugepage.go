@@ -4,8 +4,8 @@
 // machine one costs microseconds, so filling a 64 MiB request body takes 16,384 of them — more
 // CPU than reading the bytes off the socket. Backed by 2 MiB pages, the same fill takes 32.
 //
-// The hint is for the fill only: Fill marks the buffer's whole 2 MiB pages before the first write
-// and unmarks them after, so the kernel's background collapser never turns the rest of the Go
+// The hint is for the fill only: Prefer marks the buffer's whole 2 MiB pages before the first
+// write and the function it returns unmarks them after, so the kernel's background collapser never turns the rest of the Go
 // heap (which the runtime returns to the kernel page by page) into huge pages that would pin
 // memory the runtime has released. The buffer itself is ordinary Go memory, freed by the
 // collector like any other: nothing here changes who owns it or for how long.

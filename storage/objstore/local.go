@@ -84,7 +84,10 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		return buf[:n], nil
+		if n < len(buf) { // cut short by the end: hand back only what was read (callers cache it)
+			buf = append([]byte(nil), buf[:n]...)
+		}
+		return buf, nil
 	}
 	st, err := f.Stat()
 	if err != nil {
