@@ -48,8 +48,13 @@ func TestTheHintLastsForTheFillOnly(t *testing.T) {
 	mem, err := unix.Mmap(-1, 0, 12<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	require.NoError(t, err)
 	defer unix.Munmap(mem)
-	buf := mem[1<<20 : 11<<20] // not aligned to a huge page
+	// 8 MiB starting one small page past a huge-page boundary: never aligned, wherever the
+	// kernel placed the mapping.
+	base := uintptr(unsafe.Pointer(&mem[0]))
+	from := int((base+pageBytes-1)&^(pageBytes-1)-base) + 4096
+	buf := mem[from : from+8<<20]
 	start := uintptr(unsafe.Pointer(&buf[0]))
+	require.NotZero(t, start%pageBytes)
 	lo, _ := interior(start, uintptr(len(buf)))
 
 	done, err := prefer(buf)
