@@ -130,22 +130,30 @@ func TestMergeWALWaitsForBudgetAndReleasesIt(t *testing.T) {
 	// (the race detector, other test packages).
 	f.acts.StallTimeout = 250 * time.Millisecond
 	f.seed(t, "w", 1, 10)
-	hold, err := f.budget.Reserve(context.Background(), 1<<20)
+	f.runOnceBudgetFrees(t, "the merge", func() error {
+		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "w"}})
+		return err
+	})
+}
+
+// runOnceBudgetFrees holds the whole budget, starts run, checks it waits for the budget (five
+// stall timeouts, not taken for stalled), frees the budget, and requires run to succeed and
+// give back what it reserved.
+func (f *fixture) runOnceBudgetFrees(t *testing.T, what string, run func() error) {
+	t.Helper()
+	hold, err := f.budget.Reserve(context.Background(), f.budget.Capacity())
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() {
-		_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: "rollout", Name: "w"}})
-		done <- err
-	}()
+	go func() { done <- run() }()
 	require.Eventually(t, func() bool { return f.budget.Waiters() == 1 }, 10*time.Second, 5*time.Millisecond)
 	select {
 	case err := <-done:
-		t.Fatalf("the merge ran (or gave up) without budget: %v", err)
+		t.Fatalf("%s ran (or gave up) without budget: %v", what, err)
 	case <-time.After(5 * f.acts.StallTimeout):
 	}
 	hold.Release()
 	require.NoError(t, <-done)
-	require.Zero(t, f.budget.Reserved(), "the merge released its reservation")
+	require.Zero(t, f.budget.Reserved(), "%s released its reservation", what)
 }
 
 // A compaction holds its footprint from the merge memory budget: waiting for it, it is not taken
@@ -163,27 +171,15 @@ func TestCompactWaitsForMergeBudgetAndReleasesIt(t *testing.T) {
 	}
 	f.acts.Compaction = table.CompactionConfig{MinFragments: 2}
 	f.acts.StallTimeout = 250 * time.Millisecond
-	hold, err := f.budget.Reserve(context.Background(), 1<<20)
-	require.NoError(t, err)
-	done := make(chan error, 1)
 	var res workflows.ActivityResult
-	go func() {
+	f.runOnceBudgetFrees(t, "the compaction", func() error {
 		val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
 		if err == nil {
 			err = val.Get(&res)
 		}
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return f.budget.Waiters() == 1 }, 10*time.Second, 5*time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("the compaction ran (or gave up) without budget: %v", err)
-	case <-time.After(5 * f.acts.StallTimeout):
-	}
-	hold.Release()
-	require.NoError(t, <-done)
+		return err
+	})
 	require.Positive(t, res.FragmentsRemoved)
-	require.Zero(t, f.budget.Reserved(), "the compaction released its reservation")
 }
 
 func TestAMissingStoreIsNonRetryable(t *testing.T) {

@@ -76,30 +76,27 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, mapErr(key, err)
 	}
 	defer f.Close()
-	if offset >= 0 && length >= 0 && length <= unstatedRangeBytes {
-		// A small range (a page a point read decodes) is read without asking the size first:
-		// the read itself stops at the end of the file.
-		buf := make([]byte, length)
-		n, err := f.ReadAt(buf, offset)
-		if err != nil && !errors.Is(err, io.EOF) {
+	// A small range (a page a point read decodes) is allocated as asked and cut short by the
+	// read, which stops at the end of the file; any other is clamped to the object's size first.
+	start, size := offset, length
+	if offset < 0 || length < 0 || length > unstatedRangeBytes {
+		st, err := f.Stat()
+		if err != nil {
 			return nil, err
 		}
-		if n < len(buf) { // cut short by the end: hand back only what was read (callers cache it)
-			buf = append([]byte(nil), buf[:n]...)
+		begin, end, err := ClampRange(st.Size(), offset, length)
+		if err != nil {
+			return nil, err
 		}
-		return buf, nil
+		start, size = begin, end-begin
 	}
-	st, err := f.Stat()
-	if err != nil {
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, start)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	start, end, err := ClampRange(st.Size(), offset, length)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, end-start)
-	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+	if n < len(buf) { // cut short by the end: hand back only what was read (callers cache it)
+		buf = append([]byte(nil), buf[:n]...)
 	}
 	return buf, nil
 }

@@ -189,10 +189,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		}
 		rawRows += c.ft.rowStarts[len(c.ft.rowStarts)-1]
 	}
-	groupN := int64(rowGroupRows)
-	if rawRows > 0 {
-		groupN = min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/max(rawBytes/rawRows, 1)))
-	}
+	groupN := rowGroupRowsFor(rawBytes, rawRows)
 	var (
 		fw      *fragmentWriter
 		parts   []arrow.RecordBatch // the batches the next output row group takes rows from

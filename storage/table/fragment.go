@@ -50,15 +50,19 @@ const maxStatsBytes = 128
 
 // rowGroupLength picks the row-group size for rec.
 func rowGroupLength(rec arrow.RecordBatch) int64 {
-	if rec.NumRows() == 0 {
-		return rowGroupRows
-	}
 	var size int64
 	for _, c := range rec.Columns() {
 		size += int64(c.Data().SizeInBytes())
 	}
-	perRow := max(size/rec.NumRows(), 1)
-	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/perRow))
+	return rowGroupRowsFor(size, rec.NumRows())
+}
+
+// rowGroupRowsFor is the row-group size for rows taking bytes in memory (the layout above).
+func rowGroupRowsFor(bytes, rows int64) int64 {
+	if rows <= 0 {
+		return rowGroupRows
+	}
+	return min(rowGroupRows, max(minRowGroupRows, rowGroupBytes/max(bytes/rows, 1)))
 }
 
 // writeBatchRows picks how many values the Parquet writer takes per batch: it checks a page's
