@@ -77,18 +77,6 @@ func cursorOf(e *Event) StepCursor {
 	return StepCursor{StepName: p.StepName, StepKind: p.StepKind, StepIndex: p.StepIndex, EnclosingStep: p.EnclosingStep, SelectorStep: p.SelectorStep, ItemSeq: e.ItemSeq}
 }
 
-// positionKey identifies a position (for set membership).
-type positionKey struct {
-	name, kind            string
-	index                 int64
-	enclosing, selector   string
-	hasEnclose, hasSelect bool
-}
-
-func keyOf(p Position) positionKey {
-	return positionKey{p.StepName, p.StepKind, p.StepIndex, str(p.EnclosingStep), str(p.SelectorStep), p.EnclosingStep != nil, p.SelectorStep != nil}
-}
-
 // ordered sorts one item's events by (item_seq, event_id) and refuses two events at one item_seq
 // (a split-brain write) or events of more than one item.
 func ordered(events []Event) ([]*Event, error) {
@@ -123,8 +111,18 @@ func Fold(events []Event) (*FoldedItem, error) {
 	first := evs[0]
 	item := &FoldedItem{ItemID: first.ItemID, RootItemID: first.RootItemID, ParentItemID: first.ParentItemID,
 		Status: StatusRunning, LastItemSeq: first.ItemSeq, LastAttempt: first.Attempt,
-		Fields: map[string]FieldState{}, Trajectory: []StepCursor{}}
-	started, completed := map[positionKey]Position{}, map[positionKey]Position{}
+		Fields: map[string]FieldState{}}
+	// Steps started and completed, with repeats: sorted and made distinct once at the end (a
+	// set per fold cost more than the rest of the fold).
+	steps := 0
+	for _, e := range evs {
+		if e.EventType == StepCompleted {
+			steps++
+		}
+	}
+	var started []Position
+	completed := make([]Position, 0, steps)
+	item.Trajectory = make([]StepCursor, 0, steps)
 	for _, e := range evs {
 		item.LastItemSeq = max(item.LastItemSeq, e.ItemSeq)
 		item.LastAttempt = max(item.LastAttempt, e.Attempt)
@@ -135,8 +133,7 @@ func Fold(events []Event) (*FoldedItem, error) {
 				item.QueryTags = e.QueryTags
 			}
 		case StepStarted:
-			p := positionOf(e)
-			started[keyOf(p)] = p
+			started = append(started, positionOf(e))
 		case FieldSet, FieldAppend:
 			name, v := str(e.FieldName), *e.Value
 			if v.Kind == KindBlob {
@@ -167,27 +164,21 @@ func Fold(events []Event) (*FoldedItem, error) {
 			prev.Values = append(prev.Values, v)
 			item.Fields[name] = prev
 		case StepCompleted:
-			c := cursorOf(e)
-			p := positionOf(e)
-			completed[keyOf(p)] = p
-			item.Trajectory = append(item.Trajectory, c)
+			completed = append(completed, positionOf(e))
+			item.Trajectory = append(item.Trajectory, cursorOf(e))
 		case Failed:
 			// The failure lens only: a FAILED event leaves the item running.
 		case Terminal:
 			item.Status = str(e.Status)
 		}
 	}
-	item.Started, item.Completed = sortedPositions(started), sortedPositions(completed)
+	item.Started, item.Completed = distinctSorted(started), distinctSorted(completed)
 	return item, nil
 }
 
-// sortedPositions orders a position set by (step_name, step_index, enclosing, selector), absent
-// before present.
-func sortedPositions(set map[positionKey]Position) []Position {
-	out := make([]Position, 0, len(set))
-	for _, p := range set {
-		out = append(out, p)
-	}
+// distinctSorted orders positions by (step_name, step_index, enclosing, selector, step_kind),
+// absent before present, and keeps one of each (in place; never nil).
+func distinctSorted(ps []Position) []Position {
 	optCmp := func(a, b *string) int {
 		switch {
 		case a == nil && b == nil:
@@ -199,11 +190,16 @@ func sortedPositions(set map[positionKey]Position) []Position {
 		}
 		return cmp.Compare(*a, *b)
 	}
-	slices.SortFunc(out, func(a, b Position) int {
+	order := func(a, b Position) int {
 		return cmp.Or(cmp.Compare(a.StepName, b.StepName), cmp.Compare(a.StepIndex, b.StepIndex),
 			optCmp(a.EnclosingStep, b.EnclosingStep), optCmp(a.SelectorStep, b.SelectorStep), cmp.Compare(a.StepKind, b.StepKind))
-	})
-	return out
+	}
+	slices.SortFunc(ps, order)
+	ps = slices.CompactFunc(ps, func(a, b Position) bool { return order(a, b) == 0 })
+	if ps == nil {
+		return []Position{}
+	}
+	return ps
 }
 
 // Failures lists one item's FAILED events in item_seq order.

@@ -209,3 +209,52 @@ func TestFromArrowNamesWhatIsWrong(t *testing.T) {
 }
 
 func kindsIndex(name string) int { return col[name] }
+
+// A step completed again (a retried attempt) is one position in completed but two entries in the
+// trajectory; positions differing only in an absent vs an empty enclosing step stay apart, in
+// order (step name, index, absent before present).
+func TestFoldListsEachStepPositionOnce(t *testing.T) {
+	var evs []Event
+	add := func(typ, step string, index int64, enclosing *string) {
+		e := Event{EventID: EventID("i", "c", uint32(len(evs))), ItemID: "i", RootItemID: "i", ItemSeq: int64(len(evs)),
+			CheckpointID: "c", EventType: typ, RunID: "r", WriterEpoch: "w", SchemaVersion: SchemaVersion}
+		if typ != ItemCreated {
+			kind := "leaf"
+			e.StepName, e.StepKind, e.StepIndex, e.EnclosingStep = &step, &kind, &index, enclosing
+		}
+		evs = append(evs, e)
+	}
+	add(ItemCreated, "", 0, nil)
+	add(StepStarted, "b", 0, nil)
+	add(StepCompleted, "b", 0, nil)
+	add(StepStarted, "b", 0, nil)
+	add(StepCompleted, "b", 0, nil) // the retry
+	add(StepCompleted, "a", 1, ptr(""))
+	add(StepCompleted, "a", 1, nil)
+	add(StepCompleted, "a", 0, nil)
+	item, err := Fold(evs)
+	require.NoError(t, err)
+	require.Len(t, item.Trajectory, 5)
+	require.Equal(t, []int64{2, 4, 5, 6, 7}, []int64{item.Trajectory[0].ItemSeq, item.Trajectory[1].ItemSeq,
+		item.Trajectory[2].ItemSeq, item.Trajectory[3].ItemSeq, item.Trajectory[4].ItemSeq})
+	type pos struct {
+		name      string
+		index     int64
+		enclosing string
+		present   bool
+	}
+	of := func(ps []Position) []pos {
+		var out []pos
+		for _, p := range ps {
+			out = append(out, pos{p.StepName, p.StepIndex, str(p.EnclosingStep), p.EnclosingStep != nil})
+		}
+		return out
+	}
+	require.Equal(t, []pos{{"a", 0, "", false}, {"a", 1, "", false}, {"a", 1, "", true}, {"b", 0, "", false}}, of(item.Completed))
+	require.Equal(t, []pos{{"b", 0, "", false}}, of(item.Started))
+
+	empty, err := Fold(evs[:1])
+	require.NoError(t, err)
+	require.NotNil(t, empty.Completed, "an item with no steps answers empty lists, not null")
+	require.NotNil(t, empty.Trajectory)
+}

@@ -136,7 +136,11 @@ func (l *Log) readItem(ctx context.Context, item string, columns []string) ([]Ev
 func (l *Log) readEvents(ctx context.Context, out []Event, after, before string, columns []string) ([]Event, error) {
 	err := l.scanRange(ctx, after, before, columns, func(rec arrow.RecordBatch) error {
 		evs, err := FromRecord(rec)
-		out = append(out, evs...)
+		if out == nil {
+			out = evs // the first page as it is: events are large, copying them costs
+		} else {
+			out = append(out, evs...)
+		}
 		return err
 	})
 	return out, err

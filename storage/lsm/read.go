@@ -50,7 +50,7 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 	}
 	if w := s.residentWriter(); w != nil && v == 0 {
 		if row, ok := w.Lookup(key); ok {
-			offer(memtableVersion(row))
+			offer(memtableVersion(&row))
 		}
 	}
 	snap, err := s.SnapshotAt(ctx, v)
@@ -68,7 +68,7 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 				return nil, vanished(err, sh.Shard, g)
 			}
 			if row, ok := k.Find(key); ok {
-				offer(generationVersion(sh.Shard, g, k, row))
+				offer(generationVersion(&genView{gen: g, shard: sh.Shard, keys: k}, row))
 				break // older generations of this shard hold older rows
 			}
 		}
@@ -84,7 +84,7 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 	case best.src == sourceNone || best.tomb:
 		return nil, nil
 	case best.src == sourceTable:
-		return s.tbl.ReadRows(ctx, snap.Table, []table.RowRef{best.ref}, names)
+		return s.tbl.ReadRows(ctx, snap.Table, []table.RowRef{best.ref()}, names)
 	}
 	rows := s.shards.NewRowReader()
 	defer rows.Release()

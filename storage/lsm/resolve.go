@@ -33,19 +33,17 @@ const (
 	sourceTable             // the base table (through its key index)
 )
 
-// version is one version of a key, in one source.
+// version is one version of a key, in one source. It is small (a scan holds one per key of a
+// page): what locates a pending row is a pointer into what the read already holds.
 type version struct {
-	src  source
-	key  string
-	seq  uint64
-	tomb bool
-	mem  shard.MemRow // sourceMemtable: the row (its record retained by whoever holds the version)
-	// sourceGeneration: the generation, its shard, its key file and the key's index in it.
-	gen   shard.Generation
-	shard string
-	keys  *shard.KeyFile
-	row   int
-	ref   table.RowRef // sourceTable
+	key      string
+	seq      uint64
+	src      source
+	tomb     bool
+	row      int64         // sourceTable: the row in its fragment; sourceGeneration: the key's index in the key file
+	fragment uint64        // sourceTable
+	mem      *shard.MemRow // sourceMemtable: the row (its record retained by whoever holds the version)
+	gen      *genView      // sourceGeneration: the generation, its shard and its key file
 }
 
 // supersedes reports whether v is newer than cur (any version supersedes none).
@@ -53,18 +51,24 @@ func (v version) supersedes(cur version) bool {
 	return v.src != sourceNone && (cur.src == sourceNone || v.seq > cur.seq)
 }
 
+// ref is a sourceTable version's key-index entry.
+func (v version) ref() table.RowRef {
+	return table.RowRef{Key: v.key, Fragment: v.fragment, Row: v.row, Seq: v.seq, Tombstone: v.tomb}
+}
+
 // generationVersion is the version of key i of a generation's key file.
-func generationVersion(sh string, g shard.Generation, k *shard.KeyFile, i int) version {
-	return version{src: sourceGeneration, key: k.Keys[i], seq: k.Seqs[i], tomb: k.Tombs[i], gen: g, shard: sh, keys: k, row: i}
+func generationVersion(g *genView, i int) version {
+	k := g.keys
+	return version{src: sourceGeneration, key: k.Keys[i], seq: k.Seqs[i], tomb: k.Tombs[i], gen: g, row: int64(i)}
 }
 
 // tableVersion is the version a key-index entry describes.
 func tableVersion(r table.RowRef) version {
-	return version{src: sourceTable, key: r.Key, seq: r.Seq, tomb: r.Tombstone, ref: r}
+	return version{src: sourceTable, key: r.Key, seq: r.Seq, tomb: r.Tombstone, fragment: r.Fragment, row: r.Row}
 }
 
 // memtableVersion is the version a memtable row holds.
-func memtableVersion(r shard.MemRow) version {
+func memtableVersion(r *shard.MemRow) version {
 	return version{src: sourceMemtable, key: r.Key, seq: r.Seq, tomb: r.Tomb, mem: r}
 }
 
@@ -74,9 +78,10 @@ func pendingRow(ctx context.Context, v version, rows *shard.RowReader) (arrow.Re
 	if v.src == sourceMemtable {
 		return v.mem.Rec, v.mem.Row, nil
 	}
-	rec, row, err := rows.Row(ctx, v.shard, v.gen, v.keys, v.row)
+	g := v.gen
+	rec, row, err := rows.Row(ctx, g.shard, g.gen, g.keys, int(v.row))
 	if err != nil {
-		return nil, 0, vanished(err, v.shard, v.gen)
+		return nil, 0, vanished(err, g.shard, g.gen)
 	}
 	return rec, row, nil
 }

@@ -201,12 +201,13 @@ func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, 
 	for _, r := range base {
 		offer(tableVersion(r))
 	}
-	for _, r := range memRows[lo:hi] {
-		offer(memtableVersion(r))
+	for i := lo; i < hi; i++ {
+		offer(memtableVersion(&memRows[i]))
 	}
-	for j, g := range gens {
+	for j := range gens {
+		g := &gens[j]
 		for i := starts[j]; i < len(g.keys.Keys) && within(g.keys.Keys[i]); i++ {
-			offer(generationVersion(g.shard, g.gen, g.keys, i))
+			offer(generationVersion(g, i))
 		}
 	}
 	out := make([]version, 0, len(cands))
@@ -291,7 +292,7 @@ func (p *pageBuilder) add(ctx context.Context, snap *Snapshot, live []version, g
 		kept := live[:0] // live is this chunk's own slice
 		for _, v := range live {
 			if v.src == sourceTable {
-				may, err := p.pruner.MayMatch(ctx, v.ref)
+				may, err := p.pruner.MayMatch(ctx, v.ref())
 				if err != nil {
 					return err
 				}
@@ -352,7 +353,10 @@ func (p *pageBuilder) gather(ctx context.Context, snap *Snapshot, live []version
 	var refs []table.RowRef
 	for _, v := range live {
 		if v.src == sourceTable {
-			refs = append(refs, v.ref)
+			if refs == nil {
+				refs = make([]table.RowRef, 0, len(live))
+			}
+			refs = append(refs, v.ref())
 		}
 	}
 	var parts []arrow.RecordBatch

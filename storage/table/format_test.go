@@ -114,7 +114,16 @@ func TestSegmentRoundTrip(t *testing.T) {
 	for _, p := range f.pages {
 		page, err := decodePage(data[p.offset : p.offset+p.length])
 		require.NoError(t, err)
-		back = append(back, page...)
+		for i := range page.len() {
+			back = append(back, page.at(i))
+			found, ok := page.find(page.key(i))
+			require.True(t, ok)
+			require.Equal(t, page.at(i), found)
+		}
+		_, ok := page.find(page.key(0) + "\x00") // between two keys
+		require.False(t, ok)
+		_, ok = page.find("")
+		require.False(t, ok)
 	}
 	require.Equal(t, entries, back)
 	for _, e := range entries {

@@ -21,7 +21,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -188,27 +187,6 @@ func decodeBloom(data []byte) (*bloom.BloomFilter, error) {
 	return bf, nil
 }
 
-func decodePage(data []byte) ([]indexEntry, error) {
-	r := &byteReader{b: data}
-	n := r.uvarint()
-	if r.err == nil && n > uint64(len(data)) {
-		return nil, errCorruptIndex
-	}
-	out := make([]indexEntry, 0, n)
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		e := indexEntry{Key: r.string(), Fragment: r.uvarint(), Row: int64(r.uvarint()), Seq: r.uvarint()}
-		flag := r.bytes(1)
-		if r.err == nil {
-			e.Tombstone = flag[0] == 1
-		}
-		out = append(out, e)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return out, nil
-}
-
 // writeRun stores entries as a new run.
 func (t *Table) writeRun(ctx context.Context, entries []indexEntry) (IndexRun, error) {
 	data := encodeSegment(entries)
@@ -251,63 +229,54 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 }
 
 // readPage reads one page of a run. keep says whether a page read from storage enters the cache.
-func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef, keep bool) ([]indexEntry, error) {
+func (t *Table) readPage(ctx context.Context, seg IndexRun, p pageRef, keep bool) (*indexPage, error) {
 	// Decoded pages are cached (runs never change): point lookups of hot keys, and of a store
 	// whose index fits the cache, read no index bytes at all. Bulk lookups (a merge's keys, spread
 	// over many pages, each read once) pass keep=false: caching them would fill the cache with
 	// pages nobody reads again and push out the ones point reads and scans come back to.
 	key := pageKey(seg, p)
-	if entries, ok := cache.Get[[]indexEntry](t.cache, "index_page", key); ok {
-		return entries, nil
+	if page, ok := cache.Get[*indexPage](t.cache, "index_page", key); ok {
+		return page, nil
 	}
 	data, err := t.store.GetRange(ctx, seg.Path, p.offset, p.length)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
-	entries, err := decodePage(data)
+	page, err := decodePage(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 	}
 	if keep {
-		cache.Add(t.cache, "index_page", key, entries, indexPageCost(entries))
+		cache.Add(t.cache, "index_page", key, page, page.cost())
 	}
-	return entries, nil
+	return page, nil
 }
 
 func pageKey(seg IndexRun, p pageRef) string { return seg.Path + "#" + strconv.FormatInt(p.offset, 10) }
 
 // cachedPage is page p of run seg when the cache holds it decoded.
-func (t *Table) cachedPage(seg IndexRun, p pageRef) ([]indexEntry, bool) {
-	return cache.Get[[]indexEntry](t.cache, "index_page", pageKey(seg, p))
+func (t *Table) cachedPage(seg IndexRun, p pageRef) (*indexPage, bool) {
+	return cache.Get[*indexPage](t.cache, "index_page", pageKey(seg, p))
 }
 
 // readPageRun reads contiguous pages of run seg in one range read, decodes and caches each.
-func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) ([][]indexEntry, error) {
+func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) ([]*indexPage, error) {
 	first, last := pages[0], pages[len(pages)-1]
 	data, err := t.store.GetRange(ctx, seg.Path, first.offset, last.offset+last.length-first.offset)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
-	out := make([][]indexEntry, len(pages))
+	out := make([]*indexPage, len(pages))
 	for i, p := range pages {
 		at := p.offset - first.offset
-		entries, err := decodePage(data[at : at+p.length])
+		page, err := decodePage(data[at : at+p.length])
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 		}
-		cache.Add(t.cache, "index_page", pageKey(seg, p), entries, indexPageCost(entries))
-		out[i] = entries
+		cache.Add(t.cache, "index_page", pageKey(seg, p), page, page.cost())
+		out[i] = page
 	}
 	return out, nil
-}
-
-// indexPageCost estimates the memory of decoded index entries.
-func indexPageCost(entries []indexEntry) int64 {
-	n := int64(cap(entries)) * int64(unsafe.Sizeof(indexEntry{}))
-	for _, e := range entries {
-		n += int64(len(e.Key))
-	}
-	return n
 }
 
 // readRun reads every entry of a run (for merging runs).
@@ -326,11 +295,13 @@ func (t *Table) readRun(ctx context.Context, seg IndexRun) ([]indexEntry, error)
 	}
 	out := make([]indexEntry, 0, f.entries)
 	for _, p := range f.pages {
-		entries, err := decodePage(data[p.offset : p.offset+p.length])
+		page, err := decodePage(data[p.offset : p.offset+p.length])
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 		}
-		out = append(out, entries...)
+		for i := range page.len() {
+			out = append(out, page.at(i))
+		}
 	}
 	return out, nil
 }
@@ -385,10 +356,10 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 		}
 		var matched []indexEntry
 		for p, pageKeys := range byPage {
-			entries := pages[p]
+			page := pages[p]
 			for _, k := range pageKeys {
-				if i, ok := slices.BinarySearchFunc(entries, k, func(e indexEntry, k string) int { return cmp.Compare(e.Key, k) }); ok {
-					matched = append(matched, entries[i])
+				if e, ok := page.find(k); ok {
+					matched = append(matched, e)
 				}
 			}
 		}
@@ -413,15 +384,15 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 const lookupConcurrency = 32
 
 // readPages reads the pages of run seg (footer f) that byPage names, concurrently.
-func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPage map[int][]string) (map[int][]indexEntry, error) {
-	out := make(map[int][]indexEntry, len(byPage))
+func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPage map[int][]string) (map[int]*indexPage, error) {
+	out := make(map[int]*indexPage, len(byPage))
 	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off, and cache it
 		for p := range byPage {
-			entries, err := t.readPage(ctx, seg, f.pages[p], true)
+			page, err := t.readPage(ctx, seg, f.pages[p], true)
 			if err != nil {
 				return nil, err
 			}
-			out[p] = entries
+			out[p] = page
 		}
 		return out, nil
 	}
@@ -430,12 +401,12 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	g.SetLimit(lookupConcurrency)
 	for p := range byPage {
 		g.Go(func() error {
-			entries, err := t.readPage(gctx, seg, f.pages[p], false)
+			page, err := t.readPage(gctx, seg, f.pages[p], false)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
-			out[p] = entries
+			out[p] = page
 			mu.Unlock()
 			return nil
 		})

@@ -41,11 +41,11 @@ type runCursor struct {
 	seg     IndexRun
 	footer  *runFooter
 	page    int
-	entries []indexEntry
+	entries *indexPage // the page being walked (nil before the first)
 	i       int
 	after   string
-	ahead   [][]indexEntry // pages read ahead, from page on
-	window  int            // pages the next miss reads
+	ahead   []*indexPage // pages read ahead, from page on
+	window  int          // pages the next miss reads
 }
 
 // readAheadPages bounds one read-ahead (index pages are a few KiB each).
@@ -53,13 +53,12 @@ const readAheadPages = 32
 
 func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 	for {
-		if c.i < len(c.entries) {
-			e := c.entries[c.i]
-			if e.Key <= c.after {
+		if c.entries != nil && c.i < c.entries.len() {
+			if c.entries.key(c.i) <= c.after {
 				c.i++
 				continue
 			}
-			return e, true, nil
+			return c.entries.at(c.i), true, nil
 		}
 		if c.page >= len(c.footer.pages) {
 			return indexEntry{}, false, nil
@@ -78,7 +77,7 @@ func (c *runCursor) advance() { c.i++ }
 // nextPage returns page c.page: read ahead, cached, or read now with the window of pages after
 // it that are contiguous and not cached. Pages read are cached (the next scan page likely starts
 // in one of them).
-func (c *runCursor) nextPage(ctx context.Context) ([]indexEntry, error) {
+func (c *runCursor) nextPage(ctx context.Context) (*indexPage, error) {
 	if len(c.ahead) > 0 {
 		e := c.ahead[0]
 		c.ahead = c.ahead[1:]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -204,7 +203,7 @@ func cachedIndexPages(tbl *Table, m *Manifest) int {
 			continue
 		}
 		for _, p := range f.pages {
-			if _, ok := cache.Get[[]indexEntry](tbl.cache, "index_page", seg.Path+"#"+strconv.FormatInt(p.offset, 10)); ok {
+			if _, ok := tbl.cachedPage(seg, p); ok {
 				n++
 			}
 		}
