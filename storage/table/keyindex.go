@@ -13,12 +13,10 @@ import (
 	"sync"
 
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -62,50 +60,93 @@ type runFooter struct {
 
 // encodeSegment serialises entries (sorted by key, one per key).
 func encodeSegment(entries []indexEntry) []byte {
-	var buf bytes.Buffer
-	var pages []pageRef
-	bf := bloom.NewWithEstimates(uint(max(len(entries), 1)), bloomFalsePos)
-	var tmp [binary.MaxVarintLen64]byte
-	putUvarint := func(b *bytes.Buffer, v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
-	putString := func(b *bytes.Buffer, s string) { putUvarint(b, uint64(len(s))); b.WriteString(s) }
-	for start := 0; start < len(entries); start += entriesPerPage {
-		page := entries[start:min(start+entriesPerPage, len(entries))]
-		off := int64(buf.Len())
-		putUvarint(&buf, uint64(len(page)))
-		for _, e := range page {
-			putString(&buf, e.Key)
-			putUvarint(&buf, e.Fragment)
-			putUvarint(&buf, uint64(e.Row))
-			putUvarint(&buf, e.Seq)
-			if e.Tombstone {
-				buf.WriteByte(1)
-			} else {
-				buf.WriteByte(0)
-			}
-			bf.AddString(e.Key)
+	w := newSegmentWriter(len(entries), 0)
+	for _, e := range entries {
+		w.add(e)
+	}
+	return w.finish()
+}
+
+// segmentWriter encodes a run entry by entry (sorted by key, one per key): a merge of runs
+// streams into one without holding their entries.
+type segmentWriter struct {
+	buf   bytes.Buffer
+	pages []pageRef
+	bloom *bloom.BloomFilter
+	page  []indexEntry // the page being filled
+	n     int
+	last  string
+	tmp   [binary.MaxVarintLen64]byte
+}
+
+// newSegmentWriter starts a run of about estimate entries (the Bloom filter's size: more entries
+// than that raise its false-positive rate, fewer lower it) taking about sizeHint bytes (0: unknown;
+// the buffer then grows as it fills).
+func newSegmentWriter(estimate int, sizeHint int64) *segmentWriter {
+	w := &segmentWriter{bloom: bloom.NewWithEstimates(uint(max(estimate, 1)), bloomFalsePos), page: make([]indexEntry, 0, entriesPerPage)}
+	w.buf.Grow(int(min(max(sizeHint, 0), 1<<31)))
+	return w
+}
+
+func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) { b.Write(w.tmp[:binary.PutUvarint(w.tmp[:], v)]) }
+func (w *segmentWriter) putString(b *bytes.Buffer, s string) {
+	w.putUvarint(b, uint64(len(s)))
+	b.WriteString(s)
+}
+
+func (w *segmentWriter) add(e indexEntry) {
+	w.page = append(w.page, e)
+	w.bloom.AddString(e.Key)
+	w.n++
+	w.last = e.Key
+	if len(w.page) == entriesPerPage {
+		w.flushPage()
+	}
+}
+
+func (w *segmentWriter) flushPage() {
+	if len(w.page) == 0 {
+		return
+	}
+	off := int64(w.buf.Len())
+	w.putUvarint(&w.buf, uint64(len(w.page)))
+	for _, e := range w.page {
+		w.putString(&w.buf, e.Key)
+		w.putUvarint(&w.buf, e.Fragment)
+		w.putUvarint(&w.buf, uint64(e.Row))
+		w.putUvarint(&w.buf, e.Seq)
+		if e.Tombstone {
+			w.buf.WriteByte(1)
+		} else {
+			w.buf.WriteByte(0)
 		}
-		pages = append(pages, pageRef{offset: off, length: int64(buf.Len()) - off, firstKey: page[0].Key})
 	}
+	w.pages = append(w.pages, pageRef{offset: off, length: int64(w.buf.Len()) - off, firstKey: w.page[0].Key})
+	w.page = w.page[:0]
+}
+
+// entries is how many entries were added.
+func (w *segmentWriter) entries() int { return w.n }
+
+// finish writes the footer and returns the run's bytes.
+func (w *segmentWriter) finish() []byte {
+	w.flushPage()
 	var footer bytes.Buffer
-	putUvarint(&footer, uint64(len(entries)))
-	putUvarint(&footer, uint64(len(pages)))
-	for _, p := range pages {
-		putUvarint(&footer, uint64(p.offset))
-		putUvarint(&footer, uint64(p.length))
-		putString(&footer, p.firstKey)
+	w.putUvarint(&footer, uint64(w.n))
+	w.putUvarint(&footer, uint64(len(w.pages)))
+	for _, p := range w.pages {
+		w.putUvarint(&footer, uint64(p.offset))
+		w.putUvarint(&footer, uint64(p.length))
+		w.putString(&footer, p.firstKey)
 	}
-	last := ""
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].Key
-	}
-	putString(&footer, last)
-	bloomBytes, _ := bf.MarshalBinary()
-	putUvarint(&footer, uint64(len(bloomBytes)))
+	w.putString(&footer, w.last)
+	bloomBytes, _ := w.bloom.MarshalBinary()
+	w.putUvarint(&footer, uint64(len(bloomBytes)))
 	footer.Write(bloomBytes)
-	buf.Write(footer.Bytes())
-	binary.Write(&buf, binary.LittleEndian, uint32(footer.Len()))
-	buf.WriteString(indexMagic)
-	return buf.Bytes()
+	w.buf.Write(footer.Bytes())
+	binary.Write(&w.buf, binary.LittleEndian, uint32(footer.Len()))
+	w.buf.WriteString(indexMagic)
+	return w.buf.Bytes()
 }
 
 var errCorruptIndex = errors.New("table: corrupt key index run")
@@ -189,12 +230,16 @@ func decodeBloom(data []byte) (*bloom.BloomFilter, error) {
 
 // writeRun stores entries as a new run.
 func (t *Table) writeRun(ctx context.Context, entries []indexEntry) (IndexRun, error) {
-	data := encodeSegment(entries)
+	return t.putRun(ctx, encodeSegment(entries), len(entries))
+}
+
+// putRun stores an encoded run of n entries.
+func (t *Table) putRun(ctx context.Context, data []byte, n int) (IndexRun, error) {
 	path := indexDir + randomName() + ".kix"
 	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
 		return IndexRun{}, fmt.Errorf("table: write key index run: %w", err)
 	}
-	return IndexRun{Path: path, Entries: int64(len(entries)), Bytes: int64(len(data))}, nil
+	return IndexRun{Path: path, Entries: int64(n), Bytes: int64(len(data))}, nil
 }
 
 // footer loads (and caches) a run's footer: two ranged reads, once per handle.
@@ -275,33 +320,6 @@ func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) 
 		}
 		cache.Add(t.cache, "index_page", pageKey(seg, p), page, page.cost())
 		out[i] = page
-	}
-	return out, nil
-}
-
-// readRun reads every entry of a run (for merging runs).
-func (t *Table) readRun(ctx context.Context, seg IndexRun) ([]indexEntry, error) {
-	f, err := t.footer(ctx, seg)
-	if err != nil {
-		return nil, err
-	}
-	if len(f.pages) == 0 {
-		return nil, nil
-	}
-	last := f.pages[len(f.pages)-1]
-	data, err := t.store.GetRange(ctx, seg.Path, 0, last.offset+last.length)
-	if err != nil {
-		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
-	}
-	out := make([]indexEntry, 0, f.entries)
-	for _, p := range f.pages {
-		page, err := decodePage(data[p.offset : p.offset+p.length])
-		if err != nil {
-			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
-		}
-		for i := range page.len() {
-			out = append(out, page.at(i))
-		}
 	}
 	return out, nil
 }
@@ -437,28 +455,3 @@ func (t *Table) prefetchDeletions(ctx context.Context, m *Manifest, entries []in
 	return g.Wait()
 }
 
-// mergeEntries merges sorted runs (oldest first) into one sorted run keeping, per key, the live
-// entry from the newest run that has one; keys with no live entry are dropped.
-func (t *Table) mergeEntries(ctx context.Context, m *Manifest, runs [][]indexEntry) ([]indexEntry, error) {
-	var all []indexEntry
-	for i := len(runs) - 1; i >= 0; i-- {
-		all = append(all, runs[i]...)
-	}
-	// Stable sort keeps newer runs first among equal keys.
-	slices.SortStableFunc(all, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-	lv := liveness{t, m}
-	out := all[:0]
-	for _, e := range all {
-		if len(out) > 0 && out[len(out)-1].Key == e.Key {
-			continue // this key already has its newest live entry
-		}
-		live, err := lv.live(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		if live {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}

@@ -471,29 +471,30 @@ func (p *PreparedUpsert) extendIndex(ctx context.Context, next *Manifest, id uin
 }
 
 // appendRun returns segs with entries appended as a new run, tail runs merged in
-// while they hold fewer than tierRatio times the new run's entries. It returns the files written.
+// while they hold fewer than tierRatio times the new run's entries (the merge streams: see
+// mergeRuns). It returns the files written.
 func (t *Table) appendRun(ctx context.Context, m *Manifest, segs []IndexRun, entries []indexEntry) ([]IndexRun, []string, error) {
 	segs = slices.Clone(segs)
-	runs := [][]indexEntry{entries}
+	var older []IndexRun // oldest first
 	total := int64(len(entries))
 	for len(segs) > 0 && segs[len(segs)-1].Entries <= total*tierRatio {
 		last := segs[len(segs)-1]
-		older, err := t.readRun(ctx, last)
-		if err != nil {
-			return nil, nil, err
-		}
-		runs = append([][]indexEntry{older}, runs...)
+		older = append([]IndexRun{last}, older...)
 		total += last.Entries
 		segs = segs[:len(segs)-1]
 	}
-	if len(runs) > 1 {
-		merged, err := t.mergeEntries(ctx, m, runs)
+	if len(older) == 0 {
+		seg, err := t.writeRun(ctx, entries)
 		if err != nil {
 			return nil, nil, err
 		}
-		entries = merged
+		return append(segs, seg), []string{seg.Path}, nil
 	}
-	seg, err := t.writeRun(ctx, entries)
+	data, n, err := t.mergeRuns(ctx, m, older, entries)
+	if err != nil {
+		return nil, nil, err
+	}
+	seg, err := t.putRun(ctx, data, n)
 	if err != nil {
 		return nil, nil, err
 	}

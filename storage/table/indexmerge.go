@@ -1,0 +1,141 @@
+// Merging key-index runs: a new run and the tail runs it is folded into become one run, streamed.
+// The older runs are read a window of pages at a time (never cached: nobody reads them again),
+// merged by key with the newest run's live entry winning, and encoded as they are produced, so a
+// merge holds the run it writes and a window per input — not every entry of every input decoded,
+// concatenated and sorted (which grew with the table: the largest merges rewrite the whole index).
+package table
+
+import (
+	"context"
+	"fmt"
+)
+
+// mergeWindowBytes bounds one read of an input run's pages.
+const mergeWindowBytes = 1 << 20
+
+// runReader walks one stored run in key order, reading contiguous pages a window at a time.
+type runReader struct {
+	t      *Table
+	seg    IndexRun
+	footer *runFooter
+	next   int    // the next page to decode
+	window []byte // the pages read last, contiguous
+	at     int64  // window's offset in the run
+	page   *indexPage
+	i      int // the next entry of page
+}
+
+func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
+	for r.page == nil || r.i >= r.page.len() {
+		if r.next >= len(r.footer.pages) {
+			return indexEntry{}, false, nil
+		}
+		p := r.footer.pages[r.next]
+		if p.offset < r.at || p.offset+p.length > r.at+int64(len(r.window)) {
+			if err := r.fill(ctx); err != nil {
+				return indexEntry{}, false, err
+			}
+		}
+		page, err := decodePage(r.window[p.offset-r.at : p.offset-r.at+p.length])
+		if err != nil {
+			return indexEntry{}, false, fmt.Errorf("%w (%s)", err, r.seg.Path)
+		}
+		r.page, r.i = page, 0
+		r.next++
+	}
+	return r.page.at(r.i), true, nil
+}
+
+func (r *runReader) advance() { r.i++ }
+
+// fill reads the window starting at page r.next: as many contiguous pages as fit in
+// mergeWindowBytes (at least one).
+func (r *runReader) fill(ctx context.Context) error {
+	pages := r.footer.pages
+	first := pages[r.next]
+	end := r.next + 1
+	for end < len(pages) && pages[end].offset+pages[end].length-first.offset <= mergeWindowBytes &&
+		pages[end].offset == pages[end-1].offset+pages[end-1].length {
+		end++
+	}
+	last := pages[end-1]
+	data, err := r.t.store.GetRange(ctx, r.seg.Path, first.offset, last.offset+last.length-first.offset)
+	if err != nil {
+		return fmt.Errorf("table: read key index %s: %w", r.seg.Path, err)
+	}
+	if int64(len(data)) < last.offset+last.length-first.offset {
+		return fmt.Errorf("%w: %s is shorter than its footer says", errCorruptIndex, r.seg.Path)
+	}
+	r.window, r.at = data, first.offset
+	return nil
+}
+
+// mergeRuns merges the stored runs older (oldest first) and then newest (sorted, one entry per
+// key, the newest of all) into one run's bytes: per key, the live entry (in manifest m) of the
+// newest run that has one; keys with no live entry are dropped. It returns the bytes and the
+// number of entries written.
+func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) ([]byte, int, error) {
+	// The output is at most the inputs: size the Bloom filter and the buffer for them once.
+	estimate, size := len(newest), int64(0)
+	for _, e := range newest {
+		size += int64(len(e.Key)) + 16 // its varints and flag, typically
+	}
+	cursors := make([]keyCursor, 0, len(older)+1) // oldest first: a higher index is newer
+	for _, seg := range older {
+		f, err := t.footer(ctx, seg)
+		if err != nil {
+			return nil, 0, err
+		}
+		estimate += int(f.entries)
+		size += seg.Bytes
+		cursors = append(cursors, &runReader{t: t, seg: seg, footer: f})
+	}
+	cursors = append(cursors, &sliceCursor{entries: newest})
+	heads := make([]indexEntry, len(cursors))
+	has := make([]bool, len(cursors))
+	for i, c := range cursors {
+		e, ok, err := c.peek(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		heads[i], has[i] = e, ok
+	}
+	w := newSegmentWriter(estimate, size)
+	lv := liveness{t, m}
+	for {
+		// The smallest key among the heads (runs are few: a scan beats a heap here).
+		k, found := "", false
+		for i := range cursors {
+			if has[i] && (!found || heads[i].Key < k) {
+				k, found = heads[i].Key, true
+			}
+		}
+		if !found {
+			break
+		}
+		// Its entries, newest run first: the first live one is kept.
+		kept := false
+		for i := len(cursors) - 1; i >= 0; i-- {
+			if !has[i] || heads[i].Key != k {
+				continue
+			}
+			if !kept {
+				live, err := lv.live(ctx, heads[i])
+				if err != nil {
+					return nil, 0, err
+				}
+				if live {
+					w.add(heads[i])
+					kept = true
+				}
+			}
+			cursors[i].advance()
+			e, ok, err := cursors[i].peek(ctx)
+			if err != nil {
+				return nil, 0, err
+			}
+			heads[i], has[i] = e, ok
+		}
+	}
+	return w.finish(), w.entries(), nil
+}

@@ -1,0 +1,180 @@
+package table
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+)
+
+// readRunWhole is every entry of a stored run, decoded at once (the reference merge's input).
+func readRunWhole(t *testing.T, tbl *Table, seg IndexRun) []indexEntry {
+	t.Helper()
+	data, err := tbl.store.Get(context.Background(), seg.Path)
+	require.NoError(t, err)
+	return decodeRun(t, data)
+}
+
+// decodeRun decodes an encoded run's entries and checks its footer against them.
+func decodeRun(t *testing.T, data []byte) []indexEntry {
+	t.Helper()
+	flen := int(data[len(data)-runTailSize]) | int(data[len(data)-runTailSize+1])<<8 | int(data[len(data)-runTailSize+2])<<16 | int(data[len(data)-runTailSize+3])<<24
+	f, err := decodeFooter(data[len(data)-runTailSize-flen : len(data)-runTailSize])
+	require.NoError(t, err)
+	var out []indexEntry
+	for _, p := range f.pages {
+		page, err := decodePage(data[p.offset : p.offset+p.length])
+		require.NoError(t, err)
+		require.Equal(t, p.firstKey, page.key(0))
+		for i := range page.len() {
+			out = append(out, page.at(i))
+		}
+	}
+	require.EqualValues(t, len(out), f.entries)
+	for _, e := range out {
+		require.True(t, f.bloom.TestString(e.Key))
+	}
+	if len(out) > 0 {
+		require.Equal(t, out[len(out)-1].Key, f.lastKey)
+	}
+	return out
+}
+
+// referenceMerge is the merge's definition: every run's entries together, newest run first among
+// equal keys, and per key the first live one.
+func referenceMerge(t *testing.T, tbl *Table, m *Manifest, runs [][]indexEntry) []indexEntry {
+	t.Helper()
+	var all []indexEntry
+	for i := len(runs) - 1; i >= 0; i-- {
+		all = append(all, runs[i]...)
+	}
+	slices.SortStableFunc(all, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
+	lv := liveness{tbl, m}
+	var out []indexEntry
+	for _, e := range all {
+		if len(out) > 0 && out[len(out)-1].Key == e.Key {
+			continue
+		}
+		live, err := lv.live(context.Background(), e)
+		require.NoError(t, err)
+		if live {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The streamed merge of index runs keeps exactly what the definition keeps — the newest live
+// entry of every key, stale entries (rows rewritten, deleted, compacted away) dropped — on tables
+// driven through random upserts, deletes, index rebuilds and compactions.
+func TestIndexRunMergeKeepsTheNewestLiveEntryOfEveryKey(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl, err := Create(ctx, objstoretest.NewMemory(), testSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	var seq uint64
+	merges, dropped := 0, 0
+	for step := range 300 {
+		switch op := rng.IntN(10); {
+		case op < 7:
+			var rows []row
+			for range 1 + rng.IntN(40) {
+				seq++
+				rows = append(rows, row{id: fmt.Sprintf("k%03d", rng.IntN(400)), value: int64(step), payload: "p", seq: seq, tombstone: rng.IntN(10) == 0})
+			}
+			rec := batch(mem, rows)
+			_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+			rec.Release()
+		case op < 8:
+			_, err = tbl.BuildKeyIndex(ctx)
+		default:
+			_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: int64(20 + rng.IntN(100)), MaxSourceFragments: 8})
+		}
+		require.NoError(t, err, "step %d", step)
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		if m.KeyIndex == nil || len(m.KeyIndex.Runs) < 2 {
+			continue
+		}
+		runs := m.KeyIndex.Runs
+		var inputs [][]indexEntry
+		for _, seg := range runs {
+			inputs = append(inputs, readRunWhole(t, tbl, seg))
+		}
+		data, n, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
+		require.NoError(t, err)
+		got := decodeRun(t, data)
+		require.Len(t, got, n)
+		require.Equal(t, referenceMerge(t, tbl, m, inputs), got, "step %d", step)
+		merges++
+		for _, in := range inputs {
+			dropped += len(in)
+		}
+		dropped -= len(got)
+	}
+	require.Positive(t, merges)
+	require.Positive(t, dropped, "some merges met stale entries")
+}
+
+// rangeRecorder records the ranged reads of key-index runs.
+type rangeRecorder struct {
+	objstore.Store
+	mu      sync.Mutex
+	longest int64
+	reads   int
+}
+
+func (r *rangeRecorder) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if strings.HasSuffix(key, ".kix") {
+		r.mu.Lock()
+		r.longest, r.reads = max(r.longest, length), r.reads+1
+		r.mu.Unlock()
+	}
+	return r.Store.GetRange(ctx, key, offset, length)
+}
+
+// A merge reads its inputs a bounded window at a time — however large they are — and caches none
+// of their pages.
+func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	rec := &rangeRecorder{Store: objstoretest.NewMemory()}
+	tbl, err := Create(ctx, rec, testSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	var entries []indexEntry
+	for i := range 200_000 {
+		entries = append(entries, indexEntry{Key: fmt.Sprintf("key-%09d-%s", i, strings.Repeat("x", 20)), Fragment: 1, Row: int64(i), Seq: uint64(i)})
+	}
+	seg, err := tbl.writeRun(ctx, entries)
+	require.NoError(t, err)
+	require.Greater(t, seg.Bytes, int64(4*mergeWindowBytes), "the run spans several windows")
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(len(entries))}) // every entry live
+	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}, {Key: "zz", Fragment: 1, Row: 7, Seq: 9}}
+	data, n, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
+	require.NoError(t, err)
+	require.Equal(t, len(entries)+1, n)
+	got := decodeRun(t, data)
+	require.Equal(t, uint64(1<<40), got[5].Seq, "the newer run's entry wins")
+	require.Equal(t, "zz", got[len(got)-1].Key)
+	require.LessOrEqual(t, rec.longest, int64(mergeWindowBytes))
+	require.GreaterOrEqual(t, rec.reads, int(seg.Bytes/mergeWindowBytes))
+	f, err := tbl.footer(ctx, seg)
+	require.NoError(t, err)
+	for _, p := range f.pages {
+		_, cached := tbl.cachedPage(seg, p)
+		require.False(t, cached, "a merge's input pages are never cached")
+	}
+}
