@@ -31,9 +31,12 @@ func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
 			return indexEntry{}, false, nil
 		}
 		p := r.footer.pages[r.next]
-		if p.offset < r.at || p.offset+p.length > r.at+int64(len(r.window)) {
+		if !r.holds(p) {
 			if err := r.fill(ctx); err != nil {
 				return indexEntry{}, false, err
+			}
+			if !r.holds(p) { // a footer naming bytes the run does not have
+				return indexEntry{}, false, fmt.Errorf("%w: %s page %d is outside the run", errCorruptIndex, r.seg.Path, r.next)
 			}
 		}
 		page, err := decodePage(r.window[p.offset-r.at : p.offset-r.at+p.length])
@@ -47,6 +50,12 @@ func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
 }
 
 func (r *runReader) advance() { r.i++ }
+
+// holds reports whether the window holds all of page p (written so that no sum overflows).
+func (r *runReader) holds(p pageRef) bool {
+	n := int64(len(r.window))
+	return p.offset >= r.at && p.length >= 0 && p.length <= n && p.offset-r.at <= n-p.length
+}
 
 // fill reads the window starting at page r.next: as many contiguous pages as fit in
 // mergeWindowBytes (at least one).

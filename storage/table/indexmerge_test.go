@@ -178,3 +178,34 @@ func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
 		require.False(t, cached, "a merge's input pages are never cached")
 	}
 }
+
+// A run whose footer names bytes the run does not have (offsets past its end, lengths that
+// overflow, negative ones) fails the merge as corrupt; nothing panics.
+func TestIndexRunMergeRefusesADamagedRun(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := Create(ctx, objstoretest.NewMemory(), testSchema, "id", Options{Allocator: checkedAlloc(t)})
+	require.NoError(t, err)
+	var entries []indexEntry
+	for i := range 1000 {
+		entries = append(entries, indexEntry{Key: fmt.Sprintf("k%05d", i), Fragment: 1, Row: int64(i), Seq: 1})
+	}
+	seg, err := tbl.writeRun(ctx, entries)
+	require.NoError(t, err)
+	f, err := tbl.footer(ctx, seg)
+	require.NoError(t, err)
+	for _, bad := range []pageRef{{offset: 1 << 62, length: 1 << 62}, {offset: 0, length: -5}, {offset: seg.Bytes - 2, length: 100}, {offset: -1, length: 10}} {
+		damaged := *f
+		damaged.pages = slices.Clone(f.pages)
+		damaged.pages[3] = pageRef{offset: bad.offset, length: bad.length, firstKey: f.pages[3].firstKey}
+		r := &runReader{t: tbl, seg: seg, footer: &damaged}
+		var err error
+		for range 2000 {
+			var ok bool
+			if _, ok, err = r.peek(ctx); err != nil || !ok {
+				break
+			}
+			r.advance()
+		}
+		require.Error(t, err, "page %+v", bad)
+	}
+}
