@@ -88,7 +88,9 @@ func newSegmentWriter(estimate int, sizeHint int64) *segmentWriter {
 	return w
 }
 
-func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) { b.Write(w.tmp[:binary.PutUvarint(w.tmp[:], v)]) }
+func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) {
+	b.Write(w.tmp[:binary.PutUvarint(w.tmp[:], v)])
+}
 func (w *segmentWriter) putString(b *bytes.Buffer, s string) {
 	w.putUvarint(b, uint64(len(s)))
 	b.WriteString(s)
@@ -454,4 +456,3 @@ func (t *Table) prefetchDeletions(ctx context.Context, m *Manifest, entries []in
 	}
 	return g.Wait()
 }
-
