@@ -1,5 +1,5 @@
 // A decoded key-index page as the cache holds it: its keys in one string and its entries without
-// pointers, so a cache full of pages is two objects per page for the garbage collector (not one
+// pointers, so a cache full of pages is three objects per page for the garbage collector (not one
 // string per key to mark and a slice of pointers to scan on every cycle).
 package table
 
@@ -9,11 +9,12 @@ import (
 	"unsafe"
 )
 
-// indexPage is one decoded page of a run, in key order. Keys handed out are substrings of keys:
-// an entry kept after the page is dropped keeps the page's key bytes (a few KiB) alive.
+// indexPage is one decoded page of a run, in key order. The keys it hands out are substrings of
+// p.keys: an entry kept after the page is dropped keeps the page's key bytes (a few KiB) alive.
 type indexPage struct {
 	keys    string
 	entries []pageEntry
+	size    int64 // the memory it holds (for the cache)
 }
 
 // pageEntry is an indexEntry whose key is keys[previous entry's keyEnd : keyEnd].
@@ -51,13 +52,7 @@ func (p *indexPage) find(k string) (indexEntry, bool) {
 }
 
 // cost is the page's memory, for the cache.
-func (p *indexPage) cost() int64 {
-	return int64(unsafe.Sizeof(*p)) + int64(len(p.keys)) + int64(cap(p.entries))*int64(unsafe.Sizeof(pageEntry{})) +
-		int64(len(p.entries))*int64(binaryOverhead) // the key buffer's spare capacity (the page's varints)
-}
-
-// binaryOverhead bounds the bytes per entry besides the key in an encoded page (varints, flag).
-const binaryOverhead = 4 * 10
+func (p *indexPage) cost() int64 { return p.size }
 
 // decodePage decodes one page (count, then per entry: key, fragment, row, seq, tombstone byte).
 func decodePage(data []byte) (*indexPage, error) {
@@ -84,5 +79,7 @@ func decodePage(data []byte) (*indexPage, error) {
 		return nil, r.err
 	}
 	// keys is this page's own buffer, never written again: it becomes the string without a copy.
-	return &indexPage{keys: unsafe.String(unsafe.SliceData(keys), len(keys)), entries: entries}, nil
+	page := &indexPage{keys: unsafe.String(unsafe.SliceData(keys), len(keys)), entries: entries}
+	page.size = int64(unsafe.Sizeof(*page)) + int64(cap(keys)) + int64(cap(entries))*int64(unsafe.Sizeof(pageEntry{}))
+	return page, nil
 }
