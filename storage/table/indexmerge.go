@@ -79,9 +79,9 @@ func (r *runReader) fill(ctx context.Context) error {
 	return nil
 }
 
-// mergeRuns merges the stored runs older (oldest first) and then newest (sorted, one entry per
-// key, the newest of all) into one run's bytes: per key, the live entry (in manifest m) of the
-// newest run that has one; keys with no live entry are dropped. It returns the bytes and the
+// mergeRuns merges the stored runs older and the entries newest (sorted, one per key) into one
+// run's bytes: per key, its live entry in manifest m (liveEntries, as scans walk the index); keys
+// with no live entry are dropped. It returns the bytes and the
 // number of entries written.
 func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) ([]byte, int, error) {
 	// The output is at most the inputs: size the Bloom filter and the buffer for them once.
@@ -89,7 +89,7 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 	for _, e := range newest {
 		size += int64(len(e.Key)) + 16 // its varints and flag, typically
 	}
-	cursors := make([]keyCursor, 0, len(older)+1) // oldest first: a higher index is newer
+	cursors := make([]keyCursor, 0, len(older)+1)
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
 		if err != nil {
@@ -100,51 +100,9 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 		cursors = append(cursors, &runReader{t: t, seg: seg, footer: f})
 	}
 	cursors = append(cursors, &sliceCursor{entries: newest})
-	heads := make([]indexEntry, len(cursors))
-	has := make([]bool, len(cursors))
-	for i, c := range cursors {
-		e, ok, err := c.peek(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		heads[i], has[i] = e, ok
-	}
 	w := newSegmentWriter(estimate, size)
-	lv := liveness{t, m}
-	for {
-		// The smallest key among the heads (runs are few: a scan beats a heap here).
-		k, found := "", false
-		for i := range cursors {
-			if has[i] && (!found || heads[i].Key < k) {
-				k, found = heads[i].Key, true
-			}
-		}
-		if !found {
-			break
-		}
-		// Its entries, newest run first: the first live one is kept.
-		kept := false
-		for i := len(cursors) - 1; i >= 0; i-- {
-			if !has[i] || heads[i].Key != k {
-				continue
-			}
-			if !kept {
-				live, err := lv.live(ctx, heads[i])
-				if err != nil {
-					return nil, 0, err
-				}
-				if live {
-					w.add(heads[i])
-					kept = true
-				}
-			}
-			cursors[i].advance()
-			e, ok, err := cursors[i].peek(ctx)
-			if err != nil {
-				return nil, 0, err
-			}
-			heads[i], has[i] = e, ok
-		}
+	if err := t.liveEntries(ctx, m, cursors, func(e indexEntry) bool { w.add(e); return true }); err != nil {
+		return nil, 0, err
 	}
 	return w.finish(), w.entries(), nil
 }

@@ -123,14 +123,18 @@ type cursorHeap struct {
 }
 
 type cursorItem struct {
-	e indexEntry
-	c keyCursor
+	e    indexEntry
+	c    keyCursor
+	rank int // the cursor's position: among equal keys the later (newer) cursor comes first
 }
 
-func (h *cursorHeap) Len() int           { return len(h.items) }
-func (h *cursorHeap) Less(i, j int) bool { return h.items[i].e.Key < h.items[j].e.Key }
-func (h *cursorHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *cursorHeap) Push(x any)         { h.items = append(h.items, x.(cursorItem)) }
+func (h *cursorHeap) Len() int { return len(h.items) }
+func (h *cursorHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return a.e.Key < b.e.Key || (a.e.Key == b.e.Key && a.rank > b.rank)
+}
+func (h *cursorHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *cursorHeap) Push(x any)    { h.items = append(h.items, x.(cursorItem)) }
 func (h *cursorHeap) Pop() any {
 	it := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
@@ -173,14 +177,23 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 		slices.SortFunc(uncovered, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
 		cursors = append(cursors, &sliceCursor{entries: uncovered})
 	}
+	return t.liveEntries(ctx, m, cursors, func(e indexEntry) bool {
+		return fn(RowRef{Key: e.Key, Fragment: e.Fragment, Row: e.Row, Seq: e.Seq, Tombstone: e.Tombstone})
+	})
+}
+
+// liveEntries merges sorted cursors (oldest first) by key and passes fn each key's live entry
+// (in m) until fn returns false: the newest cursor's, should more than one be live (the table
+// holds at most one live row per key, so in a table that is consistent none is).
+func (t *Table) liveEntries(ctx context.Context, m *Manifest, cursors []keyCursor, fn func(indexEntry) bool) error {
 	h := &cursorHeap{}
-	for _, c := range cursors {
+	for i, c := range cursors {
 		e, ok, err := c.peek(ctx)
 		if err != nil {
 			return err
 		}
 		if ok {
-			h.items = append(h.items, cursorItem{e, c})
+			h.items = append(h.items, cursorItem{e, c, i})
 		}
 	}
 	heap.Init(h)
@@ -210,7 +223,7 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 			continue
 		}
 		last, emitted = it.e.Key, true
-		if !fn(RowRef{Key: it.e.Key, Fragment: it.e.Fragment, Row: it.e.Row, Seq: it.e.Seq, Tombstone: it.e.Tombstone}) {
+		if !fn(it.e) {
 			return nil
 		}
 	}

@@ -483,18 +483,17 @@ func (t *Table) appendRun(ctx context.Context, m *Manifest, segs []IndexRun, ent
 		total += last.Entries
 		segs = segs[:len(segs)-1]
 	}
+	var seg IndexRun
+	var err error
 	if len(older) == 0 {
-		seg, err := t.writeRun(ctx, entries)
-		if err != nil {
-			return nil, nil, err
+		seg, err = t.writeRun(ctx, entries)
+	} else {
+		var data []byte
+		var n int
+		if data, n, err = t.mergeRuns(ctx, m, older, entries); err == nil {
+			seg, err = t.putRun(ctx, data, n)
 		}
-		return append(segs, seg), []string{seg.Path}, nil
 	}
-	data, n, err := t.mergeRuns(ctx, m, older, entries)
-	if err != nil {
-		return nil, nil, err
-	}
-	seg, err := t.putRun(ctx, data, n)
 	if err != nil {
 		return nil, nil, err
 	}
