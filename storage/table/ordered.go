@@ -178,7 +178,7 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 		cursors = append(cursors, &sliceCursor{entries: uncovered})
 	}
 	return t.liveEntries(ctx, m, cursors, func(e indexEntry) bool {
-		return fn(RowRef{Key: e.Key, Fragment: e.Fragment, Row: e.Row, Seq: e.Seq, Tombstone: e.Tombstone})
+		return fn(RowRef(e))
 	})
 }
 
