@@ -9,11 +9,17 @@
 // by each entry's estimated cost, over the whole cache (one list: a large object, such as the
 // footer of a big fragment, may take any share of the bytes; the lock is held only for map and
 // list operations).
+//
+// A key of the form OBJECT#PART names a part of an object (a page of a key-index run, a ranged
+// read of a fragment, a row group's offset index): removing OBJECT also removes its parts, so
+// the owner of an object that is replaced or deleted drops everything decoded from it with one
+// call instead of naming each part.
 package cache
 
 import (
 	"container/list"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -22,9 +28,10 @@ import (
 
 // Cache is a byte-bounded LRU shared by every store of the process. A nil *Cache caches nothing.
 type Cache struct {
-	mu    sync.Mutex // guards ll, items and bytes
+	mu    sync.Mutex // guards ll, items, parts and bytes
 	ll    *list.List // front: most recently used
 	items map[string]*list.Element
+	parts map[string]map[string]struct{} // OBJECT -> its cached OBJECT#PART keys (full keys)
 	bytes int64
 	limit int64
 
@@ -46,7 +53,7 @@ func New(limit int64, reg prometheus.Registerer) *Cache {
 	if limit <= 0 {
 		return nil
 	}
-	c := &Cache{ll: list.New(), items: map[string]*list.Element{}, limit: limit,
+	c := &Cache{ll: list.New(), items: map[string]*list.Element{}, parts: map[string]map[string]struct{}{}, limit: limit,
 		hits:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_hits_total", Help: "Lookups served by the object cache, by kind of object."}, []string{"kind"}),
 		misses:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_misses_total", Help: "Lookups the object cache could not serve, by kind of object."}, []string{"kind"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_evictions_total", Help: "Objects evicted from the object cache to stay within its byte limit, by kind."}, []string{"kind"}),
@@ -142,18 +149,21 @@ func Add(n Namespace, kind, key string, value any, cost int64) {
 	} else {
 		s.items[key] = s.ll.PushFront(&entry{key: key, kind: kind, value: value, cost: cost})
 		s.bytes += cost
+		if owner, ok := ownerOf(key); ok {
+			if s.parts[owner] == nil {
+				s.parts[owner] = map[string]struct{}{}
+			}
+			s.parts[owner][key] = struct{}{}
+		}
 	}
 	for s.bytes > s.limit {
-		el := s.ll.Back()
-		e := el.Value.(*entry)
-		s.ll.Remove(el)
-		delete(s.items, e.key)
-		s.bytes -= e.cost
+		e := s.ll.Back().Value.(*entry)
+		s.drop(e.key)
 		n.c.evictions.WithLabelValues(e.kind).Inc()
 	}
 }
 
-// Remove drops key (a no-op when it is not cached).
+// Remove drops key and its parts (key#...); a no-op for what is not cached.
 func Remove(n Namespace, key string) {
 	if n.c == nil {
 		return
@@ -162,9 +172,38 @@ func Remove(n Namespace, key string) {
 	s := n.c
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if el, ok := s.items[key]; ok {
-		s.ll.Remove(el)
-		delete(s.items, key)
-		s.bytes -= el.Value.(*entry).cost
+	s.drop(key)
+	for part := range s.parts[key] {
+		s.drop(part)
+	}
+	delete(s.parts, key)
+}
+
+// ownerOf is the object a full key names a part of: the text before its first '#' (namespace
+// prefixes hold none).
+func ownerOf(key string) (string, bool) {
+	i := strings.IndexByte(key, '#')
+	if i < 0 {
+		return "", false
+	}
+	return key[:i], true
+}
+
+// drop removes one full key (the caller holds mu).
+func (c *Cache) drop(key string) {
+	el, ok := c.items[key]
+	if !ok {
+		return
+	}
+	c.ll.Remove(el)
+	delete(c.items, key)
+	c.bytes -= el.Value.(*entry).cost
+	if owner, ok := ownerOf(key); ok {
+		if set := c.parts[owner]; set != nil {
+			delete(set, key)
+			if len(set) == 0 {
+				delete(c.parts, owner)
+			}
+		}
 	}
 }

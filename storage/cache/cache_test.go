@@ -50,6 +50,48 @@ func TestNamespacesDoNotShareKeys(t *testing.T) {
 	require.Less(t, c.Bytes(), int64(1000))
 }
 
+// Removing an object removes what was cached from its parts (OBJECT#PART), in its namespace
+// only; an evicted part leaves no trace behind.
+func TestRemovingAnObjectRemovesItsParts(t *testing.T) {
+	c := New(1<<20, nil)
+	a, b := c.Namespace(), c.Namespace()
+	for _, ns := range []Namespace{a, b} {
+		Add(ns, "footer", "run/1", "footer", 100)
+		Add(ns, "index_page", "run/1#0", "page 0", 100)
+		Add(ns, "index_page", "run/1#4096", "page 1", 100)
+		Add(ns, "index_page", "run/10#0", "another run's page", 100)
+	}
+	Add(a, "object", "run/2#0+10", "a part whose object was never cached", 100)
+	Remove(a, "run/1")
+	for _, key := range []string{"run/1", "run/1#0", "run/1#4096"} {
+		_, ok := Get[string](a, "any", key)
+		require.False(t, ok, key)
+		_, ok = Get[string](b, "any", key)
+		require.True(t, ok, "the other namespace keeps %s", key)
+	}
+	_, ok := Get[string](a, "any", "run/10#0")
+	require.True(t, ok, "a key that only shares a prefix is not a part")
+	Remove(a, "run/2")
+	_, ok = Get[string](a, "any", "run/2#0+10")
+	require.False(t, ok)
+	Remove(a, "run/10")
+	Remove(b, "run/1")
+	Remove(b, "run/10")
+	require.Zero(t, c.Bytes())
+	require.Empty(t, c.parts)
+	require.Empty(t, c.items)
+
+	// Parts evicted one by one leave no owner entry behind.
+	small := New(2000, nil)
+	ns := small.Namespace()
+	for i := range 100 {
+		Add(ns, "index_page", fmt.Sprintf("run/%d#0", i), i, 200)
+	}
+	small.mu.Lock()
+	require.Len(t, small.parts, len(small.items))
+	small.mu.Unlock()
+}
+
 func TestANilCacheCachesNothing(t *testing.T) {
 	var c *Cache
 	require.Nil(t, New(0, nil))

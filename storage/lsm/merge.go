@@ -111,7 +111,12 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	// one acquire: a small merge holds little, so concurrency is bounded by bytes, not by the cap.
 	progress.Phase = MergeWaitingForBudget
 	report()
-	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch))
+	// The index run the merge adds may take in tail runs, built in memory: that is reserved too.
+	var keys int64
+	for _, g := range batch {
+		keys += g.Rows
+	}
+	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch)+table.IndexRunFootprint(base, keys))
 	if err != nil {
 		return MergeResult{}, err
 	}

@@ -149,9 +149,23 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 		entries = nil
 	}
 	var seg *IndexRun
+	var merged []IndexRun
 	if base.KeyIndex != nil && len(entries) > 0 {
 		slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-		s, err := t.writeRun(ctx, entries) // sorted: the merge wrote the fragments in key order
+		// The run of the new fragments takes in the tail runs that are small beside it (as an
+		// upsert's does), dropping their entries that point at the sources: without this every
+		// compaction would leave its sources' entries behind for good, and lookups would read
+		// more runs the longer a table lives. Liveness is judged on the manifest as this commit
+		// leaves it.
+		after := base.next("compact", t.now())
+		for _, src := range sources {
+			after.removeFragment(src.ID)
+		}
+		for _, f := range added {
+			after.addFragment(f)
+		}
+		_, merged = tailRuns(base.KeyIndex.Runs, len(entries))
+		s, err := t.writeMergedRun(ctx, after, merged, entries)
 		if err != nil {
 			cleanup()
 			return CompactionResult{}, err
@@ -180,7 +194,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 			next.addFragment(f)
 		}
 		if seg != nil && next.KeyIndex != nil {
-			next.KeyIndex.Runs = append(next.KeyIndex.Runs, *seg)
+			next.KeyIndex.Runs = replaceRuns(next.KeyIndex.Runs, merged, *seg)
 			for _, f := range added {
 				next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, f.ID)
 			}

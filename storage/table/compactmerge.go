@@ -117,8 +117,9 @@ func (h *sourceHeap) Pop() any {
 
 // CompactionFootprint estimates the memory executing plan on m holds at once: the output
 // fragment's encoding buffer (what is left of the sources, at most the byte target), a decoded
-// row group per source and the output row group (rowGroupBytes each, twice for decoding), and
-// the key-index entries of the rows it writes.
+// row group per source and the output row group (rowGroupBytes each, twice for decoding), the
+// key-index entries of the rows it writes, and the run it merges them into (the tail runs it
+// takes in, encoded, plus a read window per run).
 func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	cfg := plan.Config.withDefaults()
 	var bytes, rows int64
@@ -130,7 +131,23 @@ func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 			n++
 		}
 	}
-	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + (n+1)*2*rowGroupBytes + rows*64
+	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + (n+1)*2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
+}
+
+// IndexRunFootprint estimates the memory that adding a run of n entries to m's key index holds
+// beyond the entries themselves: the tail runs it merges, encoded (the merged run is built in
+// memory before it is stored), and a read window per merged run. Zero without an index or when
+// nothing is merged.
+func IndexRunFootprint(m *Manifest, n int64) int64 {
+	if m.KeyIndex == nil {
+		return 0
+	}
+	_, tail := tailRuns(m.KeyIndex.Runs, int(n))
+	var bytes int64
+	for _, r := range tail {
+		bytes += r.Bytes + mergeWindowBytes
+	}
+	return bytes
 }
 
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index

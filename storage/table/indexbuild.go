@@ -50,13 +50,21 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 		}
 	}
 	slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-	seg, err := t.writeRun(ctx, entries)
+	var dropped, merged []IndexRun
+	switch {
+	case o.Rebuild && start.KeyIndex != nil:
+		dropped = start.KeyIndex.Runs
+	case start.KeyIndex != nil:
+		// Like an upsert's run, the new run takes in the tail runs that are small beside it. After
+		// a compaction the new run indexes what the compacted fragments held, so it takes in the
+		// runs pointing at them and their dead entries go: without this every compaction would
+		// leave a run of dead entries behind, and lookups would read more runs the longer a table
+		// lives.
+		_, merged = tailRuns(start.KeyIndex.Runs, len(entries))
+	}
+	seg, err := t.writeMergedRun(ctx, start, merged, entries)
 	if err != nil {
 		return nil, err
-	}
-	var dropped []IndexRun
-	if o.Rebuild && start.KeyIndex != nil {
-		dropped = start.KeyIndex.Runs
 	}
 	m, err := t.commitWithRetry(ctx, "index", func(base *Manifest) (*Manifest, error) {
 		next := base.next("index", t.now())
@@ -66,7 +74,7 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 		next.KeyIndex.Runs = slices.DeleteFunc(next.KeyIndex.Runs, func(s IndexRun) bool {
 			return slices.Contains(dropped, s)
 		})
-		next.KeyIndex.Runs = append(next.KeyIndex.Runs, seg)
+		next.KeyIndex.Runs = replaceRuns(next.KeyIndex.Runs, merged, seg)
 		for _, id := range indexed {
 			if _, ok := next.Fragment(id); ok {
 				next.KeyIndex.Covered = insertSorted(next.KeyIndex.Covered, id)
@@ -81,4 +89,18 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 		t.deleteFiles([]string{seg.Path})
 	}
 	return m, err
+}
+
+// replaceRuns puts seg, a run that merged the runs merged, in their place in runs when they are
+// all still there, in order (runs committed meanwhile stay after it: they are newer); else it
+// appends seg. Appending is safe too: seg's entries were live when it was built and a lookup
+// skips an entry that is no longer live, so at worst a key has two entries until the next merge
+// of runs drops one.
+func replaceRuns(runs, merged []IndexRun, seg IndexRun) []IndexRun {
+	if len(merged) > 0 {
+		if i := slices.Index(runs, merged[0]); i >= 0 && i+len(merged) <= len(runs) && slices.Equal(runs[i:i+len(merged)], merged) {
+			return slices.Replace(slices.Clone(runs), i, i+len(merged), seg)
+		}
+	}
+	return append(runs, seg)
 }

@@ -474,30 +474,38 @@ func (p *PreparedUpsert) extendIndex(ctx context.Context, next *Manifest, id uin
 // while they hold fewer than tierRatio times the new run's entries (the merge streams: see
 // mergeRuns). It returns the files written.
 func (t *Table) appendRun(ctx context.Context, m *Manifest, segs []IndexRun, entries []indexEntry) ([]IndexRun, []string, error) {
-	segs = slices.Clone(segs)
-	var older []IndexRun // oldest first
-	total := int64(len(entries))
-	for len(segs) > 0 && segs[len(segs)-1].Entries <= total*tierRatio {
-		last := segs[len(segs)-1]
-		older = append([]IndexRun{last}, older...)
-		total += last.Entries
-		segs = segs[:len(segs)-1]
-	}
-	var seg IndexRun
-	var err error
-	if len(older) == 0 {
-		seg, err = t.writeRun(ctx, entries)
-	} else {
-		var data []byte
-		var n int
-		if data, n, err = t.mergeRuns(ctx, m, older, entries); err == nil {
-			seg, err = t.putRun(ctx, data, n)
-		}
-	}
+	keep, older := tailRuns(segs, len(entries))
+	seg, err := t.writeMergedRun(ctx, m, older, entries)
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(segs, seg), []string{seg.Path}, nil
+	return append(slices.Clone(keep), seg), []string{seg.Path}, nil
+}
+
+// tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
+// of n entries: the newest runs, while each holds at most tierRatio times what the merged run
+// would hold so far. Runs then grow geometrically towards the oldest, so a table has
+// O(log entries) runs and an entry is rewritten O(log entries) times.
+func tailRuns(runs []IndexRun, n int) (keep, older []IndexRun) {
+	total, i := int64(n), len(runs)
+	for i > 0 && runs[i-1].Entries <= total*tierRatio {
+		i--
+		total += runs[i].Entries
+	}
+	return runs[:i], runs[i:]
+}
+
+// writeMergedRun stores entries (sorted, one per key) as one run, merged with the runs older
+// when there are any (mergeRuns: entries no longer live in m are dropped).
+func (t *Table) writeMergedRun(ctx context.Context, m *Manifest, older []IndexRun, entries []indexEntry) (IndexRun, error) {
+	if len(older) == 0 {
+		return t.writeRun(ctx, entries)
+	}
+	data, n, err := t.mergeRuns(ctx, m, older, entries)
+	if err != nil {
+		return IndexRun{}, err
+	}
+	return t.putRun(ctx, data, n)
 }
 
 func insertSorted(s []uint64, v uint64) []uint64 {
