@@ -187,6 +187,7 @@ func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.Comp
 	if req.KeepDeletions {
 		cfg.DeletionRatio = 1.01 // no share of deleted rows makes a fragment a candidate on its own
 	}
+	cfg.EverySmallFragment = cfg.EverySmallFragment || req.EverySmallFragment
 	return cfg
 }
 

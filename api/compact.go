@@ -60,7 +60,7 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		return invalid("target_rows_per_fragment must be positive")
 	}
 	name := c.Param("name")
-	op := workflows.Request{Op: workflows.OpCompact, MinFragments: 2, TargetRowsPerFragment: req.TargetRowsPerFragment,
+	op := workflows.Request{Op: workflows.OpCompact, MinFragments: 2, EverySmallFragment: true, TargetRowsPerFragment: req.TargetRowsPerFragment,
 		KeepDeletions: req.MaterializeDeletions != nil && !*req.MaterializeDeletions}
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
@@ -75,7 +75,7 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		}
 		// No maintenance worker to run it: compact here (commits are compare-and-swaps, so this
 		// is safe next to a maintenance worker that comes up meanwhile).
-		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment}
+		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment, EverySmallFragment: true}
 		if op.KeepDeletions {
 			cfg.DeletionRatio = 1.01 // never rewrite a fragment for its deletions alone
 		}

@@ -37,7 +37,8 @@ func TestTheCompactRouteRunsThroughTheStoresWorkflow(t *testing.T) {
 	var resp api.CompactResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/a/compact", map[string]any{"target_rows_per_fragment": 500, "materialize_deletions": false}, &resp))
 	require.Equal(t, api.CompactResponse{FragmentsRemoved: 3, FragmentsAdded: 1, FilesRemoved: 4, FilesAdded: 1}, resp, "files as the workflow counted them")
-	require.Equal(t, []workflows.Request{{Op: workflows.OpCompact, MinFragments: 2, TargetRowsPerFragment: 500, KeepDeletions: true}}, got)
+	require.Equal(t, []workflows.Request{{Op: workflows.OpCompact, MinFragments: 2, EverySmallFragment: true, TargetRowsPerFragment: 500, KeepDeletions: true}}, got,
+		"an explicit compaction rewrites every small fragment, not one size tier")
 
 	status, code := errCode(t, w, "POST", "/api/v1/rollouts/broken/compact", nil)
 	require.Equal(t, http.StatusServiceUnavailable, status)

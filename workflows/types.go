@@ -51,6 +51,9 @@ type Request struct {
 	// MinFragments overrides how many small fragments make a compaction worthwhile (compact; the
 	// API's compact route asks for 2); 0 keeps the worker's.
 	MinFragments int `json:"min_fragments,omitempty"`
+	// EverySmallFragment: compact rewrites every small fragment together, not one size tier
+	// (compact; the API's compact route asks for it).
+	EverySmallFragment bool `json:"every_small_fragment,omitempty"`
 	// ID is set on requests made by the RunUpdate (the update's ID): the caller waits for this
 	// run's result, so it is never merged with an identical request.
 	ID string `json:"id,omitempty"`

@@ -258,6 +258,7 @@ type Position struct {
 
 // Request defines model for Request.
 type Request struct {
+	EverySmallFragment    *bool   `json:"every_small_fragment,omitempty"`
 	Id                    *string `json:"id,omitempty"`
 	KeepDeletions         *bool   `json:"keep_deletions,omitempty"`
 	MaxPasses             *int64  `json:"max_passes,omitempty"`

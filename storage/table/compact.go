@@ -27,6 +27,9 @@ type CompactionConfig struct {
 	TargetBytesPerFragment int64
 	DeletionRatio          float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
 	MaxSourceFragments     int     // cap per pass, so a huge backlog progresses incrementally (default 32)
+	// EverySmallFragment rewrites every small fragment together instead of one size tier (an
+	// operator's explicit compaction: "compact what is small now", whatever the rewriting costs).
+	EverySmallFragment bool
 }
 
 func (c CompactionConfig) withDefaults() CompactionConfig {
@@ -55,9 +58,17 @@ type CompactionPlan struct {
 	Config  CompactionConfig
 }
 
-// PlanCompaction chooses fragments to rewrite: every fragment whose deleted share reaches DeletionRatio, and
-// the small fragments (fewer live rows than TargetRowsPerFragment) when there are at least
-// MinFragments of them; at most MaxSourceFragments, smallest first.
+// PlanCompaction chooses fragments to rewrite: every fragment whose deleted share reaches
+// DeletionRatio, and small fragments (fewer live rows than TargetRowsPerFragment) as one size
+// tier: all of them but the largest ones that hold more than twice the live rows of every smaller
+// fragment together (unless under TargetRowsPerFragment/256 rows, which cost next to nothing to
+// rewrite), once the tier has MinFragments (every small fragment with EverySmallFragment). At
+// most MaxSourceFragments, smallest first.
+//
+// The tier bounds the rewriting: a fragment is rewritten only together with at least half its
+// rows again, so a row is rewritten O(log n) times, where compacting every small fragment
+// together would rewrite a growing table whole on every pass (quadratic in its size, with memory
+// growing with it up to the byte target).
 func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 	cfg = cfg.withDefaults()
 	plan := CompactionPlan{Version: m.Version, Config: cfg}
@@ -70,13 +81,15 @@ func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 			small = append(small, f)
 		}
 	}
-	if len(small) < cfg.MinFragments {
+	slices.SortFunc(small, func(a, b Fragment) int { return cmp.Compare(a.LiveRows(), b.LiveRows()) })
+	if !cfg.EverySmallFragment {
+		small = smallTier(small, cfg.MinFragments, cfg.TargetRowsPerFragment/256)
+	} else if len(small) < cfg.MinFragments {
 		small = nil
 	}
 	if len(heavy)+len(small) == 0 || (len(heavy) == 0 && len(small) < 2) {
 		return plan
 	}
-	slices.SortFunc(small, func(a, b Fragment) int { return cmp.Compare(a.LiveRows(), b.LiveRows()) })
 	for _, f := range append(heavy, small...) {
 		if len(plan.Sources) == cfg.MaxSourceFragments {
 			break
@@ -85,6 +98,29 @@ func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 	}
 	slices.Sort(plan.Sources)
 	return plan
+}
+
+// smallTier returns the tier of small (sorted by live rows): it without its largest fragments
+// while each holds more than twice the rows of all smaller ones and at least floor rows; nil
+// when fewer than minFragments remain.
+func smallTier(small []Fragment, minFragments int, floor int64) []Fragment {
+	var below int64 // live rows of small[:end-1]
+	for _, f := range small {
+		below += f.LiveRows()
+	}
+	end := len(small)
+	for end > 0 {
+		last := small[end-1].LiveRows()
+		below -= last
+		if last <= 2*below || last < floor {
+			break
+		}
+		end--
+	}
+	if end < minFragments {
+		return nil
+	}
+	return small[:end]
 }
 
 // CompactionResult reports a compaction.

@@ -40,6 +40,53 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 	require.Equal(t, []uint64{2}, PlanCompaction(m, cfg).Sources, "a heavily deleted fragment is rewritten on its own")
 }
 
+// Small fragments are compacted as a size tier: a fragment much larger than the others waits
+// until they add up to half of it, so a table that grows by merges is not rewritten whole on
+// every pass. Simulated over a table's life: 400 merges of 1,000 rows, each followed by a
+// compaction pass, rewrite each row about 6 times (log of the growth), where compacting every
+// small fragment together rewrote it 67 times; the fragment count stays small (at most 6).
+func TestCompactionRewritesAGrowingTableLogarithmicallyOften(t *testing.T) {
+	cfg := CompactionConfig{MinFragments: 4, TargetRowsPerFragment: 1 << 20}
+	require.Equal(t, []uint64{2, 3, 4, 5}, PlanCompaction(frags(30_000, 1000, 1000, 1000, 1000), cfg).Sources,
+		"the large fragment waits")
+	require.Len(t, PlanCompaction(frags(30_000, 5000, 5000, 5000, 1000), cfg).Sources, 5, "the others hold half of it")
+	require.Len(t, PlanCompaction(frags(3, 1, 2, 1), cfg).Sources, 4, "tiny fragments always go")
+	require.Empty(t, PlanCompaction(frags(30_000, 4000, 4000, 4000), cfg).Sources, "three are below MinFragments")
+	every := cfg
+	every.EverySmallFragment = true
+	require.Len(t, PlanCompaction(frags(30_000, 1000, 1000, 1000, 1000), every).Sources, 5, "an explicit compaction takes every small fragment")
+
+	m := &Manifest{}
+	var inserted, rewritten int64
+	maxFragments, nextID := 0, uint64(1)
+	for range 400 {
+		m.addFragment(Fragment{ID: nextID, Rows: 1000})
+		nextID++
+		inserted += 1000
+		plan := PlanCompaction(m, cfg)
+		var out int64
+		for _, id := range plan.Sources {
+			f, _ := m.Fragment(id)
+			out += f.Rows
+			m.removeFragment(id)
+		}
+		if out > 0 {
+			rewritten += out
+			m.addFragment(Fragment{ID: nextID, Rows: out})
+			nextID++
+		}
+		maxFragments = max(maxFragments, len(m.Fragments))
+	}
+	var total int64
+	for _, f := range m.Fragments {
+		total += f.Rows
+	}
+	require.Equal(t, inserted, total)
+	t.Logf("rows rewritten per row inserted: %.1f; at most %d fragments", float64(rewritten)/float64(inserted), maxFragments)
+	require.Less(t, float64(rewritten)/float64(inserted), 12.0, "rows rewritten per row inserted")
+	require.LessOrEqual(t, maxFragments, 24)
+}
+
 func TestCompactionMaterializesDeletionsAndKeepsTheIndexCovering(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	tbl := newTestTable(t, objstoretest.NewMemory(), mem)

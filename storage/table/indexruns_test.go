@@ -56,11 +56,7 @@ func TestCompactionsDoNotLeaveDeadIndexRunsBehind(t *testing.T) {
 		require.True(t, m.IndexCoversAll())
 		live := int64(len(scanAll(t, tbl, m)))
 		require.LessOrEqual(t, len(m.KeyIndex.Runs), runBound(live), "cycle %d: %d runs for %d live keys", cycle, len(m.KeyIndex.Runs), live)
-		if cycle%3 == 2 {
-			// Right after a compaction of everything, no entry is dead.
-			require.Equal(t, live, indexEntries(m), "cycle %d: index entries after a compaction", cycle)
-		}
-		require.LessOrEqual(t, indexEntries(m), 2*live, "cycle %d: dead index entries pile up", cycle)
+		require.LessOrEqual(t, indexEntries(m), live*3/2, "cycle %d: dead index entries pile up", cycle)
 		require.NoError(t, tbl.Check(ctx, m))
 	}
 }
