@@ -145,7 +145,7 @@ func IndexRunFootprint(m *Manifest, n int64) int64 {
 	_, tail := tailRuns(m.KeyIndex.Runs, int(n))
 	var bytes int64
 	for _, r := range tail {
-		bytes += r.Bytes + mergeWindowBytes
+		bytes += r.Bytes + min(r.Bytes, mergeWindowBytes)
 	}
 	return bytes
 }
