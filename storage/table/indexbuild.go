@@ -55,11 +55,9 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 	case o.Rebuild && start.KeyIndex != nil:
 		dropped = start.KeyIndex.Runs
 	case start.KeyIndex != nil:
-		// Like an upsert's run, the new run takes in the tail runs that are small beside it. After
-		// a compaction the new run indexes what the compacted fragments held, so it takes in the
-		// runs pointing at them and their dead entries go: without this every compaction would
-		// leave a run of dead entries behind, and lookups would read more runs the longer a table
-		// lives.
+		// Like an upsert's or a compaction's run, the new run takes in the tail runs that are
+		// small beside it (their entries no longer live in start go), so incremental builds keep
+		// the run count logarithmic too.
 		_, merged = tailRuns(start.KeyIndex.Runs, len(entries))
 	}
 	seg, err := t.writeMergedRun(ctx, start, merged, entries)
