@@ -194,12 +194,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 		// more runs the longer a table lives. Liveness is judged on the manifest as this commit
 		// leaves it.
 		after := base.next("compact", t.now())
-		for _, src := range sources {
-			after.removeFragment(src.ID)
-		}
-		for _, f := range added {
-			after.addFragment(f)
-		}
+		after.replaceFragments(sources, added)
 		_, merged = tailRuns(base.KeyIndex.Runs, len(entries))
 		s, err := t.writeMergedRun(ctx, after, merged, entries)
 		if err != nil {
@@ -223,12 +218,7 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 			}
 		}
 		next := latest.next("compact", t.now())
-		for _, src := range sources {
-			next.removeFragment(src.ID)
-		}
-		for _, f := range added {
-			next.addFragment(f)
-		}
+		next.replaceFragments(sources, added)
 		if seg != nil && next.KeyIndex != nil {
 			next.KeyIndex.Runs = replaceRuns(next.KeyIndex.Runs, merged, *seg)
 			for _, f := range added {

@@ -134,22 +134,6 @@ func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + (n+1)*2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
 }
 
-// IndexRunFootprint estimates the memory that adding a run of n entries to m's key index holds
-// beyond the entries themselves: the tail runs it merges, encoded (the merged run is built in
-// memory before it is stored), and a read window per merged run. Zero without an index or when
-// nothing is merged.
-func IndexRunFootprint(m *Manifest, n int64) int64 {
-	if m.KeyIndex == nil {
-		return 0
-	}
-	_, tail := tailRuns(m.KeyIndex.Runs, int(n))
-	var bytes int64
-	for _, r := range tail {
-		bytes += r.Bytes + min(r.Bytes, mergeWindowBytes)
-	}
-	return bytes
-}
-
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
 // entries (sorted) and the objects to delete if the commit fails.
 type compactionOutput struct {

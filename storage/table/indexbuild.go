@@ -88,17 +88,3 @@ func (t *Table) BuildKeyIndex(ctx context.Context, opts ...IndexOptions) (*Manif
 	}
 	return m, err
 }
-
-// replaceRuns puts seg, a run that merged the runs merged, in their place in runs when they are
-// all still there, in order (runs committed meanwhile stay after it: they are newer); else it
-// appends seg. Appending is safe too: seg's entries were live when it was built and a lookup
-// skips an entry that is no longer live, so at worst a key has two entries until the next merge
-// of runs drops one.
-func replaceRuns(runs, merged []IndexRun, seg IndexRun) []IndexRun {
-	if len(merged) > 0 {
-		if i := slices.Index(runs, merged[0]); i >= 0 && i+len(merged) <= len(runs) && slices.Equal(runs[i:i+len(merged)], merged) {
-			return slices.Replace(slices.Clone(runs), i, i+len(merged), seg)
-		}
-	}
-	return append(runs, seg)
-}

@@ -8,7 +8,12 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 )
+
+// Runs are tiered: a new run takes in the newest runs while each holds at most tierRatio times
+// what the merged run would hold so far (tailRuns), whoever writes it — an upsert, a compaction
+// or an incremental index build.
 
 // mergeWindowBytes bounds one read of an input run's pages.
 const mergeWindowBytes = 1 << 20
@@ -105,4 +110,60 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 		return nil, 0, err
 	}
 	return w.finish(), w.entries(), nil
+}
+
+// tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
+// of n entries: the newest runs, while each holds at most tierRatio times what the merged run
+// would hold so far. Runs then grow geometrically towards the oldest, so a table has
+// O(log entries) runs and an entry is rewritten O(log entries) times.
+func tailRuns(runs []IndexRun, n int) (keep, older []IndexRun) {
+	total, i := int64(n), len(runs)
+	for i > 0 && runs[i-1].Entries <= total*tierRatio {
+		i--
+		total += runs[i].Entries
+	}
+	return runs[:i], runs[i:]
+}
+
+// writeMergedRun stores entries (sorted, one per key) as one run, merged with the runs older
+// when there are any (mergeRuns: entries no longer live in m are dropped).
+func (t *Table) writeMergedRun(ctx context.Context, m *Manifest, older []IndexRun, entries []indexEntry) (IndexRun, error) {
+	if len(older) == 0 {
+		return t.writeRun(ctx, entries)
+	}
+	data, n, err := t.mergeRuns(ctx, m, older, entries)
+	if err != nil {
+		return IndexRun{}, err
+	}
+	return t.putRun(ctx, data, n)
+}
+
+// IndexRunFootprint estimates the memory that adding a run of n entries to m's key index holds
+// beyond the entries themselves: the tail runs it merges, encoded (the merged run is built in
+// memory before it is stored), and a read window per merged run. Zero without an index or when
+// nothing is merged.
+func IndexRunFootprint(m *Manifest, n int64) int64 {
+	if m.KeyIndex == nil {
+		return 0
+	}
+	_, tail := tailRuns(m.KeyIndex.Runs, int(n))
+	var bytes int64
+	for _, r := range tail {
+		bytes += r.Bytes + min(r.Bytes, mergeWindowBytes)
+	}
+	return bytes
+}
+
+// replaceRuns puts seg, a run that merged the runs merged, in their place in runs when they are
+// all still there, in order (runs committed meanwhile stay after it: they are newer); else it
+// appends seg. Appending is safe too: seg's entries were live when it was built and a lookup
+// skips an entry that is no longer live, so at worst a key has two entries until the next merge
+// of runs drops one.
+func replaceRuns(runs, merged []IndexRun, seg IndexRun) []IndexRun {
+	if len(merged) > 0 {
+		if i := slices.Index(runs, merged[0]); i >= 0 && i+len(merged) <= len(runs) && slices.Equal(runs[i:i+len(merged)], merged) {
+			return slices.Replace(slices.Clone(runs), i, i+len(merged), seg)
+		}
+	}
+	return append(runs, seg)
 }

@@ -115,3 +115,35 @@ func TestAMergedRunReplacesItsInputsOnlyWhereTheyStillStand(t *testing.T) {
 	replaceRuns(runs, []IndexRun{b, c}, seg)
 	require.Equal(t, []IndexRun{a, b, c}, runs, "the input slice is not modified")
 }
+
+// The merge memory a merge or compaction reserves for its index run covers the run it builds in
+// memory: IndexRunFootprint, taken before an upsert whose run takes in the tail runs, is at least
+// the merged run's size beyond the new entries, and zero when nothing is merged.
+func TestTheIndexRunFootprintCoversTheRunAMergeBuilds(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	seq := uint64(0)
+	upsert := func(first, n int) {
+		var rows []row
+		for i := range n {
+			seq++
+			rows = append(rows, row{id: fmt.Sprintf("k%06d", first+i), value: 1, payload: "x", seq: seq})
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	upsert(0, 400) // a large run, then small ones beside it
+	upsert(400, 10)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Len(t, m.KeyIndex.Runs, 2)
+	require.Zero(t, IndexRunFootprint(m, 1), "a run of 1 entry beside runs of 400 and 10 merges nothing")
+	fp := IndexRunFootprint(m, 200) // 200 entries take in both runs
+	require.Positive(t, fp)
+	upsert(410, 200)
+	after, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Len(t, after.KeyIndex.Runs, 1, "the upsert's run took in both")
+	require.LessOrEqual(t, after.KeyIndex.Runs[0].Bytes, fp+200*64, "the merged run fits in what was reserved for it")
+}

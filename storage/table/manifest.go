@@ -228,6 +228,16 @@ func (m *Manifest) removeFragment(id uint64) {
 	}
 }
 
+// replaceFragments removes the fragments sources and inserts added (what a compaction commits).
+func (m *Manifest) replaceFragments(sources, added []Fragment) {
+	for _, src := range sources {
+		m.removeFragment(src.ID)
+	}
+	for _, f := range added {
+		m.addFragment(f)
+	}
+}
+
 // next returns a copy of m as the base of version m.Version+1.
 func (m *Manifest) next(op string, now time.Time) *Manifest {
 	n := *m

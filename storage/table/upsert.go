@@ -482,32 +482,6 @@ func (t *Table) appendRun(ctx context.Context, m *Manifest, segs []IndexRun, ent
 	return append(slices.Clone(keep), seg), []string{seg.Path}, nil
 }
 
-// tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
-// of n entries: the newest runs, while each holds at most tierRatio times what the merged run
-// would hold so far. Runs then grow geometrically towards the oldest, so a table has
-// O(log entries) runs and an entry is rewritten O(log entries) times.
-func tailRuns(runs []IndexRun, n int) (keep, older []IndexRun) {
-	total, i := int64(n), len(runs)
-	for i > 0 && runs[i-1].Entries <= total*tierRatio {
-		i--
-		total += runs[i].Entries
-	}
-	return runs[:i], runs[i:]
-}
-
-// writeMergedRun stores entries (sorted, one per key) as one run, merged with the runs older
-// when there are any (mergeRuns: entries no longer live in m are dropped).
-func (t *Table) writeMergedRun(ctx context.Context, m *Manifest, older []IndexRun, entries []indexEntry) (IndexRun, error) {
-	if len(older) == 0 {
-		return t.writeRun(ctx, entries)
-	}
-	data, n, err := t.mergeRuns(ctx, m, older, entries)
-	if err != nil {
-		return IndexRun{}, err
-	}
-	return t.putRun(ctx, data, n)
-}
-
 func insertSorted(s []uint64, v uint64) []uint64 {
 	i, ok := slices.BinarySearch(s, v)
 	if ok {
