@@ -76,9 +76,11 @@ func BenchmarkP13MergeCPU(b *testing.B) {
 		appendCPU := cpuTime()
 		load(rows, true)
 		appendCPU = cpuTime() - appendCPU
+		stopProfile := benchfmt.ProfileCPU("p13-merge.cpu.pb.gz")
 		mergeCPU := cpuTime()
 		merge()
 		mergeCPU = cpuTime() - mergeCPU
+		stopProfile()
 		after, err := s.TableManifest(ctx)
 		if err != nil {
 			b.Fatal(err)

@@ -10,6 +10,8 @@ package benchfmt
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -73,4 +75,27 @@ func Time(n int, fn func(i int) error) ([]time.Duration, error) {
 		out = append(out, time.Since(start))
 	}
 	return out, nil
+}
+
+// ProfileCPU starts a CPU profile of this process to STRATA_BENCH_PROFILE_DIR/name when that is
+// set, so a figure's hot path can be read alone (go tool pprof -top BINARY FILE); the returned
+// function stops it. Without the variable, or when a profile is already running (go test
+// -cpuprofile), it does nothing.
+func ProfileCPU(name string) (stop func()) {
+	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }

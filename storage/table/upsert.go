@@ -10,7 +10,6 @@
 package table
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/strata-store/strata/storage/arrowutil"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -394,18 +392,11 @@ func joinColumn(parts []arrow.RecordBatch, c int, mem memory.Allocator) (arrow.A
 // writeRows writes rows of parts (laid end to end; rows already sorted by key) as new fragment
 // id and returns it with its index entries.
 func (p *PreparedUpsert) writeRows(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
-	t := p.t
-	sel, err := arrowutil.TakeParts(ctx, t.mem, parts, rows)
-	if err != nil {
-		return Fragment{}, nil, err
+	frag, entries, err := p.t.writeRowsAsFragment(ctx, parts, rows, id, keyColumn)
+	if frag.Path != "" {
+		p.addFile(frag.Path)
 	}
-	defer sel.Release()
-	frag, err := t.writeFragment(ctx, id, sel, keyColumn)
-	if err != nil {
-		return Fragment{}, nil, err
-	}
-	p.addFile(frag.Path)
-	return frag, fragmentEntries(frag.ID, sel, keyColumn), nil
+	return frag, entries, err
 }
 
 // addFile records a file this attempt wrote (deleted if the attempt is abandoned).
@@ -415,44 +406,9 @@ func (p *PreparedUpsert) addFile(path string) {
 	p.files = append(p.files, path)
 }
 
-// fragmentEntries are the index entries of a freshly written fragment's rows.
-func fragmentEntries(id uint64, rec arrow.RecordBatch, keyColumn string) []indexEntry {
-	s := rec.Schema()
-	keys := rec.Column(s.FieldIndices(keyColumn)[0]).(*array.String)
-	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
-	tombs := rec.Column(s.FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
-	out := make([]indexEntry, keys.Len())
-	for i := range out {
-		out[i] = indexEntry{Key: keys.Value(i), Fragment: id, Row: int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)}
-	}
-	slices.SortFunc(out, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
-
 // fragmentPath names a new data file for fragment id (random: a retried write never collides).
 func fragmentPath(id uint64) string {
 	return fmt.Sprintf("%s%016x-%s.parquet", dataDir, id, randomName())
-}
-
-// writeFragment encodes rec as fragment id and stores it.
-func (t *Table) writeFragment(ctx context.Context, id uint64, rec arrow.RecordBatch, keyColumn string) (Fragment, error) {
-	data, err := encodeFragment(rec, t.mem)
-	if err != nil {
-		return Fragment{}, fmt.Errorf("table: encode fragment: %w", err)
-	}
-	path := fragmentPath(id)
-	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
-		return Fragment{}, fmt.Errorf("table: write fragment: %w", err)
-	}
-	f := Fragment{ID: id, Path: path, Rows: rec.NumRows(), Bytes: int64(len(data))}
-	if rec.NumRows() > 0 {
-		keys := rec.Column(rec.Schema().FieldIndices(keyColumn)[0]).(*array.String)
-		f.MinKey, f.MaxKey = keys.Value(0), keys.Value(keys.Len()-1)
-		for i := 1; i < keys.Len(); i++ {
-			f.MinKey, f.MaxKey = min(f.MinKey, keys.Value(i)), max(f.MaxKey, keys.Value(i))
-		}
-	}
-	return f, nil
 }
 
 // extendIndex adds entries for fragment id as a new run, merging it into the tail runs

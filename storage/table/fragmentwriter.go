@@ -1,0 +1,135 @@
+// Writing one fragment a row group at a time: merges and compactions gather (take) the rows of
+// one row group, encode it and let it go, so a fragment being written costs its encoded bytes and
+// one row group's rows — not all of its rows gathered into one batch first.
+package table
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/strata-store/strata/storage/arrowutil"
+)
+
+// fragmentWriter encodes one output fragment a row group at a time.
+type fragmentWriter struct {
+	id        uint64
+	keyColumn string
+	buf       bytes.Buffer
+	w         *pqarrow.FileWriter
+	rows      int64
+	minKey    string
+	maxKey    string
+	entries   []indexEntry
+}
+
+// newFragmentWriter starts fragment id, its layout chosen from first (its first row group).
+func newFragmentWriter(id uint64, first arrow.RecordBatch, keyColumn string, mem memory.Allocator) (*fragmentWriter, error) {
+	fw := &fragmentWriter{id: id, keyColumn: keyColumn}
+	opts := fragmentWriterProperties(first, mem, fragmentCodec)
+	// Each write is one row group (the merge cuts them), so the row-group bound only guards.
+	opts = append(opts, parquet.WithMaxRowGroupLength(max(first.NumRows(), rowGroupRows)))
+	w, err := pqarrow.NewFileWriter(first.Schema(), &fw.buf, parquet.NewWriterProperties(opts...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+	if err != nil {
+		return nil, fmt.Errorf("table: encode fragment: %w", err)
+	}
+	fw.w = w
+	return fw, nil
+}
+
+// write appends rec (rows in key order, after every row written before) as a row group.
+func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
+	if err := fw.w.Write(rec); err != nil {
+		return fmt.Errorf("table: encode fragment: %w", err)
+	}
+	s := rec.Schema()
+	keys := rec.Column(s.FieldIndices(fw.keyColumn)[0]).(*array.String)
+	seqs := rec.Column(s.FieldIndices(SeqColumn)[0]).(*array.Uint64)
+	tombs := rec.Column(s.FieldIndices(TombstoneColumn)[0]).(*array.Boolean)
+	for i := range keys.Len() {
+		// Cloned: the index entries outlive the batch (a key would otherwise pin its buffers).
+		key := strings.Clone(keys.Value(i))
+		fw.entries = append(fw.entries, indexEntry{Key: key, Fragment: fw.id, Row: fw.rows + int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)})
+		if fw.rows == 0 && i == 0 {
+			fw.minKey = key
+		}
+		fw.maxKey = key
+	}
+	fw.rows += rec.NumRows()
+	return nil
+}
+
+// finish closes the fragment and stores it. A returned Fragment with a Path was written (even
+// when err says the store's answer was lost).
+func (fw *fragmentWriter) finish(ctx context.Context, t *Table) (Fragment, []indexEntry, error) {
+	if err := fw.w.Close(); err != nil {
+		return Fragment{}, nil, fmt.Errorf("table: encode fragment: %w", err)
+	}
+	path := fragmentPath(fw.id)
+	f := Fragment{ID: fw.id, Path: path, Rows: fw.rows, Bytes: int64(fw.buf.Len()), MinKey: fw.minKey, MaxKey: fw.maxKey}
+	if err := t.store.PutIfAbsent(ctx, path, fw.buf.Bytes()); err != nil {
+		return f, nil, fmt.Errorf("table: write fragment: %w", err)
+	}
+	return f, fw.entries, nil
+}
+
+// writeRowsAsFragment writes rows of parts (positions in the parts laid end to end, in key
+// order) as new fragment id, gathering one row group at a time. The row-group length is
+// rowGroupLength of the first rowGroupRows rows (gathered, their buffers hold only them), and the
+// output buffer is sized once, from the first row groups' encoded bytes per row. A returned
+// Fragment with a Path was written (even when err says the store's answer was lost).
+func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
+	first, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[:min(len(rows), rowGroupRows)])
+	if err != nil {
+		return Fragment{}, nil, err
+	}
+	fw, err := newFragmentWriter(id, first, keyColumn, t.mem)
+	if err != nil {
+		first.Release()
+		return Fragment{}, nil, err
+	}
+	defer func() {
+		if fw != nil { // an error left the fragment unfinished: free its encoder, store nothing
+			_ = fw.w.Close()
+		}
+	}()
+	groupN := rowGroupLength(first)
+	for at := int64(0); at < first.NumRows(); at += groupN {
+		group := first.NewSlice(at, min(at+groupN, first.NumRows()))
+		err = fw.write(group)
+		group.Release()
+		if err != nil {
+			first.Release()
+			return Fragment{}, nil, err
+		}
+	}
+	first.Release()
+	if left := int64(len(rows)) - fw.rows; left > 0 {
+		// The rest encodes about like the rows so far: one buffer for all of it (and the
+		// footer), not doublings past it that copy and touch twice the bytes.
+		perRow := float64(fw.buf.Len()) / float64(fw.rows)
+		fw.buf.Grow(int(perRow*float64(left)*17/16) + 64<<10)
+	}
+	for start := fw.rows; start < int64(len(rows)); start += groupN {
+		group, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[start:min(int64(len(rows)), start+groupN)])
+		if err != nil {
+			return Fragment{}, nil, err
+		}
+		err = fw.write(group)
+		group.Release()
+		if err != nil {
+			return Fragment{}, nil, err
+		}
+	}
+	w := fw
+	fw = nil
+	return w.finish(ctx, t)
+}
