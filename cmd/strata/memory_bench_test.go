@@ -110,11 +110,21 @@ func (s *childServer) settle() int64 {
 // saveHeapProfile writes the child's heap profile to STRATA_BENCH_PROFILE_DIR/name when that is
 // set (to find what holds memory: go tool pprof -top -diff_base early.pb.gz late.pb.gz).
 func (s *childServer) saveHeapProfile(name string) {
+	s.saveURL("/api/v1/admin/debug/pprof/heap?gc=1", name)
+}
+
+// saveMetrics writes the child's /metrics to STRATA_BENCH_PROFILE_DIR/name when that is set (the
+// Go heap's and the object cache's bytes by kind, beside the heap profiles).
+func (s *childServer) saveMetrics(name string) {
+	s.saveURL("/metrics", name)
+}
+
+func (s *childServer) saveURL(path, name string) {
 	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
 	if dir == "" {
 		return
 	}
-	resp, err := http.Get(s.base + "/api/v1/admin/debug/pprof/heap?gc=1")
+	resp, err := http.Get(s.base + path)
 	if err != nil {
 		return
 	}
@@ -510,6 +520,7 @@ func r6Soak(b *testing.B) {
 				mu.Unlock()
 				if n%60 == 0 {
 					s.saveHeapProfile(fmt.Sprintf("soak-heap-%03dm.pb.gz", n/60))
+					s.saveMetrics(fmt.Sprintf("soak-metrics-%03dm.txt", n/60))
 				}
 			}
 		}

@@ -18,6 +18,7 @@ package cache
 
 import (
 	"container/list"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,12 +29,13 @@ import (
 
 // Cache is a byte-bounded LRU shared by every store of the process. A nil *Cache caches nothing.
 type Cache struct {
-	mu    sync.Mutex // guards ll, items, parts and bytes
-	ll    *list.List // front: most recently used
-	items map[string]*list.Element
-	parts map[string]map[string]struct{} // OBJECT -> its cached OBJECT#PART keys (full keys)
-	bytes int64
-	limit int64
+	mu     sync.Mutex // guards ll, items, parts, bytes and byKind
+	ll     *list.List // front: most recently used
+	items  map[string]*list.Element
+	parts  map[string]map[string]struct{} // OBJECT -> its cached OBJECT#PART keys (full keys)
+	bytes  int64
+	byKind map[string]int64 // bytes by kind of object (they sum to bytes)
+	limit  int64
 
 	spaces atomic.Uint64 // Namespace prefixes handed out
 
@@ -53,15 +55,13 @@ func New(limit int64, reg prometheus.Registerer) *Cache {
 	if limit <= 0 {
 		return nil
 	}
-	c := &Cache{ll: list.New(), items: map[string]*list.Element{}, parts: map[string]map[string]struct{}{}, limit: limit,
+	c := &Cache{ll: list.New(), items: map[string]*list.Element{}, parts: map[string]map[string]struct{}{}, byKind: map[string]int64{}, limit: limit,
 		hits:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_hits_total", Help: "Lookups served by the object cache, by kind of object."}, []string{"kind"}),
 		misses:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_misses_total", Help: "Lookups the object cache could not serve, by kind of object."}, []string{"kind"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_cache_evictions_total", Help: "Objects evicted from the object cache to stay within its byte limit, by kind."}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(c.hits, c.misses, c.evictions,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_cache_bytes", Help: "Estimated bytes held by the object cache."},
-				func() float64 { return float64(c.Bytes()) }),
+		reg.MustRegister(c.hits, c.misses, c.evictions, kindBytesCollector{c},
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_cache_limit_bytes", Help: "The object cache's byte limit."},
 				func() float64 { return float64(c.Limit()) }))
 	}
@@ -76,6 +76,31 @@ func (c *Cache) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bytes
+}
+
+// BytesByKind is the estimated size of what is cached, by kind of object.
+func (c *Cache) BytesByKind() map[string]int64 {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.byKind)
+}
+
+// kindBytesDesc is strata_cache_bytes: by kind, so an operator sees what fills the cache (the
+// kinds are the fixed set the storage packages cache: footer, index, index_page, manifest, ...).
+var kindBytesDesc = prometheus.NewDesc("strata_cache_bytes", "Estimated bytes held by the object cache, by kind of object.", []string{"kind"}, nil)
+
+// kindBytesCollector reports strata_cache_bytes at scrape time.
+type kindBytesCollector struct{ c *Cache }
+
+func (k kindBytesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- kindBytesDesc }
+
+func (k kindBytesCollector) Collect(ch chan<- prometheus.Metric) {
+	for kind, n := range k.c.BytesByKind() {
+		ch <- prometheus.MustNewConstMetric(kindBytesDesc, prometheus.GaugeValue, float64(n), kind)
+	}
 }
 
 // Limit is the byte limit (0 for a nil cache).
@@ -143,12 +168,13 @@ func Add(n Namespace, kind, key string, value any, cost int64) {
 	defer s.mu.Unlock()
 	if el, ok := s.items[key]; ok {
 		old := el.Value.(*entry)
-		s.bytes += cost - old.cost
+		s.account(old.kind, -old.cost)
+		s.account(kind, cost)
 		old.value, old.cost, old.kind = value, cost, kind
 		s.ll.MoveToFront(el)
 	} else {
 		s.items[key] = s.ll.PushFront(&entry{key: key, kind: kind, value: value, cost: cost})
-		s.bytes += cost
+		s.account(kind, cost)
 		if owner, ok := ownerOf(key); ok {
 			if s.parts[owner] == nil {
 				s.parts[owner] = map[string]struct{}{}
@@ -197,7 +223,8 @@ func (c *Cache) drop(key string) {
 	}
 	c.ll.Remove(el)
 	delete(c.items, key)
-	c.bytes -= el.Value.(*entry).cost
+	e := el.Value.(*entry)
+	c.account(e.kind, -e.cost)
 	if owner, ok := ownerOf(key); ok {
 		if set := c.parts[owner]; set != nil {
 			delete(set, key)
@@ -205,5 +232,13 @@ func (c *Cache) drop(key string) {
 				delete(c.parts, owner)
 			}
 		}
+	}
+}
+
+// account adds delta bytes of kind (the caller holds mu).
+func (c *Cache) account(kind string, delta int64) {
+	c.bytes += delta
+	if c.byKind[kind] += delta; c.byKind[kind] == 0 {
+		delete(c.byKind, kind)
 	}
 }

@@ -152,3 +152,44 @@ func TestReplacingAKeyWhileItIsRead(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// What the cache holds is reported by kind (strata_cache_bytes{kind}), and the kinds sum to its
+// bytes through additions, replacements (of another kind, too), evictions and removals.
+func TestTheCacheReportsItsBytesByKind(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := New(100_000, reg)
+	ns := c.Namespace()
+	sum := func() int64 {
+		var n int64
+		for _, v := range c.BytesByKind() {
+			n += v
+		}
+		return n
+	}
+	for i := range 400 {
+		Add(ns, []string{"footer", "index", "index_page"}[i%3], fmt.Sprint(i%250), i, int64(100+i))
+		require.Equal(t, c.Bytes(), sum())
+	}
+	Remove(ns, "7")
+	require.Equal(t, c.Bytes(), sum())
+	Add(ns, "manifest", "m", 1, 5000)
+	byKind := c.BytesByKind()
+	require.Equal(t, int64(5000+len("m")+64), byKind["manifest"]) // the cost, its key and its entry
+	gauge := map[string]float64{}
+	for _, mf := range mustGather(t, reg) {
+		if mf.GetName() == "strata_cache_bytes" {
+			for _, m := range mf.GetMetric() {
+				gauge[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	require.Len(t, gauge, len(byKind))
+	for kind, n := range byKind {
+		require.Equal(t, float64(n), gauge[kind], kind)
+	}
+	for i := range 250 {
+		Remove(ns, fmt.Sprint(i))
+	}
+	Remove(ns, "m")
+	require.Empty(t, c.BytesByKind(), "nothing cached, no kind left")
+}
