@@ -241,11 +241,12 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			if fw, err = newFragmentWriter(id, rec, base.KeyColumn, t.mem); err != nil {
 				return err
 			}
-			// The output is about as large as what is left of the sources (their rows, encoded
-			// alike): one buffer of that size, not one doubling past it (three times the size
-			// at once while the last doubling copies).
-			left := max(0, sourceBytes-written)
-			fw.buf.Grow(int(min(left, cfg.TargetBytesPerFragment) + cfg.TargetBytesPerFragment/16))
+			// The output is at most about what is left of the sources (their rows, encoded
+			// alike, less the deleted ones): one buffer of that size and a margin of a sixteenth
+			// for the footer, not one doubling past it (three times the size at once while the
+			// last doubling copies).
+			left := min(max(0, sourceBytes-written), cfg.TargetBytesPerFragment)
+			fw.buf.Grow(int(left*17/16 + 64<<10))
 		}
 		if err := fw.write(rec); err != nil {
 			return err
