@@ -75,7 +75,10 @@ func BenchmarkP8GetVsPostgres(b *testing.B) {
 		}
 		load(httpGet) // warm both: caches, connections
 		load(pgGet)
-		httpTimes, pgTimes := load(httpGet), load(pgGet)
+		stopProfile := benchfmt.ProfileCPU("p8-get.cpu.pb.gz")
+		httpTimes := load(httpGet)
+		stopProfile()
+		pgTimes := load(pgGet)
 		hp50, hp99 := benchfmt.Percentile(httpTimes, 50), benchfmt.Percentile(httpTimes, 99)
 		pp50, pp99 := benchfmt.Percentile(pgTimes, 50), benchfmt.Percentile(pgTimes, 99)
 		benchfmt.Report("P8-get-p50", benchfmt.Millis(hp50), "ms", "point get over HTTP on a merged 1M-row store, 4 concurrent clients, p50")

@@ -101,9 +101,15 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			_ = fw.w.Close()
 		}
 	}()
+	// Row groups of first are written from it: whole ones only, unless it holds every row (its
+	// tail is taken again as the start of the next row group, so no group but the last is short).
 	groupN := rowGroupLength(first)
-	for at := int64(0); at < first.NumRows(); at += groupN {
-		group := first.NewSlice(at, min(at+groupN, first.NumRows()))
+	fromFirst := first.NumRows()
+	if fromFirst < int64(len(rows)) && fromFirst >= groupN {
+		fromFirst -= fromFirst % groupN
+	}
+	for at := int64(0); at < fromFirst; at += groupN {
+		group := first.NewSlice(at, min(at+groupN, fromFirst))
 		err = fw.write(group)
 		group.Release()
 		if err != nil {

@@ -1,12 +1,14 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -40,4 +42,40 @@ func TestAWrittenFragmentGathersOneRowGroupAtATime(t *testing.T) {
 	m, err := tbl.Latest(context.Background())
 	require.NoError(t, err)
 	require.Len(t, scanAll(t, tbl, m), rows)
+}
+
+// Gathered a row group at a time, a fragment keeps the layout of one encoded whole: row groups
+// of one length (rowGroupLength of its rows), only the last one shorter.
+func TestAFragmentWrittenByRowGroupsHasRowGroupsOfOneLength(t *testing.T) {
+	store := objstoretest.NewMemory()
+	tbl := newTestTable(t, store, checkedAlloc(t))
+	for _, rows := range []int{10, 1865, 4096, 4097, 50_000} {
+		in := make([]row, rows)
+		for i := range in {
+			in[i] = row{id: fmt.Sprintf("r%05d-%07d", rows, i), value: int64(i % 7), payload: strings.Repeat(string(rune('a'+i%26)), 200+i%100), seq: uint64(i + 1)}
+		}
+		upsertRows(t, tbl, tbl.mem, in)
+	}
+	m, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 5)
+	for _, f := range m.Fragments {
+		data, err := store.Get(context.Background(), f.Path)
+		require.NoError(t, err)
+		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		require.NoError(t, err)
+		md := pf.MetaData()
+		var total int64
+		for i := range md.NumRowGroups() {
+			n := md.RowGroup(i).NumRows()
+			total += n
+			if i < md.NumRowGroups()-1 {
+				require.Equal(t, md.RowGroup(0).NumRows(), n, "%s: row group %d of %d", f.Path, i, md.NumRowGroups())
+			} else {
+				require.LessOrEqual(t, n, md.RowGroup(0).NumRows())
+			}
+		}
+		require.Equal(t, f.Rows, total)
+		require.NoError(t, pf.Close())
+	}
 }
