@@ -174,7 +174,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		sourceBytes += f.Bytes
 	}
 	var written int64 // bytes of the output fragments finished so far
-	// Output row groups are sized like encodeFragment's (rowGroupLength), from the sources'
+	// Output row groups are sized like a merge's (rowGroupLength), from the sources'
 	// uncompressed bytes per row (the cursors' batches are slices: their buffers' sizes say
 	// nothing about their rows).
 	var rawBytes, rawRows int64

@@ -105,12 +105,9 @@ func mostlyDistinct(arr arrow.Array) bool {
 // docs/format/table.md).
 var fragmentCodec = compress.Codecs.Lz4Raw
 
-// encodeFragment serialises rec (already aligned to the table schema) as Parquet.
-func encodeFragment(rec arrow.RecordBatch, mem memory.Allocator) ([]byte, error) {
-	return encodeFragmentWith(rec, mem, fragmentCodec)
-}
-
-// encodeFragmentWith is encodeFragment with another page codec (benchmarks compare them).
+// encodeFragmentWith serialises rec (aligned to the table schema) whole as one fragment with
+// the given page codec, in the layout fragments have (benchmarks compare codecs with it; merges
+// and compactions write through fragmentWriter, a row group at a time).
 func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compress.Compression) ([]byte, error) {
 	var buf bytes.Buffer
 	opts := append(fragmentWriterProperties(rec, mem, codec), parquet.WithMaxRowGroupLength(rowGroupLength(rec)))
