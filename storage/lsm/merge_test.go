@@ -313,6 +313,49 @@ func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
 	require.Zero(t, e.budget.Reserved())
 }
 
+// A merge into an indexed table also reserves the key-index run merge its upsert does (the tail
+// runs it takes in, built in memory before they are stored): table.IndexRunFootprint of the rows
+// it merges, on top of the batch's footprint.
+func TestMergeReservesTheIndexRunMergeToo(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	e.budget = budget.New(64<<20, nil)
+	s := e.open("a")
+	for i := range 3 {
+		appendIDs(t, s, e.mem, int64(i), ids(fmt.Sprintf("g%d-", i), 200)...)
+		require.NoError(t, s.Flush(ctx))
+	}
+	_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{})
+	require.NoError(t, err)
+	_, err = s.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	for i := range 3 {
+		appendIDs(t, s, e.mem, int64(10+i), ids(fmt.Sprintf("h%d-", i), 200)...)
+		require.NoError(t, s.Flush(ctx))
+	}
+	st, _, err := s.OwnShardState(ctx)
+	require.NoError(t, err)
+	snap, err := s.Snapshot(ctx)
+	require.NoError(t, err)
+	var rows int64
+	for _, sh := range snap.Shards {
+		for _, g := range sh.Generations {
+			rows += g.Rows
+		}
+	}
+	require.Equal(t, int64(600), rows)
+	index := table.IndexRunFootprint(snap.Table, rows)
+	require.Positive(t, index, "the new run takes in the table's run (no larger than 4x its own)")
+	var reserved int64
+	_, err = s.MergeShard(ctx, s.Shard(), MergeOptions{OnPhase: func(p MergeProgress) {
+		reserved = max(reserved, p.ReservedBytes)
+	}})
+	require.NoError(t, err)
+	require.Equal(t, 3*st.PendingBytes+index, reserved)
+	require.Zero(t, e.budget.Reserved())
+	checkTable(t, s)
+}
+
 // A maintenance worker usually shares its host name, and so its default instance id, with the
 // API worker on the same host: opening the store read-only and merging must not claim the write
 // shard the API worker appends to.
