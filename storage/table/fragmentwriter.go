@@ -82,14 +82,33 @@ func (fw *fragmentWriter) finish(ctx context.Context, t *Table) (Fragment, []ind
 }
 
 // writeRowsAsFragment writes rows of parts (positions in the parts laid end to end, in key
-// order) as new fragment id, gathering one row group at a time. The row-group length is
-// rowGroupLength of the first rowGroupRows rows (gathered, their buffers hold only them), and the
-// output buffer is sized once, from the first row groups' encoded bytes per row. A returned
-// Fragment with a Path was written (even when err says the store's answer was lost).
+// order) as new fragment id, gathering one row group at a time. The first rows gathered choose
+// the layout (rowGroupLength of them: their buffers hold only them), and the output buffer is
+// sized once, from the first row groups' encoded bytes per row. A returned Fragment with a Path
+// was written (even when err says the store's answer was lost).
 func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
-	first, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[:min(len(rows), rowGroupRows)])
+	// The first sample is about a row group, estimated from the parts' bytes per row (their
+	// buffers may be shared with other rows, so the estimate errs small: wide rows never make a
+	// sample of rowGroupRows of them); when the rows gathered say a row group holds more, the
+	// sample is gathered again at that length.
+	var partBytes, partRows int64
+	for _, p := range parts {
+		partRows += p.NumRows()
+		for _, c := range p.Columns() {
+			partBytes += int64(c.Data().SizeInBytes())
+		}
+	}
+	sample := min(int64(len(rows)), rowGroupRowsFor(partBytes, partRows))
+	first, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[:sample])
 	if err != nil {
 		return Fragment{}, nil, err
+	}
+	groupN := rowGroupLength(first)
+	if groupN > sample && sample < int64(len(rows)) {
+		first.Release()
+		if first, err = arrowutil.TakeParts(ctx, t.mem, parts, rows[:min(int64(len(rows)), groupN)]); err != nil {
+			return Fragment{}, nil, err
+		}
 	}
 	fw, err := newFragmentWriter(id, first, keyColumn, t.mem)
 	if err != nil {
@@ -103,7 +122,6 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 	}()
 	// Row groups of first are written from it: whole ones only, unless it holds every row (its
 	// tail is taken again as the start of the next row group, so no group but the last is short).
-	groupN := rowGroupLength(first)
 	fromFirst := first.NumRows()
 	if fromFirst < int64(len(rows)) && fromFirst >= groupN {
 		fromFirst -= fromFirst % groupN
