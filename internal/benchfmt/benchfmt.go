@@ -92,6 +92,7 @@ func ProfileCPU(name string) (stop func()) {
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		_ = f.Close()
+		_ = os.Remove(f.Name()) // no empty profile left behind
 		return func() {}
 	}
 	return func() {

@@ -321,18 +321,18 @@ func TestMergeReservesTheIndexRunMergeToo(t *testing.T) {
 	e := newEnv(t, objstoretest.NewMemory())
 	e.budget = budget.New(64<<20, nil)
 	s := e.open("a")
-	for i := range 3 {
-		appendIDs(t, s, e.mem, int64(i), ids(fmt.Sprintf("g%d-", i), 200)...)
-		require.NoError(t, s.Flush(ctx))
+	sealGenerations := func(prefix string) { // three generations of 200 new ids each
+		for i := range 3 {
+			appendIDs(t, s, e.mem, int64(i), ids(fmt.Sprintf("%s%d-", prefix, i), 200)...)
+			require.NoError(t, s.Flush(ctx))
+		}
 	}
+	sealGenerations("g")
 	_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{})
 	require.NoError(t, err)
 	_, err = s.BuildKeyIndex(ctx)
 	require.NoError(t, err)
-	for i := range 3 {
-		appendIDs(t, s, e.mem, int64(10+i), ids(fmt.Sprintf("h%d-", i), 200)...)
-		require.NoError(t, s.Flush(ctx))
-	}
+	sealGenerations("h")
 	st, _, err := s.OwnShardState(ctx)
 	require.NoError(t, err)
 	snap, err := s.Snapshot(ctx)

@@ -50,11 +50,16 @@ const maxStatsBytes = 128
 
 // rowGroupLength picks the row-group size for rec.
 func rowGroupLength(rec arrow.RecordBatch) int64 {
+	return rowGroupRowsFor(batchBytes(rec), rec.NumRows())
+}
+
+// batchBytes is the size of rec's buffers (all of each: for a slice, more than its rows hold).
+func batchBytes(rec arrow.RecordBatch) int64 {
 	var size int64
 	for _, c := range rec.Columns() {
 		size += int64(c.Data().SizeInBytes())
 	}
-	return rowGroupRowsFor(size, rec.NumRows())
+	return size
 }
 
 // rowGroupRowsFor is the row-group size for rows taking bytes in memory (the layout above).

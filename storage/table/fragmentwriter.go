@@ -93,10 +93,7 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 	// sample is gathered again at that length.
 	var partBytes, partRows int64
 	for _, p := range parts {
-		partRows += p.NumRows()
-		for _, c := range p.Columns() {
-			partBytes += int64(c.Data().SizeInBytes())
-		}
+		partBytes, partRows = partBytes+batchBytes(p), partRows+p.NumRows()
 	}
 	sample := min(int64(len(rows)), rowGroupRowsFor(partBytes, partRows))
 	first, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[:sample])
