@@ -184,9 +184,7 @@ func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.Comp
 	if req.MinFragments > 0 {
 		cfg.MinFragments = req.MinFragments
 	}
-	if req.KeepDeletions {
-		cfg.DeletionRatio = 1.01 // no share of deleted rows makes a fragment a candidate on its own
-	}
+	cfg.KeepDeletions = cfg.KeepDeletions || req.KeepDeletions
 	cfg.EverySmallFragment = cfg.EverySmallFragment || req.EverySmallFragment
 	return cfg
 }

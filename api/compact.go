@@ -75,10 +75,8 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		}
 		// No maintenance worker to run it: compact here (commits are compare-and-swaps, so this
 		// is safe next to a maintenance worker that comes up meanwhile).
-		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment, EverySmallFragment: true}
-		if op.KeepDeletions {
-			cfg.DeletionRatio = 1.01 // never rewrite a fragment for its deletions alone
-		}
+		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment,
+			EverySmallFragment: true, KeepDeletions: op.KeepDeletions}
 		res, err := s.Compact(ctx, lsm.CompactOptions{Compaction: cfg})
 		if err != nil {
 			return err

@@ -56,6 +56,7 @@ func BenchmarkP7AppendVsDisk(b *testing.B) {
 				bodies = append(bodies, p7Body(mb<<20, &row, texts))
 			}
 			var sent atomic.Int64
+			stopProfile := benchfmt.ProfileCPU(fmt.Sprintf("p7-append-%dmb.cpu.pb.gz", mb))
 			start := time.Now()
 			var wg sync.WaitGroup
 			next := make(chan []byte)
@@ -75,6 +76,7 @@ func BenchmarkP7AppendVsDisk(b *testing.B) {
 			close(next)
 			wg.Wait()
 			appendRate := float64(sent.Load()) / time.Since(start).Seconds() / 1e6
+			stopProfile()
 			diskRate := p7DiskRate(b, c.data, mb, int(sent.Load()/(int64(mb)<<20)))
 			benchfmt.Report(fmt.Sprintf("P7-append-mbps-%dmb", mb), appendRate, "MB/s", fmt.Sprintf("durable Arrow IPC appends of %d MB bodies over HTTP, 4 clients", mb))
 			benchfmt.Report(fmt.Sprintf("P7-disk-mbps-%dmb", mb), diskRate, "MB/s", fmt.Sprintf("dd oflag=direct conv=fdatasync, bs=%dM, as many bytes, same directory", mb))

@@ -26,7 +26,10 @@ type CompactionConfig struct {
 	// compaction holds however wide the rows.
 	TargetBytesPerFragment int64
 	DeletionRatio          float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
-	MaxSourceFragments     int     // cap per pass, so a huge backlog progresses incrementally (default 32)
+	// KeepDeletions: no share of deleted rows makes a fragment a candidate on its own (an
+	// operator's compaction that asked not to materialize deletions); DeletionRatio is ignored.
+	KeepDeletions      bool
+	MaxSourceFragments int // cap per pass, so a huge backlog progresses incrementally (default 32)
 	// EverySmallFragment rewrites every small fragment together instead of one size tier (an
 	// operator's explicit compaction: "compact what is small now", whatever the rewriting costs).
 	EverySmallFragment bool
@@ -75,7 +78,7 @@ func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 	var heavy, small []Fragment
 	for _, f := range m.Fragments {
 		switch {
-		case f.Rows > 0 && float64(f.DeletedRows)/float64(f.Rows) >= cfg.DeletionRatio:
+		case !cfg.KeepDeletions && f.Rows > 0 && float64(f.DeletedRows)/float64(f.Rows) >= cfg.DeletionRatio:
 			heavy = append(heavy, f)
 		case f.LiveRows() < cfg.TargetRowsPerFragment:
 			small = append(small, f)

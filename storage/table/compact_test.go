@@ -38,6 +38,10 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 	m := frags(1000, 1000)
 	m.Fragments[1].DeletedRows = 300
 	require.Equal(t, []uint64{2}, PlanCompaction(m, cfg).Sources, "a heavily deleted fragment is rewritten on its own")
+	m.Fragments[1].DeletedRows = 1000
+	keep := cfg
+	keep.KeepDeletions = true
+	require.Empty(t, PlanCompaction(m, keep).Sources, "keeping deletions, not even a wholly deleted fragment is a candidate on its own")
 }
 
 // Small fragments are compacted as a size tier: a fragment much larger than the others waits
