@@ -188,9 +188,11 @@ func (h *handlers) emptyBatch(s *lsm.Store, columns []string) arrow.RecordBatch 
 
 // columnsExcept lists the store's user columns minus the excluded ones.
 func columnsExcept(s *lsm.Store, exclude map[string]bool) []string {
-	var out []string
-	for _, f := range s.Schema().Fields() {
-		if !strings.HasPrefix(f.Name, "_") && !exclude[f.Name] {
+	// Field(i), not Fields(): a point get runs this, and Fields copies the schema's fields.
+	schema := s.Schema()
+	var out []string // nil when nothing is left, as callers expect
+	for i := range schema.NumFields() {
+		if f := schema.Field(i); !strings.HasPrefix(f.Name, "_") && !exclude[f.Name] {
 			out = append(out, f.Name)
 		}
 	}

@@ -32,7 +32,9 @@ type rowEncoder struct {
 
 func (c codec) newRowEncoder(rec arrow.RecordBatch, always map[string]bool) *rowEncoder {
 	e := &rowEncoder{cols: make([]columnEncoder, rec.NumCols())}
-	for ci, f := range rec.Schema().Fields() {
+	schema := rec.Schema()
+	for ci := range schema.NumFields() { // Field(i), not Fields(): no copy of the schema per response
+		f := schema.Field(ci)
 		name, _ := jsontext.AppendQuote(nil, f.Name)
 		arr := rec.Column(ci)
 		e.cols[ci] = columnEncoder{name: append(name, ':'), arr: arr, always: always[f.Name], value: valueEncoder(arr, c.json[f.Name])}

@@ -71,7 +71,7 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := openRead(p)
 	if err != nil {
 		return nil, mapErr(key, err)
 	}
@@ -80,11 +80,11 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 	// read, which stops at the end of the file; any other is clamped to the object's size first.
 	start, size := offset, length
 	if offset < 0 || length < 0 || length > unstatedRangeBytes {
-		st, err := f.Stat()
+		objectSize, err := f.Size()
 		if err != nil {
 			return nil, err
 		}
-		begin, end, err := ClampRange(st.Size(), offset, length)
+		begin, end, err := ClampRange(objectSize, offset, length)
 		if err != nil {
 			return nil, err
 		}

@@ -156,3 +156,34 @@ func TestFaultyInPlaceWritesCrash(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ab", string(got), "what was written before the crash stays readable")
 }
+
+// The local store's ranged reads, on both of its paths: a range of up to 1 MiB is read as asked
+// and cut short by the end of the object; a larger one is clamped to the object's size first.
+// A missing object and a directory are errors, never data.
+func TestLocalRangedReadsStopAtTheEndOfTheObject(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := objstore.NewLocal(dir)
+	require.NoError(t, err)
+	data := make([]byte, 3<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	require.NoError(t, s.Put(ctx, "f/data", data))
+
+	part, err := s.GetRange(ctx, "f/data", 100, 4096)
+	require.NoError(t, err)
+	require.Equal(t, data[100:4196], part, "a small range inside the object")
+	part, err = s.GetRange(ctx, "f/data", int64(len(data))-10, 4096)
+	require.NoError(t, err)
+	require.Equal(t, data[len(data)-10:], part, "a small range past the end is cut short")
+	require.Less(t, cap(part), 4096, "and does not keep the buffer asked for")
+	part, err = s.GetRange(ctx, "f/data", 1<<20, 8<<20)
+	require.NoError(t, err)
+	require.Equal(t, data[1<<20:], part, "a large range is clamped to the object")
+
+	_, err = s.GetRange(ctx, "f/missing", 0, 10)
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	_, err = s.GetRange(ctx, "f", 0, 10)
+	require.Error(t, err, "a directory is not an object")
+}
