@@ -333,3 +333,63 @@ func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, listing, len(before.Fragments), "the fragments it wrote were deleted")
 }
+
+// bufferRecordingStore records the capacity of the buffer each fragment was written from.
+type bufferRecordingStore struct {
+	objstore.Store
+	mu   sync.Mutex
+	caps map[string]int // fragment path -> cap of the bytes written
+}
+
+func (s *bufferRecordingStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, dataDir) {
+		s.mu.Lock()
+		s.caps[key] = cap(data)
+		s.mu.Unlock()
+	}
+	return s.Store.PutIfAbsent(ctx, key, data)
+}
+
+// A fragment is encoded into one buffer about its size, whether a merge's upsert or a compaction
+// writes it: not one of the 64 MiB byte target, and not one that doubled past the fragment
+// (which holds up to twice its bytes again while the last doubling copies).
+func TestFragmentsAreEncodedIntoBuffersOfAboutTheirSize(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := &bufferRecordingStore{Store: objstoretest.NewMemory(), caps: map[string]int{}}
+	tbl := newTestTable(t, store, mem)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for f := range 4 {
+		var rows []row
+		for i := range 3000 {
+			text := make([]byte, 300)
+			for j := range text {
+				text[j] = byte('a' + rng.IntN(26)) // incompressible enough that sizes stay near the rows'
+			}
+			rows = append(rows, row{id: fmt.Sprintf("k%d-%05d", i%3, f*3000+i), value: int64(i), payload: string(text), seq: uint64(f + 1)})
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2})
+	require.NoError(t, err)
+	require.Equal(t, 4, res.FragmentsRemoved)
+
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	var sizes []int64
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	require.Len(t, store.caps, 5, "four upserts and one compaction output")
+	for path, c := range store.caps {
+		data, err := store.Get(ctx, path)
+		require.NoError(t, err)
+		n := len(data)
+		sizes = append(sizes, int64(n))
+		require.LessOrEqual(t, c, n*5/4+256<<10, "fragment %s of %d bytes was encoded into a buffer of %d", path, n, c)
+	}
+	require.Len(t, m.Fragments, 1)
+	require.Contains(t, sizes, m.Fragments[0].Bytes, "the compaction's output is among those checked")
+	require.Greater(t, m.Fragments[0].Bytes, int64(3<<20), "big enough that a doubling would show")
+}

@@ -246,7 +246,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			// for the footer, not one doubling past it (three times the size at once while the
 			// last doubling copies).
 			left := min(max(0, sourceBytes-written), cfg.TargetBytesPerFragment)
-			fw.buf.Grow(int(left*17/16 + 64<<10))
+			fw.reserve(int(left*17/16 + 64<<10))
 		}
 		if err := fw.write(rec); err != nil {
 			return err

@@ -45,6 +45,17 @@ func newFragmentWriter(id uint64, first arrow.RecordBatch, keyColumn string, mem
 	return fw, nil
 }
 
+// reserve makes room for n more bytes of output, allocating exactly that when the buffer must
+// grow: bytes.Buffer's Grow would at least double what it already holds.
+func (fw *fragmentWriter) reserve(n int) {
+	if fw.buf.Available() >= n {
+		return
+	}
+	grown := make([]byte, fw.buf.Len(), fw.buf.Len()+n)
+	copy(grown, fw.buf.Bytes())
+	fw.buf = *bytes.NewBuffer(grown) // in place: the Parquet writer holds &fw.buf
+}
+
 // write appends rec (rows in key order, after every row written before) as a row group.
 func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
 	if err := fw.w.Write(rec); err != nil {
@@ -131,14 +142,16 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			first.Release()
 			return Fragment{}, nil, err
 		}
+		if at == 0 {
+			if left := int64(len(rows)) - fw.rows; left > 0 {
+				// The rest encodes about like the first row group: one buffer for all of it
+				// (and the footer), not doublings past it that copy and touch twice the bytes.
+				perRow := float64(fw.buf.Len()) / float64(fw.rows)
+				fw.reserve(int(perRow*float64(left)*17/16) + 64<<10)
+			}
+		}
 	}
 	first.Release()
-	if left := int64(len(rows)) - fw.rows; left > 0 {
-		// The rest encodes about like the rows so far: one buffer for all of it (and the
-		// footer), not doublings past it that copy and touch twice the bytes.
-		perRow := float64(fw.buf.Len()) / float64(fw.rows)
-		fw.buf.Grow(int(perRow*float64(left)*17/16) + 64<<10)
-	}
 	for start := fw.rows; start < int64(len(rows)); start += groupN {
 		group, err := arrowutil.TakeParts(ctx, t.mem, parts, rows[start:min(int64(len(rows)), start+groupN)])
 		if err != nil {
