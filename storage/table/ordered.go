@@ -322,8 +322,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			decode = decode[run:]
 		}
 	}
-	schema := arrow.NewSchema(projectFields(m.Schema(), names), nil)
-	all, err := arrowutil.Concat(schema, parts, t.mem)
+	all, err := arrowutil.Concat(t.projected.of(m.Schema(), names), parts, t.mem)
 	if err != nil {
 		return nil, err
 	}

@@ -610,7 +610,6 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 	}
 	arrs := make([]arrow.Array, len(names))
-	fields := make([]arrow.Field, len(names))
 	defer func() {
 		for _, a := range arrs {
 			if a != nil {
@@ -620,7 +619,6 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	}()
 	for i := range cols {
 		c := &cols[i]
-		fields[i] = c.field
 		b := array.NewBuilder(t.mem, c.field.Type)
 		for _, off := range offsets {
 			if err := t.appendPointValue(b, c, idx, window, off); err != nil {
@@ -634,7 +632,8 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		arrs[i] = b.NewArray()
 		b.Release()
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(offsets))), true, nil
+	// Every column's field is tableSchema's field of that name (cols above).
+	return array.NewRecordBatch(t.projected.of(tableSchema, names), arrs, int64(len(offsets))), true, nil
 }
 
 // pageOf is the page of pages (an offset index, in row order) that holds row off.

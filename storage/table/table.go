@@ -51,6 +51,7 @@ type Table struct {
 
 	cache      cache.Namespace // manifests, footers, deletion bitmaps, key-index footers
 	latestSeen atomic.Uint64   // the latest version found last; where the next search starts
+	projected  projections     // the schemas of column lists reads asked for
 }
 
 func newHandle(store objstore.Store, opts Options) *Table {
