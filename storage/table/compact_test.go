@@ -252,17 +252,14 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	for f := range fragments {
 		var rows []row
 		for i := range perFragment {
-			text := make([]byte, 500)
-			for j := range text {
-				text[j] = byte('a' + rng.IntN(26))
-			}
+			text := randomLetters(rng, 500)
 			id := fmt.Sprintf("k%02d-%05d", i%7, f*perFragment+i) // fragments overlap in key range
 			if f > 0 && i%10 == 0 {
 				id = fmt.Sprintf("k%02d-%05d", (i+1)%7, (f-1)*perFragment+i+1) // a rewrite: a deletion in the fragment before
 			} else {
 				want = append(want, id)
 			}
-			rows = append(rows, row{id: id, value: int64(i), payload: string(text), seq: uint64(f + 1)})
+			rows = append(rows, row{id: id, value: int64(i), payload: text, seq: uint64(f + 1)})
 		}
 		upsertRows(t, tbl, mem, rows)
 	}
@@ -306,11 +303,8 @@ func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
 	for f := range 3 {
 		var rows []row
 		for i := range 4_000 {
-			text := make([]byte, 300)
-			for j := range text {
-				text[j] = byte('a' + rng.IntN(26))
-			}
-			rows = append(rows, row{id: fmt.Sprintf("k%05d-%d", i, f), value: int64(i), payload: string(text), seq: 1})
+			text := randomLetters(rng, 300)
+			rows = append(rows, row{id: fmt.Sprintf("k%05d-%d", i, f), value: int64(i), payload: text, seq: 1})
 		}
 		upsertRows(t, tbl, mem, rows)
 	}
@@ -362,11 +356,8 @@ func TestFragmentsAreEncodedIntoBuffersOfAboutTheirSize(t *testing.T) {
 	for f := range 4 {
 		var rows []row
 		for i := range 3000 {
-			text := make([]byte, 300)
-			for j := range text {
-				text[j] = byte('a' + rng.IntN(26)) // incompressible enough that sizes stay near the rows'
-			}
-			rows = append(rows, row{id: fmt.Sprintf("k%d-%05d", i%3, f*3000+i), value: int64(i), payload: string(text), seq: uint64(f + 1)})
+			text := randomLetters(rng, 300) // incompressible enough that sizes stay near the rows'
+			rows = append(rows, row{id: fmt.Sprintf("k%d-%05d", i%3, f*3000+i), value: int64(i), payload: text, seq: uint64(f + 1)})
 		}
 		upsertRows(t, tbl, mem, rows)
 	}

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"testing"
 
@@ -27,6 +28,16 @@ type row struct {
 	payload   string
 	seq       uint64
 	tombstone bool
+}
+
+// randomLetters is n random lowercase letters: a payload that compresses little, so that it
+// dominates a fragment's bytes as real payloads do.
+func randomLetters(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rng.IntN(26))
+	}
+	return string(b)
 }
 
 // checkedAlloc returns an allocator that fails the test if anything leaks.

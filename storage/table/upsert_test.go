@@ -109,16 +109,10 @@ func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
-	// Random letters: payloads that compress little, so that they dominate the fragment's bytes
-	// as real payloads do.
 	rng := rand.New(rand.NewPCG(7, 7))
-	big := make([]byte, 4096)
 	var rows []row
 	for i := range 2000 {
-		for j := range big {
-			big[j] = byte('a' + rng.IntN(26))
-		}
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: string(big), seq: 1})
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: randomLetters(rng, 4096), seq: 1})
 	}
 	upsertRows(t, tbl, mem, rows)
 	m, _ := tbl.Latest(ctx)
