@@ -95,8 +95,9 @@ func (fw *fragmentWriter) finish(ctx context.Context, t *Table) (Fragment, []ind
 // writeRowsAsFragment writes rows of parts (positions in the parts laid end to end, in key
 // order) as new fragment id, gathering one row group at a time. The first rows gathered choose
 // the layout (rowGroupLength of them: their buffers hold only them), and the output buffer is
-// sized once, from the first row groups' encoded bytes per row. A returned Fragment with a Path
-// was written (even when err says the store's answer was lost).
+// sized for the first row group from its Arrow bytes, then for the rest from that group's
+// encoded bytes per row. A returned Fragment with a Path was written (even when err says the
+// store's answer was lost).
 func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
 	// The first sample is about a row group, estimated from the parts' bytes per row (their
 	// buffers may be shared with other rows, so the estimate errs small: wide rows never make a
@@ -134,6 +135,10 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 	if fromFirst < int64(len(rows)) && fromFirst >= groupN {
 		fromFirst -= fromFirst % groupN
 	}
+	// The first row group encodes into at most about its Arrow bytes (Parquet pages hold the
+	// values, compressed, without Arrow's offsets and padding): room for that up front, so the
+	// buffer does not double its way there (a one-group fragment would keep up to twice its size).
+	fw.reserve(int(batchBytes(first)*min(groupN, fromFirst)/max(first.NumRows(), 1)) + 64<<10)
 	for at := int64(0); at < fromFirst; at += groupN {
 		group := first.NewSlice(at, min(at+groupN, fromFirst))
 		err = fw.write(group)

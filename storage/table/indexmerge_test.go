@@ -59,7 +59,7 @@ func referenceMerge(t *testing.T, tbl *Table, m *Manifest, runs [][]indexEntry) 
 		all = append(all, runs[i]...)
 	}
 	slices.SortStableFunc(all, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-	lv := liveness{tbl, m}
+	lv := newLiveness(tbl, m)
 	var out []indexEntry
 	for _, e := range all {
 		if len(out) > 0 && out[len(out)-1].Key == e.Key {

@@ -10,8 +10,6 @@
 package table
 
 import (
-	"sync"
-
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -19,9 +17,11 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/bits-and-blooms/bloom/v3"
 
 	"github.com/strata-store/strata/storage/cache"
@@ -326,13 +326,19 @@ func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) 
 	return out, nil
 }
 
-// liveness answers "is this index entry current in manifest m" using m's deletion vectors.
+// liveness answers "is this index entry current in manifest m" using m's deletion vectors. It
+// holds each fragment's vector once read: a run merge asks about every entry it passes, and the
+// object cache's lookup (a lock, a key built per call, a metric) costs more than the answer.
+// One liveness serves one goroutine.
 type liveness struct {
-	t *Table
-	m *Manifest
+	t       *Table
+	m       *Manifest
+	deleted map[uint64]*roaring.Bitmap // fragment id -> its deletion vector; made on first use
 }
 
-func (l liveness) live(ctx context.Context, e indexEntry) (bool, error) {
+func newLiveness(t *Table, m *Manifest) *liveness { return &liveness{t: t, m: m} }
+
+func (l *liveness) live(ctx context.Context, e indexEntry) (bool, error) {
 	f, ok := l.m.Fragment(e.Fragment)
 	if !ok || e.Row >= f.Rows {
 		return false, nil
@@ -340,9 +346,16 @@ func (l liveness) live(ctx context.Context, e indexEntry) (bool, error) {
 	if f.DeletedRows == 0 {
 		return true, nil
 	}
-	del, err := l.t.deletions(ctx, f)
-	if err != nil {
-		return false, err
+	del, ok := l.deleted[f.ID]
+	if !ok {
+		var err error
+		if del, err = l.t.deletions(ctx, f); err != nil {
+			return false, err
+		}
+		if l.deleted == nil {
+			l.deleted = map[uint64]*roaring.Bitmap{}
+		}
+		l.deleted[f.ID] = del
 	}
 	return !del.Contains(uint32(e.Row)), nil
 }
@@ -354,7 +367,7 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 	if m.KeyIndex == nil {
 		return found, nil
 	}
-	lv := liveness{t, m}
+	lv := newLiveness(t, m)
 	for si := len(m.KeyIndex.Runs) - 1; si >= 0; si-- {
 		seg := m.KeyIndex.Runs[si]
 		f, err := t.footer(ctx, seg)

@@ -197,7 +197,7 @@ func (t *Table) liveEntries(ctx context.Context, m *Manifest, cursors []keyCurso
 		}
 	}
 	heap.Init(h)
-	lv := liveness{t, m}
+	lv := newLiveness(t, m)
 	last, emitted := "", false
 	for h.Len() > 0 {
 		it := h.items[0]
