@@ -38,7 +38,7 @@ const (
 	rowGroupRows        = 4096
 	minRowGroupRows     = 64
 	rowGroupBytes       = 512 << 10
-	dataPageBytes       = 64 << 10
+	dataPageBytes       = 32 << 10
 	dictionaryPageBytes = 64 << 10
 	scanBatchRows       = 64 * 1024
 )
