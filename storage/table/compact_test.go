@@ -384,3 +384,33 @@ func TestFragmentsAreEncodedIntoBuffersOfAboutTheirSize(t *testing.T) {
 	require.Contains(t, sizes, m.Fragments[0].Bytes, "the compaction's output is among those checked")
 	require.Greater(t, m.Fragments[0].Bytes, int64(3<<20), "big enough that a doubling would show")
 }
+
+// An upsert whose fragment is one row group has room for that group before it is encoded: its
+// buffer is not grown by doublings on the way (each of which copies what was written and can
+// leave up to twice the fragment's bytes allocated).
+func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
+	mem := checkedAlloc(t)
+	store := &bufferRecordingStore{Store: objstoretest.NewMemory(), caps: map[string]int{}}
+	tbl := newTestTable(t, store, mem)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var rows []row
+	for i := range 800 {
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: randomLetters(rng, 500), seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+
+	m, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 1)
+	ft, err := tbl.fragmentFooter(context.Background(), m.Fragments[0])
+	require.NoError(t, err)
+	require.Equal(t, 1, ft.md.NumRowGroups(), "the case under test: one row group")
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	require.Len(t, store.caps, 1)
+	for path, c := range store.caps {
+		n := int(m.Fragments[0].Bytes)
+		require.Greater(t, n, 256<<10, "big enough that a doubling would show")
+		require.LessOrEqual(t, c, n*9/8+64<<10, "fragment %s of %d bytes was encoded into a buffer of %d", path, n, c)
+	}
+}

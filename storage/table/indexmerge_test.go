@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
@@ -208,4 +210,91 @@ func TestIndexRunMergeRefusesADamagedRun(t *testing.T) {
 		}
 		require.Error(t, err, "page %+v", bad)
 	}
+}
+
+// cacheLookups is how often the object cache in reg was asked for an object of kind, hit or
+// missed.
+func cacheLookups(t *testing.T, reg *prometheus.Registry, kind string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, mf := range families {
+		if mf.GetName() != "strata_cache_hits_total" && mf.GetName() != "strata_cache_misses_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// A run merge reads a fragment's deletion vector once, however many of the entries it checks
+// point into that fragment: the cost of liveness follows the fragments, not the entries.
+func TestIndexRunMergeReadsEachDeletionVectorOnce(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	reg := prometheus.NewRegistry()
+	tbl, err := Create(ctx, objstoretest.NewMemory(), testSchema, "id", Options{Allocator: mem, Cache: cache.New(64<<20, reg)})
+	require.NoError(t, err)
+	var seq uint64
+	upsert := func(first, n int) {
+		t.Helper()
+		var rows []row
+		for k := first; k < first+n; k++ {
+			seq++
+			rows = append(rows, row{id: fmt.Sprintf("k%04d", k), value: int64(seq), payload: "p", seq: seq})
+		}
+		rec := batch(mem, rows)
+		defer rec.Release()
+		_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+		require.NoError(t, err)
+	}
+	// Three fragments of 200 rows, indexed; then rewrites of every other key range so the older
+	// fragments carry deletion vectors and the newer runs shadow some of their entries.
+	for f := range 3 {
+		upsert(f*200, 200)
+	}
+	_, err = tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	upsert(100, 200)
+	upsert(450, 100)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, m.KeyIndex)
+	runs := m.KeyIndex.Runs
+	require.GreaterOrEqual(t, len(runs), 2)
+
+	withDeletions, entriesInThem := 0, 0
+	inputs := make([][]indexEntry, len(runs))
+	for i, seg := range runs {
+		inputs[i] = readRunWhole(t, tbl, seg)
+	}
+	for _, f := range m.Fragments {
+		if f.DeletedRows > 0 {
+			withDeletions++
+		}
+	}
+	for _, in := range inputs {
+		for _, e := range in {
+			if f, ok := m.Fragment(e.Fragment); ok && f.DeletedRows > 0 {
+				entriesInThem++
+			}
+		}
+	}
+	require.Positive(t, withDeletions)
+	require.Greater(t, entriesInThem, 10*withDeletions, "the merge checks many entries per fragment with deletions")
+
+	before := cacheLookups(t, reg, "deletion")
+	data, n, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
+	require.NoError(t, err)
+	lookups := cacheLookups(t, reg, "deletion") - before
+	require.LessOrEqual(t, lookups, float64(withDeletions), "one lookup per fragment with deletions")
+	got := decodeRun(t, data)
+	require.Len(t, got, n)
+	require.Equal(t, referenceMerge(t, tbl, m, inputs), got)
 }
