@@ -237,7 +237,7 @@ func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
 	return b
 }
 
-// A compaction streams its sources: the Arrow memory it holds at once is a row group per source
+// A compaction streams its sources: the Arrow memory it holds at once is a decoded batch per source
 // and one output row group, not the sources whole (which made a worker's memory grow with its
 // tables). Its output is still every live row once, in key order, across fragments bounded by
 // the byte target.
@@ -266,13 +266,17 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	_, err := tbl.BuildKeyIndex(ctx)
 	require.NoError(t, err)
 	mem.peak = 0
-	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetBytesPerFragment: 4 << 20})
+	base, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2, TargetBytesPerFragment: 4 << 20})
+	res, err := tbl.ExecuteCompaction(ctx, plan)
 	require.NoError(t, err)
 	require.Equal(t, fragments, res.FragmentsRemoved)
 	require.Greater(t, res.FragmentsAdded, 1, "the byte target cuts the output")
 	total := int64(fragments * perFragment * 500)
-	t.Logf("peak Arrow memory %d for %d bytes of rows", mem.peak, total)
+	t.Logf("peak Arrow memory %d for %d bytes of rows (footprint reserved: %d)", mem.peak, total, CompactionFootprint(base, plan))
 	require.Less(t, int64(mem.peak), total/4, "peak Arrow memory %d for %d bytes of rows", mem.peak, total)
+	require.Less(t, int64(mem.peak), CompactionFootprint(base, plan), "the budget reservation covers the compaction's Arrow memory")
 
 	require.NoError(t, tbl.Check(ctx, res.Manifest))
 	var got []string
@@ -300,9 +304,9 @@ func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
 	faulty := objstoretest.NewFaulty(counting)
 	tbl := newTestTable(t, faulty, mem)
 	rng := rand.New(rand.NewPCG(9, 9))
-	for f := range 3 {
+	for f := range 3 { // fragments of several row groups: a compaction reads on after it stored output
 		var rows []row
-		for i := range 4_000 {
+		for i := range 12_000 {
 			text := randomLetters(rng, 300)
 			rows = append(rows, row{id: fmt.Sprintf("k%05d-%d", i, f), value: int64(i), payload: text, seq: 1})
 		}
@@ -315,7 +319,7 @@ func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
 	faulty.AddRule(objstoretest.Rule{Err: errors.New("injected read failure"), Match: func(op objstoretest.Op, key string) bool {
 		return op == objstoretest.OpGetRange && strings.HasPrefix(key, dataDir) && counting.Stats().Writes > writes
 	}})
-	_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 5000})
+	_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 20_000})
 	require.ErrorContains(t, err, "injected read failure")
 	require.Greater(t, counting.Stats().Writes, writes, "an output fragment was stored before the failure")
 	faulty.Reset()

@@ -1,25 +1,45 @@
 // Compaction's merge: the source fragments' live rows (tombstones included: they must outlive
 // the rows they delete) in key order, as output fragments of bounded size. Every fragment is
 // sorted by key and a key is live in at most one fragment of a version, so the sources are
-// merged a row group at a time (a heap over one cursor per source) and the output is encoded
-// as it is produced. Memory stays one decoded row group per source, one output row group and
-// the output fragment being encoded — never the sources whole, whatever their size (reading them
-// whole made a worker's memory grow with its tables).
+// merged batch by batch (a heap over one cursor per source) and the output is encoded as it is
+// produced. Memory stays, per source, one row group's encoded bytes and one decoded batch of
+// about sourceBatchBytes, plus one output row group and the output fragment being encoded — never
+// the sources whole, whatever their size (reading them whole made a worker's memory grow with
+// its tables), and not a decoded row group per source either (row groups are sized for scans).
 package table
 
 import (
 	"container/heap"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/storage/arrowutil"
 )
 
-// sourceCursor walks one source fragment's live rows in key order, a row group at a time.
+// sourceBatchBytes is about how much decoded Arrow data a compaction holds per source at once:
+// a source's row group is decoded in batches of about this size.
+const sourceBatchBytes = 256 << 10
+
+// sourceBatchRows is the batch length that decodes about sourceBatchBytes of row group rg.
+func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
+	rows, bytes := rg.NumRows(), rg.TotalByteSize()
+	if rows <= 0 || bytes <= 0 {
+		return rowGroupRows
+	}
+	return max(minRowGroupRows, min(rows, sourceBatchBytes*rows/bytes))
+}
+
+// sourceCursor walks one source fragment's live rows in key order, a batch at a time. It owns
+// the reader of the row group it is in (fr, rr) and the batches it decoded; release frees them.
 type sourceCursor struct {
 	t       *Table
 	f       Fragment
@@ -28,8 +48,11 @@ type sourceCursor struct {
 	schema  *arrow.Schema
 	names   []string
 	keyCol  string
-	next    int                 // the next row group to read
-	pending []arrow.RecordBatch // live batches of the row group read last, after cur
+	next    int                  // the next row group to open
+	fr      *pqarrow.FileReader  // the open row group's reader; nil between row groups
+	rr      pqarrow.RecordReader // its batches
+	offset  int64                // the fragment row of rr's next batch
+	pending []arrow.RecordBatch  // live slices of the batch decoded last, after cur
 	cur     arrow.RecordBatch
 	keys    *array.String
 	row     int
@@ -61,31 +84,92 @@ func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
 			c.row = 0
 			continue
 		}
+		if c.rr != nil {
+			if err := c.decodeBatch(ctx); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if c.next >= c.ft.md.NumRowGroups() {
 			return false, nil
 		}
 		rg := c.next
 		c.next++
-		rec, err := c.t.readFragment(ctx, c.f, c.schema, c.names, []int{rg}, false)
-		if err != nil {
-			return false, err
-		}
-		err = c.t.emitBatch(ctx, rec, c.schema, c.names, len(c.names), c.ft.rowStarts[rg], c.del, false, func(b arrow.RecordBatch) error {
-			b.Retain()
-			c.pending = append(c.pending, b)
-			return nil
-		})
-		rec.Release()
-		if err != nil {
+		if err := c.openRowGroup(ctx, rg); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
+// openRowGroup starts reading row group rg: its encoded bytes are fetched at once, its
+// columns decoded a batch at a time by decodeBatch.
+func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
+	fr, err := c.t.openFragment(ctx, c.f, accessStream, readWindow{}, rg)
+	if err != nil {
+		return err
+	}
+	read := storedColumns(fr, c.names, []int{rg})
+	leaves, _ := leafColumns(fr, read)
+	if len(leaves) == 0 { // every column null here: no decoder to run
+		fr.ParquetReader().Close()
+		n := c.ft.md.RowGroup(rg).NumRows()
+		rec, err := c.t.layoutColumns(nil, n, c.schema, c.names)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		return c.emit(ctx, rec, c.ft.rowStarts[rg])
+	}
+	fr.Props.Parallel = true // columns decode concurrently
+	fr.Props.BatchSize = sourceBatchRows(c.ft.md.RowGroup(rg))
+	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
+	if err != nil {
+		fr.ParquetReader().Close()
+		return fmt.Errorf("table: read fragment %s: %w", c.f.Path, err)
+	}
+	c.fr, c.rr, c.offset = fr, rr, c.ft.rowStarts[rg]
+	return nil
+}
+
+// decodeBatch decodes the open row group's next batch into pending, or closes the row group
+// when it has none left.
+func (c *sourceCursor) decodeBatch(ctx context.Context) error {
+	if !c.rr.Next() {
+		err := c.rr.Err()
+		c.closeRowGroup()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("table: read fragment %s: %w", c.f.Path, err)
+		}
+		return nil
+	}
+	batch := c.rr.RecordBatch()
+	offset := c.offset
+	c.offset += batch.NumRows()
+	return c.emit(ctx, batch, offset)
+}
+
+// emit keeps the live rows of batch (whose first row is fragment row offset) as pending slices.
+func (c *sourceCursor) emit(ctx context.Context, batch arrow.RecordBatch, offset int64) error {
+	return c.t.emitBatch(ctx, batch, c.schema, c.names, len(c.names), offset, c.del, false, func(b arrow.RecordBatch) error {
+		b.Retain()
+		c.pending = append(c.pending, b)
+		return nil
+	})
+}
+
+func (c *sourceCursor) closeRowGroup() {
+	if c.rr != nil {
+		c.rr.Release()
+		c.fr.ParquetReader().Close()
+		c.fr, c.rr = nil, nil
+	}
+}
+
 func (c *sourceCursor) key() string { return c.keys.Value(c.row) }
 
 func (c *sourceCursor) release() {
+	c.closeRowGroup()
 	if c.cur != nil {
 		c.cur.Release()
 		c.cur = nil
@@ -110,10 +194,12 @@ func (h *sourceHeap) Pop() any {
 }
 
 // CompactionFootprint estimates the memory executing plan on m holds at once: the output
-// fragment's encoding buffer (what is left of the sources, at most the byte target), a decoded
-// row group per source and the output row group (rowGroupBytes each, twice for decoding), the
-// key-index entries of the rows it writes, and the run it merges them into (the tail runs it
-// takes in, encoded, plus a read window per run).
+// fragment's encoding buffer (what is left of the sources, at most the byte target); per source
+// its open row group's encoded bytes (at most about rowGroupBytes), its column readers'
+// buffers (a streamReadBuffer per column, at most half a row group) and a decoded batch twice
+// (sourceBatchBytes: the batch and the output's take of it); the output row group
+// (rowGroupBytes, twice for encoding); the key-index entries of the rows it writes, and the run
+// it merges them into (the tail runs it takes in, encoded, plus a read window per run).
 func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	cfg := plan.Config.withDefaults()
 	var bytes, rows int64
@@ -125,7 +211,8 @@ func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 			n++
 		}
 	}
-	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + (n+1)*2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
+	perSource := rowGroupBytes + min(int64(len(m.Fields))*streamReadBuffer, rowGroupBytes/2) + 2*sourceBatchBytes
+	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + n*perSource + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
 }
 
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index

@@ -37,7 +37,7 @@ import (
 const (
 	rowGroupRows        = 4096
 	minRowGroupRows     = 64
-	rowGroupBytes       = 512 << 10
+	rowGroupBytes       = 2 << 20
 	dataPageBytes       = 32 << 10
 	dictionaryPageBytes = 64 << 10
 	scanBatchRows       = 64 * 1024
@@ -219,14 +219,34 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 	return r.pos, nil
 }
 
-// openFragment opens a fragment for reading. whole=true fetches the file in one read (scans);
-// otherwise column chunks are fetched by range, and when the footer is cached the byte span of
-// the rowGroups about to be read is fetched ahead in one request (a point read then costs one
-// ranged read, not one per column chunk) — or span, when the caller fetched it already (a zero
-// span: none). pages=true (point reads) makes column readers stream pages and adds the row
-// group's cached offset index to what is served from memory. Footers are cached per path (files
+// fragmentAccess is how a fragment reader gets the bytes its column readers decode.
+type fragmentAccess int
+
+const (
+	// accessRanges fetches by range; a column reader reads its whole column chunk first.
+	accessRanges fragmentAccess = iota
+	// accessWhole fetches the file in one read (whole-fragment scans).
+	accessWhole
+	// accessPages (point reads) adds the row group's cached offset index to what is served
+	// from memory and makes column readers pull pages through a pointReadBuffer, so a read
+	// decodes only the pages it seeks to.
+	accessPages
+	// accessStream (sequential batches of one row group) makes column readers pull pages
+	// through a streamReadBuffer instead of copying their column chunks first: a reader then
+	// holds the row group's encoded bytes once.
+	accessStream
+)
+
+// streamReadBuffer is how much an accessStream column reader reads at a time: a page or two.
+const streamReadBuffer = 64 << 10
+
+// openFragment opens a fragment for reading as access says. Unless the whole file is fetched,
+// when the footer is cached the byte span of the rowGroups about to be read is fetched ahead in
+// one request (a point read then costs one ranged read, not one per column chunk) — or span,
+// when the caller fetched it already (a zero span: none). Footers are cached per path (files
 // are immutable).
-func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool, span readWindow, rowGroups ...int) (*pqarrow.FileReader, error) {
+func (t *Table) openFragment(ctx context.Context, f Fragment, access fragmentAccess, span readWindow, rowGroups ...int) (*pqarrow.FileReader, error) {
+	whole, pages := access == accessWhole, access == accessPages
 	ft, cached := cache.Get[*footer](t.cache, "footer", f.Path)
 	var md *metadata.FileMetaData
 	if cached {
@@ -267,10 +287,13 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, whole, pages bool,
 		src = or
 	}
 	props := parquet.NewReaderProperties(t.mem)
-	if pages {
+	switch access {
+	case accessPages:
 		// Point reads: column readers pull pages through a small buffer (the page index takes
 		// them to the page holding the row) instead of copying whole column chunks first.
 		props.BufferedStreamEnabled, props.BufferSize = true, pointReadBuffer
+	case accessStream:
+		props.BufferedStreamEnabled, props.BufferSize = true, streamReadBuffer
 	}
 	opts := []file.ReadOption{file.WithReadProps(props)}
 	if cached {
@@ -389,7 +412,7 @@ func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*footer, error)
 	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok {
 		return ft, nil
 	}
-	fr, err := t.openFragment(ctx, f, false, false, readWindow{})
+	fr, err := t.openFragment(ctx, f, accessRanges, readWindow{})
 	if err != nil {
 		return nil, err
 	}
@@ -454,11 +477,11 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // readFragment reads the named columns (in that order, as typed by schema) of the given row
 // groups (nil = all) as one record; columns the fragment predates are nulls.
 func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rowGroups []int, whole bool) (arrow.RecordBatch, error) {
-	var prefetch []int
+	access, prefetch := accessWhole, []int(nil)
 	if !whole {
-		prefetch = rowGroups
+		access, prefetch = accessRanges, rowGroups
 	}
-	fr, err := t.openFragment(ctx, f, whole, false, readWindow{}, prefetch...)
+	fr, err := t.openFragment(ctx, f, access, readWindow{}, prefetch...)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +583,7 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 // readRowsGeneral is readRowsAt through pqarrow's column readers (span: the row group's bytes,
 // when already fetched).
 func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, span readWindow, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
-	fr, err := t.openFragment(ctx, f, false, true, span, rg)
+	fr, err := t.openFragment(ctx, f, accessPages, span, rg)
 	if err != nil {
 		return nil, err
 	}

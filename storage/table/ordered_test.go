@@ -132,7 +132,7 @@ func TestKeyWalksReadIndexPagesAhead(t *testing.T) {
 func TestReadRowsOfAKeyRangeInsideRowGroups(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
-	payload := string(make([]byte, 1000))
+	payload := string(make([]byte, 4000)) // row groups of about 2 MiB: several in 3,000 rows
 	var rows []row
 	for i := range 3000 {
 		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: payload, seq: 1})
