@@ -105,7 +105,7 @@ func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
 // openRowGroup starts reading row group rg: its encoded bytes are fetched at once, its
 // columns decoded a batch at a time by decodeBatch.
 func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
-	fr, err := c.t.openFragment(ctx, c.f, accessStream, readWindow{}, rg)
+	fr, err := c.t.openFragment(ctx, c.f, accessStream, nil, rg)
 	if err != nil {
 		return err
 	}

@@ -241,11 +241,11 @@ const (
 const streamReadBuffer = 64 << 10
 
 // openFragment opens a fragment for reading as access says. Unless the whole file is fetched,
-// when the footer is cached the byte span of the rowGroups about to be read is fetched ahead in
-// one request (a point read then costs one ranged read, not one per column chunk) — or span,
-// when the caller fetched it already (a zero span: none). Footers are cached per path (files
-// are immutable).
-func (t *Table) openFragment(ctx context.Context, f Fragment, access fragmentAccess, span readWindow, rowGroups ...int) (*pqarrow.FileReader, error) {
+// reads inside spans (byte ranges the caller fetched already; empty ones are ignored) are served
+// from them; without spans, when the footer is cached the byte span of the rowGroups about to
+// be read is fetched ahead in one request (a point read then costs one ranged read, not one per
+// column chunk). Footers are cached per path (files are immutable).
+func (t *Table) openFragment(ctx context.Context, f Fragment, access fragmentAccess, spans []readWindow, rowGroups ...int) (*pqarrow.FileReader, error) {
 	whole, pages := access == accessWhole, access == accessPages
 	ft, cached := cache.Get[*footer](t.cache, "footer", f.Path)
 	var md *metadata.FileMetaData
@@ -261,11 +261,13 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, access fragmentAcc
 		src = bytes.NewReader(data)
 	} else {
 		or := &objectReader{ctx: ctx, store: t.store, key: f.Path, size: f.Bytes}
-		if span.data != nil {
-			or.windows = append(or.windows, span)
+		for _, w := range spans {
+			if w.data != nil {
+				or.windows = append(or.windows, w)
+			}
 		}
 		if cached && len(rowGroups) > 0 {
-			if span.data == nil {
+			if len(or.windows) == 0 {
 				w, err := t.rowGroupWindow(ctx, f, md, rowGroups)
 				if err != nil {
 					return nil, err
@@ -412,7 +414,7 @@ func (t *Table) fragmentFooter(ctx context.Context, f Fragment) (*footer, error)
 	if ft, ok := cache.Get[*footer](t.cache, "footer", f.Path); ok {
 		return ft, nil
 	}
-	fr, err := t.openFragment(ctx, f, accessRanges, readWindow{})
+	fr, err := t.openFragment(ctx, f, accessRanges, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +483,7 @@ func (t *Table) readFragment(ctx context.Context, f Fragment, schema *arrow.Sche
 	if !whole {
 		access, prefetch = accessRanges, rowGroups
 	}
-	fr, err := t.openFragment(ctx, f, access, readWindow{}, prefetch...)
+	fr, err := t.openFragment(ctx, f, access, nil, prefetch...)
 	if err != nil {
 		return nil, err
 	}
@@ -543,7 +545,7 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 		}
 	}
 	if len(flat) == 0 {
-		return t.readRowsGeneral(ctx, f, readWindow{}, schema, names, rg, offsets)
+		return t.readRowsGeneral(ctx, f, nil, schema, names, rg, pointRuns(offsets))
 	}
 	var span readWindow
 	if len(nested) > 0 {
@@ -556,13 +558,13 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 		if err != nil {
 			return nil, err
 		}
-		return t.readRowsGeneral(ctx, f, span, schema, names, rg, offsets)
+		return t.readRowsGeneral(ctx, f, []readWindow{span}, schema, names, rg, pointRuns(offsets))
 	}
 	if len(nested) == 0 {
 		return fromPages, nil
 	}
 	defer fromPages.Release()
-	rest, err := t.readRowsGeneral(ctx, f, span, schema, nested, rg, offsets)
+	rest, err := t.readRowsGeneral(ctx, f, []readWindow{span}, schema, nested, rg, pointRuns(offsets))
 	if err != nil {
 		return nil, err
 	}
@@ -580,17 +582,35 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(offsets))), nil
 }
 
-// readRowsGeneral is readRowsAt through pqarrow's column readers (span: the row group's bytes,
-// when already fetched).
-func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, span readWindow, schema *arrow.Schema, names []string, rg int, offsets []int64) (arrow.RecordBatch, error) {
-	fr, err := t.openFragment(ctx, f, accessPages, span, rg)
+// rowRun is n consecutive rows of a row group from row first.
+type rowRun struct{ first, n int64 }
+
+// pointRuns is each of offsets as a run of one row.
+func pointRuns(offsets []int64) []rowRun {
+	runs := make([]rowRun, len(offsets))
+	for i, off := range offsets {
+		runs[i] = rowRun{off, 1}
+	}
+	return runs
+}
+
+// readRowsGeneral reads runs of rows (ascending) of row group rg through pqarrow's column
+// readers: each column seeks to each run (through the page index) and decodes the run's values
+// from the pages holding it. spans: bytes of the fragment already fetched (none: the row
+// group's span is fetched first).
+func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, spans []readWindow, schema *arrow.Schema, names []string, rg int, runs []rowRun) (arrow.RecordBatch, error) {
+	var rows int64
+	for _, r := range runs {
+		rows += r.n
+	}
+	fr, err := t.openFragment(ctx, f, accessPages, spans, rg)
 	if err != nil {
 		return nil, err
 	}
 	defer fr.ParquetReader().Close()
 	read := storedColumns(fr, names, []int{rg})
 	if len(read) == 0 {
-		return t.layoutColumns(nil, int64(len(offsets)), schema, names)
+		return t.layoutColumns(nil, rows, schema, names)
 	}
 	// One column at a time, on this goroutine: pqarrow's record reader would hand every column
 	// of every seek to a goroutine of its own, and each hand-off costs a point read more
@@ -615,29 +635,29 @@ func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, span readWindow
 		if err != nil {
 			return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
 		}
-		chunks := make([]arrow.Array, 0, len(offsets))
-		for _, off := range offsets {
-			if err := cr.SeekToRow(off); err != nil {
+		chunks := make([]arrow.Array, 0, len(runs))
+		for _, run := range runs {
+			if err := cr.SeekToRow(run.first); err != nil {
 				releaseArrays(chunks)
 				cr.Release()
-				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, off, err)
+				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, run.first, err)
 			}
-			one, err := cr.NextBatch(1)
-			if err != nil || one.Len() != 1 {
-				if one != nil {
-					one.Release()
+			got, err := cr.NextBatch(run.n)
+			if err != nil || int64(got.Len()) != run.n {
+				if got != nil {
+					got.Release()
 				}
 				releaseArrays(chunks)
 				cr.Release()
-				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %v", f.Path, rg, off, err)
+				return nil, fmt.Errorf("table: read fragment %s row group %d rows %d+%d: %v", f.Path, rg, run.first, run.n, err)
 			}
-			for _, c := range one.Chunks() {
+			for _, c := range got.Chunks() {
 				if c.Len() > 0 {
 					c.Retain()
 					chunks = append(chunks, c)
 				}
 			}
-			one.Release()
+			got.Release()
 		}
 		cr.Release()
 		field := *cr.Field()
@@ -647,9 +667,64 @@ func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, span readWindow
 		cols = append(cols, *arrow.NewColumn(field, chunked))
 		chunked.Release()
 	}
-	tbl := array.NewTable(arrow.NewSchema(fields, nil), cols, int64(len(offsets)))
+	tbl := array.NewTable(arrow.NewSchema(fields, nil), cols, rows)
 	defer tbl.Release()
-	return t.layoutColumns(tbl, int64(len(offsets)), schema, names)
+	return t.layoutColumns(tbl, rows, schema, names)
+}
+
+// rangeReadShare: a row group whose wanted rows lie within at most 1/rangeReadShare of its rows
+// is read as that run of rows (readRowRange), not decoded whole. A row group is sized for scans
+// (about rowGroupBytes); a page of a listing wants a few hundred rows of one.
+const rangeReadShare = 2
+
+// readRowRange reads rows [first, first+n) of row group rg, decoding only the pages holding
+// them: those pages of every column it reads (and their dictionary pages) are fetched first,
+// coalesced, instead of the row group's span. Fragments without a page index take the row group
+// whole.
+func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Schema, names []string, rg int, first, n int64) (arrow.RecordBatch, error) {
+	ft, err := t.fragmentFooter(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := t.rowGroupPagesOf(ctx, f, ft.md, rg)
+	if err != nil {
+		return nil, err
+	}
+	if rp == nil {
+		rec, err := t.readFragment(ctx, f, schema, names, []int{rg}, false)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		return rec.NewSlice(first, first+n), nil
+	}
+	var ranges []byteRange
+	for _, name := range names {
+		for _, leaf := range ft.topLeaves[name] {
+			if leaf >= len(rp.pages) || rp.allNull[leaf] {
+				continue
+			}
+			pages := rp.pages[leaf]
+			lo := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > first }) - 1
+			hi := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > first+n-1 }) - 1
+			if lo < 0 || hi < lo {
+				return nil, fmt.Errorf("table: fragment %s row group %d: %w", f.Path, rg, errPage)
+			}
+			// Column readers pull a pointReadBuffer at a time from where they are, up to the
+			// chunk's end: each range reaches that far past its pages, so no pull misses it.
+			c := rp.chunks[leaf]
+			end := min(c.end, pages[hi].offset+int64(pages[hi].size)+pointReadBuffer)
+			ranges = append(ranges, byteRange{pages[lo].offset, end - pages[lo].offset})
+			if c.hasDict && c.dataAt > c.dictAt {
+				ranges = append(ranges, byteRange{c.dictAt, min(c.end, max(c.dataAt, c.dictAt+pointReadBuffer)) - c.dictAt})
+			}
+		}
+	}
+	windows, err := t.fetchPages(ctx, f, ranges)
+	if err != nil {
+		return nil, err
+	}
+	return t.readRowsGeneral(ctx, f, windows.windows, schema, names, rg, []rowRun{{first, n}})
 }
 
 func releaseArrays(arrs []arrow.Array) {

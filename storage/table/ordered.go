@@ -286,7 +286,21 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			slices.Sort(offsets)
 			offsets = slices.Compact(offsets)
 			if len(offsets) > pointReadRows {
-				decode = append(decode, rg)
+				first, n := offsets[0], offsets[len(offsets)-1]-offsets[0]+1
+				if n*rangeReadShare > ft.rowStarts[rg+1]-ft.rowStarts[rg] {
+					decode = append(decode, rg)
+					continue
+				}
+				// Rows of a small part of the row group (a listing's page): that run only.
+				rec, err := t.readRowRange(ctx, f, m.Schema(), names, rg, first, n)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, rec)
+				for _, w := range ws {
+					order[w.out] = base + w.row - first
+				}
+				base += rec.NumRows()
 				continue
 			}
 			// A few rows: seek to each (rec row i is offsets[i]).

@@ -159,3 +159,45 @@ func TestReadRowsOfAKeyRangeInsideRowGroups(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// A page of a listing (a few consecutive rows of a large row group) decodes and fetches only
+// the pages holding its rows, not the row group: its rows come back right, for a fraction of
+// the row group's bytes.
+func TestAFewRowsOfALargeRowGroupAreReadFromTheirPagesOnly(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	rng := rand.New(rand.NewPCG(4, 4))
+	var rows []row
+	for i := range 3000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: fmt.Sprintf("%05d", i) + randomLetters(rng, 500), seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	var refs []RowRef
+	require.NoError(t, tbl.KeysAfter(ctx, m, "", func(r RowRef) bool { refs = append(refs, r); return true }))
+	ft, err := tbl.fragmentFooter(ctx, m.Fragments[0])
+	require.NoError(t, err)
+	require.Equal(t, 1, ft.md.NumRowGroups(), "the case under test: one large row group")
+	groupBytes := ft.md.RowGroup(0).TotalCompressedSize()
+
+	for _, run := range [][2]int{{0, 40}, {1500, 1600}, {2900, 3000}} {
+		want := refs[run[0]:run[1]]
+		before := counting.Stats()
+		rec, err := tbl.ReadRows(ctx, m, want, nil)
+		require.NoError(t, err)
+		io := counting.Stats().Sub(before)
+		read := io.ReadBytes
+		t.Logf("rows %v: %d reads, %d bytes", run, io.Reads, read)
+		require.EqualValues(t, len(want), rec.NumRows())
+		ids := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.String)
+		payloads := rec.Column(rec.Schema().FieldIndices("payload")[0]).(*array.String)
+		for i := range want {
+			require.Equal(t, rows[run[0]+i].id, ids.Value(i))
+			require.Equal(t, rows[run[0]+i].payload, payloads.Value(i))
+		}
+		rec.Release()
+		require.Less(t, read, groupBytes/4, "rows %v read %d bytes of a %d-byte row group", run, read, groupBytes)
+	}
+}

@@ -480,6 +480,7 @@ type chunkInfo struct {
 	hasDict bool
 	dictAt  int64 // the dictionary page's offset (when hasDict)
 	dataAt  int64 // the first data page's offset
+	end     int64 // the offset just past the chunk
 }
 
 // rowGroupPagesOf returns row group rg's rowGroupPages (nil when the fragment has no page
@@ -511,9 +512,12 @@ func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.Fi
 			return nil, fmt.Errorf("table: fragment %s offset index: %w", f.Path, err)
 		}
 		rp.chunks[c] = chunkInfo{codec: cc.Compression(), hasDict: cc.HasDictionaryPage(), dataAt: cc.DataPageOffset()}
+		chunkAt := cc.DataPageOffset()
 		if rp.chunks[c].hasDict {
 			rp.chunks[c].dictAt = cc.DictionaryPageOffset()
+			chunkAt = min(chunkAt, rp.chunks[c].dictAt)
 		}
+		rp.chunks[c].end = chunkAt + cc.TotalCompressedSize()
 		rp.allNull[c] = nullInEveryRow(meta, cc, stats)
 		cost += int64(len(rp.pages[c])) * 24
 	}

@@ -115,7 +115,7 @@ func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
 	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, func() bool { return true }))
 	m, err := tbl.Latest(context.Background())
 	require.NoError(t, err)
-	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], accessPages, readWindow{}, 0)
+	fr, err := tbl.openFragment(context.Background(), m.Fragments[0], accessPages, nil, 0)
 	require.NoError(t, err)
 	defer fr.ParquetReader().Close()
 	for name, skipped := range map[string]bool{"n": true, "f": true, "big": true, "flag": true,

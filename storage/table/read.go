@@ -99,7 +99,7 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 	if err != nil {
 		return err
 	}
-	fr, err := t.openFragment(ctx, f, accessWhole, readWindow{})
+	fr, err := t.openFragment(ctx, f, accessWhole, nil)
 	if err != nil {
 		return err
 	}
