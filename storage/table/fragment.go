@@ -720,6 +720,9 @@ func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Sche
 			}
 		}
 	}
+	if len(ranges) == 0 { // every column it reads is null here (or not in the fragment)
+		return t.layoutColumns(nil, n, schema, names)
+	}
 	windows, err := t.fetchPages(ctx, f, ranges)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
@@ -200,4 +201,42 @@ func TestAFewRowsOfALargeRowGroupAreReadFromTheirPagesOnly(t *testing.T) {
 		rec.Release()
 		require.Less(t, read, groupBytes/4, "rows %v read %d bytes of a %d-byte row group", run, read, groupBytes)
 	}
+}
+
+// A run of rows whose every requested column is null in its row group reads no page at all.
+func TestARunOfRowsOfOnlyNullColumnsReadsNoPage(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	schema := arrow.NewSchema(append(testSchema.Fields(),
+		arrow.Field{Name: SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+		arrow.Field{Name: TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean}), nil)
+	b := array.NewRecordBuilder(mem, schema)
+	for i := range 3000 {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%05d", i))
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		b.Field(2).AppendNull()
+		b.Field(3).(*array.Uint64Builder).Append(1)
+		b.Field(4).(*array.BooleanBuilder).Append(false)
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	var refs []RowRef
+	require.NoError(t, tbl.KeysAfter(ctx, m, "", func(r RowRef) bool { refs = append(refs, r); return true }))
+	got, err := tbl.ReadRows(ctx, m, refs[100:200], []string{"payload"}) // footers and page index cached
+	require.NoError(t, err)
+	got.Release()
+
+	before := counting.Stats()
+	got, err = tbl.ReadRows(ctx, m, refs[1000:1100], []string{"payload"})
+	require.NoError(t, err)
+	defer got.Release()
+	require.EqualValues(t, 100, got.NumRows())
+	require.Equal(t, 100, got.Column(0).NullN())
+	require.Zero(t, counting.Stats().Sub(before).Reads, "no page read for a column null in every row")
 }
