@@ -284,7 +284,7 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 		require.LessOrEqual(t, f.Bytes, int64(6<<20), "fragment %d", f.ID)
 		ft, err := tbl.fragmentFooter(ctx, f)
 		require.NoError(t, err)
-		if ft.md.NumRowGroups() > 1 { // row groups sized as a merge sizes them (~512 KiB), not cut small
+		if ft.md.NumRowGroups() > 1 { // row groups sized as a merge sizes them (rowGroupBytes), not cut small
 			require.Greater(t, ft.md.RowGroup(0).NumRows(), int64(500), "fragment %d", f.ID)
 		}
 	}

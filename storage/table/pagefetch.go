@@ -1,5 +1,5 @@
 // Page fetches for point reads: the byte ranges of the pages a point read decodes, coalesced
-// and read concurrently, instead of the whole row group's span. A row group is ~512 KiB while
+// and read concurrently, instead of the whole row group's span. A row group is up to ~2 MiB while
 // a point read decodes one page per column (a few KiB each, about 32 KiB at most), so fetching only
 // those pages cuts what each get reads, allocates and leaves to the collector several times
 // over; a range not fetched up front (a dictionary page not yet cached) is read on first use.
