@@ -397,10 +397,7 @@ func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
 	store := &bufferRecordingStore{Store: objstoretest.NewMemory(), caps: map[string]int{}}
 	tbl := newTestTable(t, store, mem)
 	rng := rand.New(rand.NewPCG(5, 5))
-	var rows []row
-	for i := range 800 {
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: randomLetters(rng, 500), seq: 1})
-	}
+	rows := numberedRows(800, func(int) string { return randomLetters(rng, 500) })
 	upsertRows(t, tbl, mem, rows)
 
 	m, err := tbl.Latest(context.Background())

@@ -40,6 +40,16 @@ func randomLetters(rng *rand.Rand, n int) string {
 	return string(b)
 }
 
+// numberedRows is n rows with ids k00000, k00001, ... in order, row i holding value i, seq 1 and
+// payload(i) (called in row order, so a payload drawn from an rng is the same each run).
+func numberedRows(n int, payload func(i int) string) []row {
+	rows := make([]row, n)
+	for i := range rows {
+		rows[i] = row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: payload(i), seq: 1}
+	}
+	return rows
+}
+
 // checkedAlloc returns an allocator that fails the test if anything leaks.
 func checkedAlloc(t testing.TB) *memory.CheckedAllocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

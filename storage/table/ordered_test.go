@@ -134,10 +134,7 @@ func TestReadRowsOfAKeyRangeInsideRowGroups(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	payload := string(make([]byte, 4000)) // row groups of about 2 MiB: several in 3,000 rows
-	var rows []row
-	for i := range 3000 {
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: payload, seq: 1})
-	}
+	rows := numberedRows(3000, func(int) string { return payload })
 	upsertRows(t, tbl, mem, rows)
 	m, err := tbl.Latest(ctx)
 	require.NoError(t, err)
@@ -169,10 +166,7 @@ func TestAFewRowsOfALargeRowGroupAreReadFromTheirPagesOnly(t *testing.T) {
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
 	rng := rand.New(rand.NewPCG(4, 4))
-	var rows []row
-	for i := range 3000 {
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: fmt.Sprintf("%05d", i) + randomLetters(rng, 500), seq: 1})
-	}
+	rows := numberedRows(3000, func(i int) string { return fmt.Sprintf("%05d", i) + randomLetters(rng, 500) })
 	upsertRows(t, tbl, mem, rows)
 	m, err := tbl.Latest(ctx)
 	require.NoError(t, err)

@@ -110,10 +110,7 @@ func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
 	tbl := newTestTable(t, counting, mem)
 	rng := rand.New(rand.NewPCG(7, 7))
-	var rows []row
-	for i := range 2000 {
-		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: randomLetters(rng, 4096), seq: 1})
-	}
+	rows := numberedRows(2000, func(int) string { return randomLetters(rng, 4096) })
 	upsertRows(t, tbl, mem, rows)
 	m, _ := tbl.Latest(ctx)
 	dataBytes := m.Bytes()
