@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"sort"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 )
@@ -41,21 +43,27 @@ func (s *Snapshot) PendingGenerations() int {
 // ListShards returns the ids of every shard that ever wrote to the store.
 func (s *Store) ListShards(ctx context.Context) ([]string, error) { return s.shards.ListShards(ctx) }
 
-// Snapshot reads every shard's manifest, then the table manifest, and applies the pending
-// generation guard rails (ErrOverloaded past ReadMaxGenerations in any shard).
+// snapshotConcurrency bounds how many shard manifests one snapshot checks at once: each check
+// is a listing (and a read when the shard changed), so on an object store a store written by
+// tens of workers would otherwise cost a read tens of round trips one after another.
+const snapshotConcurrency = 16
+
+// Snapshot reads every shard's manifest (up to snapshotConcurrency at once), then — after all of
+// them, the ordering rule above — the table manifest, and applies the pending generation guard
+// rails (ErrOverloaded past ReadMaxGenerations in any shard).
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	shards, err := s.ListShards(ctx)
 	if err != nil {
 		return nil, err
 	}
+	manifests, err := s.shardManifests(ctx, shards)
+	if err != nil {
+		return nil, err
+	}
 	snap := &Snapshot{}
-	for _, sh := range shards {
-		m, err := s.shards.LatestManifest(ctx, sh)
-		if err != nil {
-			return nil, err
-		}
+	for i, m := range manifests {
 		if m != nil {
-			snap.Shards = append(snap.Shards, ShardSnapshot{Shard: sh, Manifest: m})
+			snap.Shards = append(snap.Shards, ShardSnapshot{Shard: shards[i], Manifest: m})
 		}
 	}
 	if snap.Table, err = s.tbl.Latest(ctx); err != nil {
@@ -87,6 +95,30 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	s.metrics.pendingPerRead.Observe(float64(total))
 	return snap, nil
+}
+
+// shardManifests returns the newest manifest of each shard (nil for one that has none), in the
+// order of shards. Every check has returned when it does, so nothing it started reads on.
+func (s *Store) shardManifests(ctx context.Context, shards []string) ([]*shard.ShardManifest, error) {
+	out := make([]*shard.ShardManifest, len(shards))
+	if len(shards) == 1 { // the common case: no goroutine for it
+		m, err := s.shards.LatestManifest(ctx, shards[0])
+		out[0] = m
+		return out, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(snapshotConcurrency)
+	for i, sh := range shards {
+		g.Go(func() error {
+			m, err := s.shards.LatestManifest(gctx, sh)
+			out[i] = m // each goroutine writes only its own slot
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SnapshotAt is a read-only checkout of base-table version v: no shard generations and no
