@@ -10,11 +10,12 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -258,19 +259,8 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	}
 	seqs := seqCol.(*array.Uint64)
 
-	// Newest _seq per key within the batch (a later row wins a tie).
-	newest := make(map[string]int, keys.Len())
-	for i := 0; i < keys.Len(); i++ {
-		k := keys.Value(i)
-		if j, ok := newest[k]; ok {
-			p.result.Stale++
-			if seqs.Value(j) > seqs.Value(i) {
-				continue
-			}
-		}
-		newest[k] = i
-	}
-	sortedKeys := slices.Sorted(maps.Keys(newest))
+	sortedKeys, newest, stale := newestPerKey(keys, seqs)
+	p.result.Stale += stale
 
 	stored, err := t.locate(ctx, base, sortedKeys)
 	if err != nil {
@@ -279,8 +269,8 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	var rows []int64
 	replaced := map[uint64][]uint32{} // fragment -> rows to mask
 	var maxSeq uint64
-	for _, k := range sortedKeys {
-		i := newest[k]
+	for n, k := range sortedKeys {
+		i := newest[n]
 		seq := seqs.Value(i)
 		if loc, ok := stored[k]; ok {
 			if loc.seq >= seq {
@@ -373,6 +363,40 @@ func (p *PreparedUpsert) prepare(ctx context.Context, base *Manifest) error {
 	}
 	p.next = next
 	return nil
+}
+
+// newestPerKey picks the row with the newest _seq of each distinct key of a batch (a later row
+// wins a tie): the keys in order, the row of each, and how many rows lost. One sort of (key,
+// row) pairs, not a map of every key and a sort of its keys besides. The keys returned are the
+// batch's own strings (valid while keys is).
+func newestPerKey(keys *array.String, seqs *array.Uint64) (sorted []string, rows []int, stale int) {
+	type keyAt struct {
+		key string
+		row int
+	}
+	pairs := make([]keyAt, keys.Len())
+	for i := range pairs {
+		pairs[i] = keyAt{keys.Value(i), i}
+	}
+	slices.SortFunc(pairs, func(a, b keyAt) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.row, b.row)
+	})
+	sorted, rows = make([]string, 0, len(pairs)), make([]int, 0, len(pairs))
+	for i := 0; i < len(pairs); {
+		best, j := pairs[i].row, i+1
+		for ; j < len(pairs) && pairs[j].key == pairs[i].key; j++ { // later rows of the key
+			stale++
+			if seqs.Value(pairs[j].row) >= seqs.Value(best) {
+				best = pairs[j].row
+			}
+		}
+		sorted, rows = append(sorted, pairs[i].key), append(rows, best)
+		i = j
+	}
+	return sorted, rows, stale
 }
 
 // joinColumn is column c of every part, as one array (the part's own when there is one).

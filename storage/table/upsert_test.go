@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -239,4 +240,45 @@ func TestMergeLookupsLeaveIndexPagesUncachedAndPointReadsCacheThem(t *testing.T)
 	require.NotNil(t, rec)
 	require.EqualValues(t, -97, rec.Column(0).(*array.Int64).Value(0))
 	rec.Release()
+}
+
+// newestPerKey against the rule it replaces, on random batches with many repeats and ties:
+// for each distinct key (in order), the newest _seq, the later row on a tie; every other row
+// counts as stale.
+func TestNewestPerKeyPicksTheNewestSeqAndTheLaterRowOnATie(t *testing.T) {
+	mem := checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 200 {
+		n := rng.IntN(300)
+		kb, sb := array.NewStringBuilder(mem), array.NewUint64Builder(mem)
+		ids, seqs := make([]string, n), make([]uint64, n)
+		for i := range n {
+			ids[i], seqs[i] = fmt.Sprintf("k%03d", rng.IntN(1+n/3)), uint64(rng.IntN(5)) // ties are common
+			kb.Append(ids[i])
+			sb.Append(seqs[i])
+		}
+		keys, seqArr := kb.NewStringArray(), sb.NewUint64Array()
+		kb.Release()
+		sb.Release()
+
+		want, wantStale := map[string]int{}, 0
+		for i, k := range ids {
+			if j, ok := want[k]; ok {
+				wantStale++
+				if seqs[j] > seqs[i] {
+					continue
+				}
+			}
+			want[k] = i
+		}
+		sorted, rows, stale := newestPerKey(keys, seqArr)
+		require.Equal(t, wantStale, stale, "trial %d", trial)
+		require.Len(t, sorted, len(want), "trial %d", trial)
+		require.True(t, slices.IsSorted(sorted), "trial %d", trial)
+		for i, k := range sorted {
+			require.Equal(t, want[k], rows[i], "trial %d key %s", trial, k)
+		}
+		keys.Release()
+		seqArr.Release()
+	}
 }
