@@ -165,7 +165,9 @@ func BenchmarkP12Datagen(b *testing.B) {
 			b.Fatal(err)
 		}
 		_, _ = benchfmt.Time(400, fold) // until the heap has settled
+		stopProfile := benchfmt.ProfileCPU("p12-fold.cpu.pb.gz")
 		times, err := benchfmt.Time(200, fold)
+		stopProfile()
 		if err != nil {
 			b.Fatal(err)
 		}

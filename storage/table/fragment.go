@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/cache"
@@ -612,64 +614,97 @@ func (t *Table) readRowsGeneral(ctx context.Context, f Fragment, spans []readWin
 	if len(read) == 0 {
 		return t.layoutColumns(nil, rows, schema, names)
 	}
-	// One column at a time, on this goroutine: pqarrow's record reader would hand every column
-	// of every seek to a goroutine of its own, and each hand-off costs a point read more
-	// latency than the decoding.
-	fields := make([]arrow.Field, 0, len(read))
-	cols := make([]arrow.Column, 0, len(read))
+	// Point reads decode one column at a time, on this goroutine: pqarrow's record reader would
+	// hand every column of every seek to a goroutine of its own, and each hand-off costs a point
+	// read more latency than the decoding. Runs of parallelRunRows rows or more (a listing's page,
+	// an item's events) decode their columns on up to GOMAXPROCS goroutines; each writes only its
+	// own slot of cols, and every one has returned before they are read.
+	cols := make([]*arrow.Column, len(read))
 	defer func() {
-		for i := range cols {
-			cols[i].Release()
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
 		}
 	}()
-	for _, name := range read {
-		fi := slices.IndexFunc(fr.Manifest.Fields, func(sf pqarrow.SchemaField) bool { return sf.Field.Name == name })
-		if fi < 0 {
-			continue // not in this fragment: layoutColumns fills in nulls
-		}
-		leaves := map[int]bool{}
-		for _, l := range appendLeaves(nil, &fr.Manifest.Fields[fi]) {
-			leaves[l] = true
-		}
-		cr, err := fr.GetFieldReader(ctx, fi, leaves, []int{rg})
-		if err != nil {
-			return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
-		}
-		chunks := make([]arrow.Array, 0, len(runs))
-		for _, run := range runs {
-			if err := cr.SeekToRow(run.first); err != nil {
-				releaseArrays(chunks)
-				cr.Release()
-				return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, run.first, err)
-			}
-			got, err := cr.NextBatch(run.n)
-			if err != nil || int64(got.Len()) != run.n {
-				if got != nil {
-					got.Release()
-				}
-				releaseArrays(chunks)
-				cr.Release()
-				return nil, fmt.Errorf("table: read fragment %s row group %d rows %d+%d: %v", f.Path, rg, run.first, run.n, err)
-			}
-			for _, c := range got.Chunks() {
-				if c.Len() > 0 {
-					c.Retain()
-					chunks = append(chunks, c)
-				}
-			}
-			got.Release()
-		}
-		cr.Release()
-		field := *cr.Field()
-		chunked := arrow.NewChunked(field.Type, chunks)
-		releaseArrays(chunks)
-		fields = append(fields, field)
-		cols = append(cols, *arrow.NewColumn(field, chunked))
-		chunked.Release()
+	decode := func(ctx context.Context, i int) error {
+		c, err := readRunsOfColumn(ctx, fr, f, read[i], rg, runs)
+		cols[i] = c
+		return err
 	}
-	tbl := array.NewTable(arrow.NewSchema(fields, nil), cols, rows)
+	if rows < parallelRunRows || len(read) == 1 {
+		for i := range read {
+			if err := decode(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for i := range read {
+			g.Go(func() error { return decode(gctx, i) })
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+	}
+	fields := make([]arrow.Field, 0, len(read))
+	stored := make([]arrow.Column, 0, len(read))
+	for _, c := range cols {
+		if c != nil { // nil: not in this fragment, layoutColumns fills in nulls
+			fields, stored = append(fields, c.Field()), append(stored, *c)
+		}
+	}
+	tbl := array.NewTable(arrow.NewSchema(fields, nil), stored, rows)
 	defer tbl.Release()
 	return t.layoutColumns(tbl, rows, schema, names)
+}
+
+// parallelRunRows: runs of rows reading at least this many rows in all decode their columns
+// concurrently (readRowsGeneral).
+const parallelRunRows = 256
+
+// readRunsOfColumn decodes the runs of rows of row group rg of column name (nil when the
+// fragment does not store it).
+func readRunsOfColumn(ctx context.Context, fr *pqarrow.FileReader, f Fragment, name string, rg int, runs []rowRun) (*arrow.Column, error) {
+	fi := slices.IndexFunc(fr.Manifest.Fields, func(sf pqarrow.SchemaField) bool { return sf.Field.Name == name })
+	if fi < 0 {
+		return nil, nil
+	}
+	leaves := map[int]bool{}
+	for _, l := range appendLeaves(nil, &fr.Manifest.Fields[fi]) {
+		leaves[l] = true
+	}
+	cr, err := fr.GetFieldReader(ctx, fi, leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("table: read fragment %s: %w", f.Path, err)
+	}
+	defer cr.Release()
+	chunks := make([]arrow.Array, 0, len(runs))
+	defer func() { releaseArrays(chunks) }()
+	for _, run := range runs {
+		if err := cr.SeekToRow(run.first); err != nil {
+			return nil, fmt.Errorf("table: read fragment %s row group %d row %d: %w", f.Path, rg, run.first, err)
+		}
+		got, err := cr.NextBatch(run.n)
+		if err != nil || int64(got.Len()) != run.n {
+			if got != nil {
+				got.Release()
+			}
+			return nil, fmt.Errorf("table: read fragment %s row group %d rows %d+%d: %v", f.Path, rg, run.first, run.n, err)
+		}
+		for _, c := range got.Chunks() {
+			if c.Len() > 0 {
+				c.Retain()
+				chunks = append(chunks, c)
+			}
+		}
+		got.Release()
+	}
+	field := *cr.Field()
+	chunked := arrow.NewChunked(field.Type, chunks)
+	defer chunked.Release()
+	return arrow.NewColumn(field, chunked), nil
 }
 
 // rangeReadShare: a row group whose wanted rows lie within at most 1/rangeReadShare of its rows
