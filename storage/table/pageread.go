@@ -231,51 +231,128 @@ func newHybrid(data []byte, width int) (*hybrid, error) {
 	return &hybrid{data: data, width: width}, nil
 }
 
+// load reads the next run's header (a run may hold no values: callers load until one does).
+func (h *hybrid) load() error {
+	hdr, n := binary.Uvarint(h.data[h.pos:])
+	if n <= 0 {
+		return errPage
+	}
+	h.pos += n
+	if hdr&1 == 0 { // a repeated run: the value in ceil(width/8) little-endian bytes
+		count := hdr >> 1
+		nb := (h.width + 7) / 8
+		if count > math.MaxInt32 || nb > len(h.data)-h.pos {
+			return errPage
+		}
+		var v uint64
+		for i := range nb {
+			v |= uint64(h.data[h.pos+i]) << (8 * i)
+		}
+		h.pos += nb
+		h.left, h.rle, h.value = int(count), true, v
+		return nil
+	}
+	groups := hdr >> 1 // groups of 8 values, width bytes each
+	if groups > math.MaxInt32/8 || groups*uint64(h.width) > uint64(len(h.data)-h.pos) {
+		return errPage
+	}
+	size := int(groups) * h.width
+	h.packed, h.index = h.data[h.pos:h.pos+size], 0
+	h.pos += size
+	h.left, h.rle = int(groups)*8, false
+	return nil
+}
+
 // next returns the next value.
 func (h *hybrid) next() (uint64, error) {
 	for h.left == 0 {
-		hdr, n := binary.Uvarint(h.data[h.pos:])
-		if n <= 0 {
-			return 0, errPage
+		if err := h.load(); err != nil {
+			return 0, err
 		}
-		h.pos += n
-		if hdr&1 == 0 { // a repeated run: the value in ceil(width/8) little-endian bytes
-			count := hdr >> 1
-			nb := (h.width + 7) / 8
-			if count > math.MaxInt32 || nb > len(h.data)-h.pos {
-				return 0, errPage
-			}
-			var v uint64
-			for i := range nb {
-				v |= uint64(h.data[h.pos+i]) << (8 * i)
-			}
-			h.pos += nb
-			h.left, h.rle, h.value = int(count), true, v
-			continue
-		}
-		groups := hdr >> 1 // groups of 8 values, width bytes each
-		if groups > math.MaxInt32/8 || groups*uint64(h.width) > uint64(len(h.data)-h.pos) {
-			return 0, errPage
-		}
-		size := int(groups) * h.width
-		h.packed, h.index = h.data[h.pos:h.pos+size], 0
-		h.pos += size
-		h.left, h.rle = int(groups)*8, false
 	}
 	h.left--
 	if h.rle {
 		return h.value, nil
 	}
-	bit := h.index * h.width
 	h.index++
-	var v uint64
-	for i := 0; i < h.width; i++ {
-		b := bit + i
-		if h.packed[b/8]>>(b%8)&1 == 1 {
-			v |= 1 << i
+	return packedValue(h.packed, h.index-1, h.width), nil
+}
+
+// skip passes over the next n values: whole runs by their headers, within a run by arithmetic.
+func (h *hybrid) skip(n int) error {
+	_, err := h.walk(n, 0, false)
+	return err
+}
+
+// count passes over the next n values and returns how many of them equal v (bit-packed runs of
+// width 1 are counted a word at a time).
+func (h *hybrid) count(n int, v uint64) (int, error) {
+	return h.walk(n, v, true)
+}
+
+// walk passes over the next n values, counting those equal to v when counting.
+func (h *hybrid) walk(n int, v uint64, counting bool) (int, error) {
+	equal := 0
+	for n > 0 {
+		if h.left == 0 {
+			if err := h.load(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		k := min(n, h.left)
+		switch {
+		case !counting:
+		case h.rle:
+			if h.value == v {
+				equal += k
+			}
+		case h.width == 1 && v <= 1:
+			if ones := onesIn(h.packed, h.index, k); v == 1 {
+				equal += ones
+			} else {
+				equal += k - ones
+			}
+		default:
+			for j := range k {
+				if packedValue(h.packed, h.index+j, h.width) == v {
+					equal++
+				}
+			}
+		}
+		h.left, n = h.left-k, n-k
+		if !h.rle {
+			h.index += k
 		}
 	}
-	return v, nil
+	return equal, nil
+}
+
+// packedValue is value i of a bit-packed run of width-bit values (width <= 32; least
+// significant bit first): it lies within the five bytes from bit i*width.
+func packedValue(packed []byte, i, width int) uint64 {
+	bit := i * width
+	var word uint64
+	for j, at := 0, bit/8; j < 5 && at+j < len(packed); j++ {
+		word |= uint64(packed[at+j]) << (8 * j)
+	}
+	return word >> (bit % 8) & (1<<width - 1)
+}
+
+// onesIn counts the set bits among bits [from, from+n) of packed (least significant first).
+func onesIn(packed []byte, from, n int) int {
+	ones := 0
+	for n > 0 && from%64 != 0 { // up to a word boundary, a bit at a time
+		ones += int(packed[from/8] >> (from % 8) & 1)
+		from, n = from+1, n-1
+	}
+	for ; n >= 64; from, n = from+64, n-64 {
+		ones += bits.OnesCount64(binary.LittleEndian.Uint64(packed[from/8:]))
+	}
+	for ; n > 0; from, n = from+1, n-1 {
+		ones += int(packed[from/8] >> (from % 8) & 1)
+	}
+	return ones
 }
 
 // pageValue locates row (within the page) of a data page whose decompressed body is body:
@@ -302,19 +379,15 @@ func pageValue(body []byte, h pageHeader, maxDef int16, row int) (null bool, ind
 	if err != nil {
 		return false, 0, nil, err
 	}
-	for i := 0; i <= row; i++ {
-		d, err := levels.next()
-		if err != nil {
-			return false, 0, nil, err
-		}
-		switch {
-		case i == row:
-			null = d < uint64(maxDef)
-		case d == uint64(maxDef):
-			index++
-		}
+	// The stored values before row are the levels before it that equal maxDef.
+	if index, err = levels.count(row, uint64(maxDef)); err != nil {
+		return false, 0, nil, err
 	}
-	return null, index, body[4+n:], nil
+	d, err := levels.next()
+	if err != nil {
+		return false, 0, nil, err
+	}
+	return d < uint64(maxDef), index, body[4+n:], nil
 }
 
 // plainValue returns stored value i of a PLAIN-encoded run of physical type typ: its bytes (the
@@ -745,11 +818,12 @@ func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) 
 	if err != nil {
 		return nil, err
 	}
-	var k uint64
-	for range i + 1 {
-		if k, err = indices.next(); err != nil {
-			return nil, err
-		}
+	if err := indices.skip(i); err != nil {
+		return nil, err
+	}
+	k, err := indices.next()
+	if err != nil {
+		return nil, err
 	}
 	if k >= uint64(c.dictH.numValues) {
 		return nil, errPage

@@ -34,6 +34,12 @@ func FuzzPageDecoders(f *testing.F) {
 					}
 				}
 			}
+			if hy, err := newHybrid(data[1:], int(data[0])); err == nil && hy.skip(row&4095) == nil {
+				_, _ = hy.next()
+			}
+			if hy, err := newHybrid(data[1:], int(data[0])); err == nil {
+				_, _ = hy.count(row&4095, uint64(maxDef&1))
+			}
 		}
 	})
 }
