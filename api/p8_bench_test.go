@@ -75,11 +75,13 @@ func BenchmarkP8GetVsPostgres(b *testing.B) {
 		}
 		load(httpGet) // warm both: caches, connections
 		load(pgGet)
+		stopAllocs := benchfmt.ProfileAllocs("p8-get.allocs.pb.gz")
 		stopProfile := benchfmt.ProfileCPU("p8-get.cpu.pb.gz")
 		getCPU := cpuTime()
 		httpTimes := load(httpGet)
 		getCPU = cpuTime() - getCPU
 		stopProfile()
+		stopAllocs()
 		pgTimes := load(pgGet)
 		hp50, hp99 := benchfmt.Percentile(httpTimes, 50), benchfmt.Percentile(httpTimes, 99)
 		pp50, pp99 := benchfmt.Percentile(pgTimes, 50), benchfmt.Percentile(pgTimes, 99)

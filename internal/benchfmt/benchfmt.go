@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -98,5 +99,30 @@ func ProfileCPU(name string) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+	}
+}
+
+// ProfileAllocs writes this process's allocation profile to STRATA_BENCH_PROFILE_DIR/name.base
+// now and to STRATA_BENCH_PROFILE_DIR/name when the returned function is called, so what one phase
+// allocates can be read alone (go tool pprof -sample_index=alloc_space -base NAME.base NAME).
+// Without the variable it does nothing.
+func ProfileAllocs(name string) (stop func()) {
+	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	write := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		_ = pprof.Lookup("allocs").WriteTo(f, 0)
+		_ = f.Close()
+	}
+	runtime.GC() // the profile is as of the last collection; bring it up to now
+	write(filepath.Join(dir, name+".base"))
+	return func() {
+		runtime.GC()
+		write(filepath.Join(dir, name))
 	}
 }

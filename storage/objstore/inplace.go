@@ -17,8 +17,8 @@ import (
 	"fmt"
 )
 
-// ErrUnsupported: the store cannot write objects in place.
-var ErrUnsupported = errors.New("objstore: in-place writes not supported")
+// ErrUnsupported: the store lacks an optional capability (in-place writes, reads into a buffer).
+var ErrUnsupported = errors.New("objstore: not supported by this store")
 
 // ObjectWriter writes one object in place. Safe for concurrent use (writes to disjoint ranges).
 type ObjectWriter interface {
@@ -44,7 +44,7 @@ func WritesInPlace(s Store) bool {
 func OpenWriter(ctx context.Context, s Store, key string) (ObjectWriter, error) {
 	w, ok := s.(InPlaceWriter)
 	if !ok || !w.WritesInPlace() {
-		return nil, fmt.Errorf("%w (%T)", ErrUnsupported, s)
+		return nil, fmt.Errorf("%w: in-place writes (%T)", ErrUnsupported, s)
 	}
 	return w.OpenWriter(ctx, key)
 }

@@ -101,6 +101,30 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 	return buf, nil
 }
 
+// ReadsInto: a local file reads into any buffer.
+func (l *Local) ReadsInto() bool { return true }
+
+// ReadRangeInto fills buf from offset of key (fewer bytes only at the object's end).
+func (l *Local) ReadRangeInto(ctx context.Context, key string, offset int64, buf []byte) (int, error) {
+	p, err := l.path(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("objstore: invalid range offset=%d of %s", offset, key)
+	}
+	f, err := openRead(p)
+	if err != nil {
+		return 0, mapErr(key, err)
+	}
+	defer f.Close()
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	return n, nil
+}
+
 // unstatedRangeBytes is the largest range GetRange reads without a stat: allocating it is safe
 // whatever the object's size.
 const unstatedRangeBytes = 1 << 20

@@ -187,3 +187,19 @@ func TestLocalRangedReadsStopAtTheEndOfTheObject(t *testing.T) {
 	_, err = s.GetRange(ctx, "f", 0, 10)
 	require.Error(t, err, "a directory is not an object")
 }
+
+// The point-get path reuses its page buffers only through stores that read into them: a local
+// store has the capability through the wrappers a table's store is built of, and the read cache
+// (whose reads hand back the bytes it keeps) never claims it.
+func TestALocalStoreReadsIntoBuffersThroughItsWrappersAndTheReadCacheDoesNot(t *testing.T) {
+	local, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	prefixed, err := objstore.WithPrefix(local, "tables/t1")
+	require.NoError(t, err)
+	require.True(t, objstore.ReadsInto(local))
+	require.True(t, objstore.ReadsInto(objstore.WithProgress(prefixed)))
+	require.False(t, objstore.ReadsInto(objstore.WithReadCache(local, nil, nil)))
+	overMemory, err := objstore.WithPrefix(objstoretest.NewMemory(), "tables/t1")
+	require.NoError(t, err)
+	require.False(t, objstore.ReadsInto(overMemory), "a wrapper answers for the store it wraps")
+}

@@ -94,6 +94,16 @@ func (p *Prefixed) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	return info, err
 }
 
+func (p *Prefixed) ReadsInto() bool { return ReadsInto(p.inner) }
+
+func (p *Prefixed) ReadRangeInto(ctx context.Context, key string, offset int64, buf []byte) (int, error) {
+	k, err := p.full(key)
+	if err != nil {
+		return 0, err
+	}
+	return ReadRangeInto(ctx, p.inner, k, offset, buf)
+}
+
 func (p *Prefixed) WritesInPlace() bool { return WritesInPlace(p.inner) }
 
 func (p *Prefixed) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {

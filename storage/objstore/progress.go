@@ -87,6 +87,15 @@ func (c *ProgressCounting) Stat(ctx context.Context, key string) (ObjectInfo, er
 	return info, err
 }
 
+// ReadsInto answers for the wrapped store.
+func (c *ProgressCounting) ReadsInto() bool { return ReadsInto(c.inner) }
+
+func (c *ProgressCounting) ReadRangeInto(ctx context.Context, key string, offset int64, buf []byte) (int, error) {
+	n, err := ReadRangeInto(ctx, c.inner, key, offset, buf)
+	progressOf(ctx).add(n)
+	return n, err
+}
+
 // WritesInPlace answers for the wrapped store.
 func (c *ProgressCounting) WritesInPlace() bool { return WritesInPlace(c.inner) }
 

@@ -758,7 +758,7 @@ func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Sche
 	if len(ranges) == 0 { // every column it reads is null here (or not in the fragment)
 		return t.layoutColumns(nil, n, schema, names)
 	}
-	windows, err := t.fetchPages(ctx, f, ranges)
+	windows, err := t.fetchPages(ctx, f, ranges, false) // the general path's decoders may keep slices of them
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,13 @@ package table
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"sort"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 // pageFetchGap: ranges closer than this are read as one (a few KiB more read costs less than
@@ -27,6 +31,48 @@ type pageWindows struct {
 	t       *Table
 	f       Fragment
 	windows []readWindow
+	// reuse: reads go into pooled buffers, listed in buffers (nil entries: not pooled), which
+	// the caller hands back with release once nothing it read is referenced any more.
+	reuse   bool
+	buffers []*[]byte
+}
+
+// Pooled page buffers. A point read's pages live only until their values are copied into Arrow
+// builders (a dictionary page is copied before it is cached), so when the store reads into the
+// caller's memory they come from pools by power-of-two size and go back when the read is done,
+// instead of a fresh allocation of every page read for every get.
+const (
+	minPooledPageClass = 12 // 4 KiB
+	maxPooledPageClass = 20 // 1 MiB: larger reads are allocated
+)
+
+var pageReadPools [maxPooledPageClass + 1]sync.Pool // of *[]byte, by class
+
+// pageClass is the pool class of an n-byte read (-1: not pooled).
+func pageClass(n int64) int {
+	if n <= 0 || n > 1<<maxPooledPageClass {
+		return -1
+	}
+	return max(minPooledPageClass, bits.Len64(uint64(n-1)))
+}
+
+func pooledPageBuffer(class int) *[]byte {
+	if p, ok := pageReadPools[class].Get().(*[]byte); ok {
+		return p
+	}
+	b := make([]byte, 1<<class)
+	return &b
+}
+
+// release hands the pooled buffers back; nothing read through w may be used afterwards.
+func (w *pageWindows) release() {
+	for i, p := range w.buffers {
+		if p != nil {
+			pageReadPools[bits.Len64(uint64(cap(*p)-1))].Put(p)
+		}
+		w.buffers[i] = nil
+	}
+	w.windows = nil
 }
 
 // spanWindows wraps an already fetched span (the whole row group).
@@ -35,9 +81,10 @@ func (t *Table) spanWindows(ctx context.Context, f Fragment, span readWindow) *p
 }
 
 // fetchPages reads ranges of fragment f: sorted, coalesced across gaps under pageFetchGap,
-// each run one ranged read, the runs concurrently.
-func (t *Table) fetchPages(ctx context.Context, f Fragment, ranges []byteRange) (*pageWindows, error) {
-	w := &pageWindows{ctx: ctx, t: t, f: f}
+// each run one ranged read, the runs concurrently. reuse: the caller copies what it keeps and
+// calls release when done, so the reads may go into pooled buffers.
+func (t *Table) fetchPages(ctx context.Context, f Fragment, ranges []byteRange, reuse bool) (*pageWindows, error) {
+	w := &pageWindows{ctx: ctx, t: t, f: f, reuse: reuse && objstore.ReadsInto(t.store)}
 	if len(ranges) == 0 {
 		return w, nil
 	}
@@ -52,36 +99,49 @@ func (t *Table) fetchPages(ctx context.Context, f Fragment, ranges []byteRange) 
 		runs = append(runs, r)
 	}
 	w.windows = make([]readWindow, len(runs))
+	w.buffers = make([]*[]byte, len(runs))
 	if len(runs) == 1 {
-		data, err := w.read(runs[0])
-		w.windows[0] = readWindow{at: runs[0].at, data: data}
+		data, buf, err := w.readWith(ctx, runs[0])
+		w.windows[0], w.buffers[0] = readWindow{at: runs[0].at, data: data}, buf
 		return w, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, r := range runs {
-		g.Go(func() error {
-			data, err := w.readWith(gctx, r)
-			w.windows[i] = readWindow{at: r.at, data: data}
+		g.Go(func() error { // each goroutine sets its own index only
+			data, buf, err := w.readWith(gctx, r)
+			w.windows[i], w.buffers[i] = readWindow{at: r.at, data: data}, buf
 			return err
 		})
 	}
 	return w, g.Wait()
 }
 
-func (w *pageWindows) read(r byteRange) ([]byte, error) { return w.readWith(w.ctx, r) }
-
-func (w *pageWindows) readWith(ctx context.Context, r byteRange) ([]byte, error) {
+// readWith reads r: into a pooled buffer (returned, to be released) when w reuses them, else
+// allocated by the store.
+func (w *pageWindows) readWith(ctx context.Context, r byteRange) ([]byte, *[]byte, error) {
 	if r.at < 0 || r.n < 0 || r.at+r.n > w.f.Bytes {
-		return nil, errPage
+		return nil, nil, errPage
+	}
+	if class := pageClass(r.n); w.reuse && class >= 0 {
+		buf := pooledPageBuffer(class)
+		n, err := objstore.ReadRangeInto(ctx, w.t.store, w.f.Path, r.at, (*buf)[:r.n])
+		if err == nil && int64(n) != r.n {
+			err = errPage
+		}
+		if err != nil {
+			pageReadPools[class].Put(buf)
+			return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, err)
+		}
+		return (*buf)[:r.n], buf, nil
 	}
 	data, err := w.t.store.GetRange(ctx, w.f.Path, r.at, r.n)
 	if err != nil {
-		return nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, err)
+		return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, err)
 	}
 	if int64(len(data)) != r.n {
-		return nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, errPage)
+		return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, errPage)
 	}
-	return data, nil
+	return data, nil, nil
 }
 
 // slice is bytes [at, at+n) of the fragment: from a fetched window, or read now.
@@ -94,10 +154,11 @@ func (w *pageWindows) slice(at, n int64) ([]byte, error) {
 			return win.data[at-win.at : at-win.at+n], nil
 		}
 	}
-	data, err := w.read(byteRange{at, n})
+	data, buf, err := w.readWith(w.ctx, byteRange{at, n})
 	if err != nil {
 		return nil, err
 	}
 	w.windows = append(w.windows, readWindow{at: at, data: data})
+	w.buffers = append(w.buffers, buf)
 	return data, nil
 }

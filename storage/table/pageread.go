@@ -474,7 +474,8 @@ func decodeSafely(codec compress.Codec, dst, src []byte) (out []byte, err error)
 
 // pageColumn is one flat column chunk of a row group, ready for point reads.
 type pageColumn struct {
-	field  arrow.Field
+	name   string
+	typ    arrow.DataType
 	leaf   int            // the column's leaf index in the fragment
 	desc   *schema.Column // nil: the fragment predates the column (every value null)
 	chunk  chunkInfo
@@ -482,10 +483,33 @@ type pageColumn struct {
 	dict   []byte     // the decompressed dictionary page's values (read on first use)
 	dictH  pageHeader // its header
 	loaded bool
-	// Decoded dictionaries are cached under dictKey (a point read of a row group whose
-	// dictionary is cached decompresses only the data page).
-	cache   cache.Namespace
-	dictKey string
+	// Decoded dictionaries are cached under dictionaryKey(path, rowGroup, leaf) (a point read of
+	// a row group whose dictionary is cached decompresses only the data page).
+	cache    cache.Namespace
+	path     string
+	rowGroup int
+}
+
+// dictionaryKey names the cached dictionary of a fragment's row group's leaf column.
+func dictionaryKey(path string, rg, leaf int) string {
+	return path + "#dictionary-" + strconv.Itoa(rg) + "-" + strconv.Itoa(leaf)
+}
+
+// pageColumnPool holds the column lists of point reads (a get of a wide row sets up one per
+// column, a few KiB each time otherwise).
+var pageColumnPool sync.Pool // of *[]pageColumn
+
+// pageColumns returns n zeroed pageColumns; releasePageColumns hands them back.
+func pageColumns(n int) []pageColumn {
+	if p, ok := pageColumnPool.Get().(*[]pageColumn); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]pageColumn, n)
+}
+
+func releasePageColumns(cols []pageColumn) {
+	clear(cols[:cap(cols)]) // drops what they point to (dictionaries, types)
+	pageColumnPool.Put(&cols)
 }
 
 // cachedDictionary is a decompressed dictionary page and its header.
@@ -635,15 +659,16 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 	}
 	idx := rp.pages
-	cols := make([]pageColumn, len(names))
+	cols := pageColumns(len(names))
+	defer releasePageColumns(cols)
 	for i, name := range names {
 		fi := tableSchema.FieldIndices(name)
 		if len(fi) == 0 {
 			return nil, false, fmt.Errorf("table: no column %q", name)
 		}
-		cols[i].field = tableSchema.Field(fi[0])
+		cols[i].name, cols[i].typ = name, tableSchema.Field(fi[0]).Type
 		leaf, stored := ft.flatLeaves[name]
-		if !pointReadableType(cols[i].field.Type) {
+		if !pointReadableType(cols[i].typ) {
 			if !rp.nestedAllNull(ft, name) {
 				return nil, false, nil // a nested column with values: the general path
 			}
@@ -653,12 +678,12 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 			continue // the fragment predates the column
 		}
 		desc := md.Schema.Column(leaf)
-		if !pointReadable(cols[i].field.Type, desc) || leaf >= len(rp.chunks) {
+		if !pointReadable(cols[i].typ, desc) || leaf >= len(rp.chunks) {
 			return nil, false, nil
 		}
 		chunk := rp.chunks[leaf]
 		cols[i].desc, cols[i].chunk, cols[i].leaf = desc, chunk, leaf
-		cols[i].cache, cols[i].dictKey = t.cache, f.Path+"#dictionary-"+strconv.Itoa(rg)+"-"+strconv.Itoa(leaf)
+		cols[i].cache, cols[i].path, cols[i].rowGroup = t.cache, f.Path, rg
 		if chunk.codec != compress.Codecs.Uncompressed {
 			if cols[i].codec, err = compress.GetCodec(chunk.codec); err != nil {
 				return nil, false, nil
@@ -682,9 +707,13 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 				}
 			}
 		}
-		if window, err = t.fetchPages(ctx, f, ranges); err != nil {
+		// Every value is copied into an Arrow builder below and a dictionary page before it
+		// is cached, so the pages' buffers go back to their pools when the read returns.
+		if window, err = t.fetchPages(ctx, f, ranges, true); err != nil {
+			window.release()
 			return nil, false, err
 		}
+		defer window.release()
 	}
 	arrs := make([]arrow.Array, len(names))
 	defer func() {
@@ -696,14 +725,14 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	}()
 	for i := range cols {
 		c := &cols[i]
-		b := array.NewBuilder(t.mem, c.field.Type)
+		b := array.NewBuilder(t.mem, c.typ)
 		for _, off := range offsets {
 			if err := t.appendPointValue(b, c, idx, window, off); err != nil {
 				b.Release()
 				if errors.Is(err, errPageUnsupported) {
 					return nil, false, nil
 				}
-				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.field.Name, err)
+				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.name, err)
 			}
 		}
 		arrs[i] = b.NewArray()
@@ -779,7 +808,7 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 // (values: a bit width byte, then the hybrid-encoded dictionary indices).
 func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) ([]byte, error) {
 	if !c.loaded {
-		if d, ok := cache.Get[cachedDictionary](c.cache, "dictionary", c.dictKey); ok {
+		if d, ok := cache.Get[cachedDictionary](c.cache, "dictionary", dictionaryKey(c.path, c.rowGroup, c.leaf)); ok {
 			c.dict, c.dictH, c.loaded = d.values, d.header, true
 		}
 	}
@@ -809,7 +838,7 @@ func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) 
 		c.dict = append([]byte(nil), body...) // kept past the pooled buffer
 		done()
 		c.dictH, c.loaded = h, true
-		cache.Add(c.cache, "dictionary", c.dictKey, cachedDictionary{values: c.dict, header: h}, int64(len(c.dict)))
+		cache.Add(c.cache, "dictionary", dictionaryKey(c.path, c.rowGroup, c.leaf), cachedDictionary{values: c.dict, header: h}, int64(len(c.dict)))
 	}
 	if len(values) < 1 {
 		return nil, errPage

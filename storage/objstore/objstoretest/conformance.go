@@ -52,6 +52,9 @@ func Conformance(t *testing.T, s objstore.Store) {
 	info, err := s.Stat(ctx, "a/b")
 	require.NoError(t, err)
 	require.EqualValues(t, 11, info.Size)
+	if objstore.ReadsInto(s) {
+		readsIntoBuffers(t, s)
+	}
 
 	require.NoError(t, s.Put(ctx, "a/b", []byte("replaced")))
 	got, _ = s.Get(ctx, "a/b")
@@ -102,6 +105,30 @@ func Conformance(t *testing.T, s objstore.Store) {
 	_, err = s.Get(cancelled, "a/b")
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, s.Put(cancelled, "c", nil), context.Canceled)
+}
+
+// readsIntoBuffers checks ReadRangeInto on "a/b" (holding "hello world") against GetRange's rules.
+func readsIntoBuffers(t *testing.T, s objstore.Store) {
+	ctx := context.Background()
+	buf := []byte("#####")
+	n, err := objstore.ReadRangeInto(ctx, s, "a/b", 6, buf)
+	require.NoError(t, err)
+	require.Equal(t, "world", string(buf[:n]))
+	buf = make([]byte, 100)
+	n, err = objstore.ReadRangeInto(ctx, s, "a/b", 6, buf)
+	require.NoError(t, err)
+	require.Equal(t, "world", string(buf[:n]), "a range past the end is cut short")
+	n, err = objstore.ReadRangeInto(ctx, s, "a/b", 40, buf)
+	require.NoError(t, err)
+	require.Zero(t, n, "a range starting past the end is empty")
+	_, err = objstore.ReadRangeInto(ctx, s, "a/b", -1, buf)
+	require.Error(t, err, "a negative offset")
+	_, err = objstore.ReadRangeInto(ctx, s, "missing", 0, buf)
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = objstore.ReadRangeInto(cancelled, s, "a/b", 0, buf)
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 // ExactlyOneWinner checks that of 16 concurrent put-if-absent calls on one key of s, exactly one
