@@ -765,9 +765,12 @@ func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Sche
 	return t.readRowsGeneral(ctx, f, windows.windows, schema, names, rg, []rowRun{{first, n}})
 }
 
+// releaseArrays releases the arrays of arrs (nil entries: none yet).
 func releaseArrays(arrs []arrow.Array) {
 	for _, a := range arrs {
-		a.Release()
+		if a != nil {
+			a.Release()
+		}
 	}
 }
 

@@ -715,29 +715,29 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 		defer window.release()
 	}
-	arrs := make([]arrow.Array, len(names))
-	defer func() {
-		for _, a := range arrs {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
+	values := getPointValues()
+	defer values.release()
+	types := make([]arrow.DataType, len(cols))
 	for i := range cols {
 		c := &cols[i]
-		b := array.NewBuilder(t.mem, c.typ)
+		types[i] = c.typ
 		for _, off := range offsets {
-			if err := t.appendPointValue(b, c, idx, window, off); err != nil {
-				b.Release()
+			if err := t.appendPointValue(values, c, idx, window, off); err != nil {
 				if errors.Is(err, errPageUnsupported) {
 					return nil, false, nil
 				}
 				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.name, err)
 			}
 		}
-		arrs[i] = b.NewArray()
-		b.Release()
 	}
+	arrs, err := values.arrays(t.mem, types, len(offsets))
+	if errors.Is(err, errPageUnsupported) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("table: read fragment %s row group %d: %w", f.Path, rg, err)
+	}
+	defer releaseArrays(arrs) // the record batch holds its own references
 	// Every column's field is tableSchema's field of that name (cols above).
 	return array.NewRecordBatch(t.projected.of(tableSchema, names), arrs, int64(len(offsets))), true, nil
 }
@@ -751,10 +751,10 @@ func pageOf(pages []pageLoc, off int64) (pageLoc, bool) {
 	return pages[p], true
 }
 
-// appendPointValue appends row off of column c, its page read from window.
-func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc, window *pageWindows, off int64) error {
+// appendPointValue appends row off of column c, its page read from window, to values.
+func (t *Table) appendPointValue(values *pointValues, c *pageColumn, idx [][]pageLoc, window *pageWindows, off int64) error {
 	if c.desc == nil {
-		b.AppendNull()
+		values.appendNull()
 		return nil
 	}
 	if c.leaf >= len(idx) {
@@ -780,28 +780,28 @@ func (t *Table) appendPointValue(b array.Builder, c *pageColumn, idx [][]pageLoc
 		return err
 	}
 	defer done()
-	null, i, values, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-loc.firstRow))
+	null, i, stored, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-loc.firstRow))
 	if err != nil {
 		return err
 	}
 	if null {
-		b.AppendNull()
+		values.appendNull()
 		return nil
 	}
 	phys := c.desc.PhysicalType()
 	var v []byte
 	switch h.encoding {
 	case encPlain:
-		v, err = plainValue(values, phys, i)
+		v, err = plainValue(stored, phys, i)
 	case encPlainDict, encRLEDictionary:
-		v, err = c.dictionaryValue(window, values, i)
+		v, err = c.dictionaryValue(window, stored, i)
 	default:
 		return errPageUnsupported
 	}
 	if err != nil {
 		return err
 	}
-	return appendParquetValue(b, phys, v)
+	return values.appendValue(c.typ, v) // copied before the page's buffer goes back
 }
 
 // dictionaryValue returns the value of the i-th stored entry of a dictionary-encoded data page
@@ -858,47 +858,4 @@ func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) 
 		return nil, errPage
 	}
 	return plainValue(c.dict, c.desc.PhysicalType(), int(k))
-}
-
-// appendParquetValue appends one stored value (as plainValue returns it) to b.
-func appendParquetValue(b array.Builder, phys parquet.Type, v []byte) error {
-	le32 := func() uint32 { return binary.LittleEndian.Uint32(v) }
-	le64 := func() uint64 { return binary.LittleEndian.Uint64(v) }
-	switch bb := b.(type) {
-	case *array.StringBuilder:
-		bb.BinaryBuilder.Append(v)
-	case *array.LargeStringBuilder:
-		bb.BinaryBuilder.Append(v)
-	case *array.BinaryBuilder:
-		bb.Append(v)
-	case *array.BooleanBuilder:
-		bb.Append(v[0] == 1)
-	case *array.Int8Builder:
-		bb.Append(int8(le32()))
-	case *array.Int16Builder:
-		bb.Append(int16(le32()))
-	case *array.Int32Builder:
-		bb.Append(int32(le32()))
-	case *array.Uint8Builder:
-		bb.Append(uint8(le32()))
-	case *array.Uint16Builder:
-		bb.Append(uint16(le32()))
-	case *array.Uint32Builder:
-		bb.Append(le32())
-	case *array.Date32Builder:
-		bb.Append(arrow.Date32(int32(le32())))
-	case *array.Int64Builder:
-		bb.Append(int64(le64()))
-	case *array.Uint64Builder:
-		bb.Append(le64())
-	case *array.TimestampBuilder:
-		bb.Append(arrow.Timestamp(int64(le64())))
-	case *array.Float32Builder:
-		bb.Append(math.Float32frombits(le32()))
-	case *array.Float64Builder:
-		bb.Append(math.Float64frombits(le64()))
-	default:
-		return fmt.Errorf("%w: no point read into %T", errPage, b)
-	}
-	return nil
 }

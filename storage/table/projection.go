@@ -5,7 +5,6 @@ package table
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,36 +16,45 @@ const maxProjections = 256
 
 // projections caches projected schemas by table schema and column list.
 type projections struct {
-	mu sync.Mutex // guards m; held only for the map lookup or insert
-	m  map[projectionKey]*arrow.Schema
+	mu sync.Mutex                                 // guards m and n; held only for the lookup or insert
+	m  map[*arrow.Schema]map[string]*arrow.Schema // by a manifest's schema (one per decoded manifest, shared by its reads), then by column list
+	n  int                                        // schemas held, across every table schema
 }
 
-type projectionKey struct {
-	schema *arrow.Schema // a manifest's schema: one per decoded manifest, shared by its reads
-	names  string        // the column list, each name length-prefixed (names may hold any byte)
-}
+// projectionKeyBytes: column lists whose key fits are keyed without an allocation.
+const projectionKeyBytes = 512
 
 // of returns the schema of columns names of s (each must be in s).
 func (p *projections) of(s *arrow.Schema, names []string) *arrow.Schema {
-	var key strings.Builder
+	// The key is the column list with each name length-prefixed (names may hold any byte),
+	// built on the stack; the map lookup by string(key) does not copy it.
+	var stack [projectionKeyBytes]byte
+	key := stack[:0]
 	for _, n := range names {
-		key.WriteString(strconv.Itoa(len(n)))
-		key.WriteByte(':')
-		key.WriteString(n)
+		key = strconv.AppendInt(key, int64(len(n)), 10)
+		key = append(key, ':')
+		key = append(key, n...)
 	}
-	k := projectionKey{schema: s, names: key.String()}
 	p.mu.Lock()
-	out, ok := p.m[k]
+	out, ok := p.m[s][string(key)]
 	p.mu.Unlock()
 	if ok {
 		return out
 	}
 	out = arrow.NewSchema(projectFields(s, names), nil)
 	p.mu.Lock()
-	if p.m == nil || len(p.m) >= maxProjections {
-		p.m = make(map[projectionKey]*arrow.Schema)
+	if p.m == nil || p.n >= maxProjections {
+		p.m, p.n = make(map[*arrow.Schema]map[string]*arrow.Schema), 0
 	}
-	p.m[k] = out
+	bySchema := p.m[s]
+	if bySchema == nil {
+		bySchema = make(map[string]*arrow.Schema)
+		p.m[s] = bySchema
+	}
+	if _, ok := bySchema[string(key)]; !ok {
+		bySchema[string(key)] = out // the inserted key is a copy of the stack bytes
+		p.n++
+	}
 	p.mu.Unlock()
 	return out
 }

@@ -34,6 +34,11 @@ func TestProjectedSchemasAreSharedPerColumnList(t *testing.T) {
 		}
 		fresh := arrow.NewSchema(s.Fields(), nil) // a new manifest's schema each time
 		require.Equal(t, names, fieldNames(p.of(fresh, names)), fmt.Sprint(i))
-		require.LessOrEqual(t, len(p.m), maxProjections)
+		require.LessOrEqual(t, p.n, maxProjections)
+		n := 0
+		for _, bySchema := range p.m {
+			n += len(bySchema)
+		}
+		require.Equal(t, p.n, n, "the count is what the maps hold")
 	}
 }
