@@ -78,12 +78,21 @@ func Time(n int, fn func(i int) error) ([]time.Duration, error) {
 	return out, nil
 }
 
+// profileDir is STRATA_BENCH_PROFILE_DIR, created when missing ("": unset, or it cannot be made).
+func profileDir() string {
+	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	if dir == "" || os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
+}
+
 // ProfileCPU starts a CPU profile of this process to STRATA_BENCH_PROFILE_DIR/name when that is
 // set, so a figure's hot path can be read alone (go tool pprof -top BINARY FILE); the returned
 // function stops it. Without the variable, or when a profile is already running (go test
 // -cpuprofile), it does nothing.
 func ProfileCPU(name string) (stop func()) {
-	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	dir := profileDir()
 	if dir == "" {
 		return func() {}
 	}
@@ -107,7 +116,7 @@ func ProfileCPU(name string) (stop func()) {
 // allocates can be read alone (go tool pprof -sample_index=alloc_space -base NAME.base NAME).
 // Without the variable it does nothing.
 func ProfileAllocs(name string) (stop func()) {
-	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	dir := profileDir()
 	if dir == "" {
 		return func() {}
 	}

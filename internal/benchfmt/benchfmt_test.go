@@ -1,6 +1,8 @@
 package benchfmt
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -49,5 +51,29 @@ func TestFormatValue(t *testing.T) {
 		if got := formatValue(v); got != want {
 			t.Errorf("formatValue(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// Profiles go into STRATA_BENCH_PROFILE_DIR, made when missing: an allocation profile as of the
+// start (.base) and as of the stop, and a CPU profile; without the variable nothing is written.
+func TestProfilesAreWrittenIntoTheProfileDirectoryMadeWhenMissing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "profiles", "p8")
+	t.Setenv("STRATA_BENCH_PROFILE_DIR", dir)
+	stopAllocs := ProfileAllocs("x.allocs.pb.gz")
+	stopCPU := ProfileCPU("x.cpu.pb.gz")
+	stopCPU()
+	stopAllocs()
+	for _, name := range []string{"x.allocs.pb.gz.base", "x.allocs.pb.gz", "x.cpu.pb.gz"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || info.Size() == 0 {
+			t.Fatalf("%s: %v (size %v)", name, err, info)
+		}
+	}
+
+	t.Setenv("STRATA_BENCH_PROFILE_DIR", "")
+	ProfileAllocs("y")()
+	ProfileCPU("y")()
+	if _, err := os.Stat("y"); !os.IsNotExist(err) {
+		t.Fatalf("a profile was written without the variable: %v", err)
 	}
 }
