@@ -166,7 +166,9 @@ func BenchmarkP12Datagen(b *testing.B) {
 		}
 		_, _ = benchfmt.Time(400, fold) // until the heap has settled
 		stopProfile := benchfmt.ProfileCPU("p12-fold.cpu.pb.gz")
+		stopAllocs := benchfmt.ProfileAllocs("p12-fold.allocs.pb.gz")
 		times, err := benchfmt.Time(200, fold)
+		stopAllocs()
 		stopProfile()
 		if err != nil {
 			b.Fatal(err)

@@ -534,7 +534,40 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	if err != nil {
 		return nil, err
 	}
-	var flat, nested []string
+	flat, nested := splitPageColumns(schema, ft, rp, names)
+	runs := pointRuns(offsets)
+	if len(flat) == 0 {
+		return t.readRowsGeneral(ctx, f, nil, schema, names, rg, runs)
+	}
+	var span readWindow
+	if len(nested) > 0 {
+		if span, err = t.rowGroupWindow(ctx, f, ft.md, []int{rg}); err != nil {
+			return nil, err
+		}
+	}
+	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, rp, schema, flat, rg, runs)
+	if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return t.readRowsGeneral(ctx, f, []readWindow{span}, schema, names, rg, runs)
+	}
+	if len(nested) == 0 {
+		return fromPages, nil
+	}
+	defer fromPages.Release()
+	rest, err := t.readRowsGeneral(ctx, f, []readWindow{span}, schema, nested, rg, runs)
+	if err != nil {
+		return nil, err
+	}
+	defer rest.Release()
+	return joinColumns(names, fromPages, rest, int64(len(offsets))), nil
+}
+
+// splitPageColumns splits names into the columns the page path reads (flat ones, and nested
+// ones holding only nulls in the row group rp describes; rp nil: no page index) and the nested
+// ones the general path reads.
+func splitPageColumns(schema *arrow.Schema, ft *footer, rp *rowGroupPages, names []string) (flat, nested []string) {
 	for _, n := range names {
 		fi := schema.FieldIndices(n)
 		switch {
@@ -546,42 +579,23 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 			nested = append(nested, n)
 		}
 	}
-	if len(flat) == 0 {
-		return t.readRowsGeneral(ctx, f, nil, schema, names, rg, pointRuns(offsets))
-	}
-	var span readWindow
-	if len(nested) > 0 {
-		if span, err = t.rowGroupWindow(ctx, f, ft.md, []int{rg}); err != nil {
-			return nil, err
-		}
-	}
-	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, rp, schema, flat, rg, offsets)
-	if err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return t.readRowsGeneral(ctx, f, []readWindow{span}, schema, names, rg, pointRuns(offsets))
-	}
-	if len(nested) == 0 {
-		return fromPages, nil
-	}
-	defer fromPages.Release()
-	rest, err := t.readRowsGeneral(ctx, f, []readWindow{span}, schema, nested, rg, pointRuns(offsets))
-	if err != nil {
-		return nil, err
-	}
-	defer rest.Release()
+	return flat, nested
+}
+
+// joinColumns is the named columns, each taken from whichever of a and b holds it, as one record
+// of rows rows.
+func joinColumns(names []string, a, b arrow.RecordBatch, rows int64) arrow.RecordBatch {
 	cols := make([]arrow.Array, len(names))
 	fields := make([]arrow.Field, len(names))
 	for i, n := range names {
-		from := fromPages
-		if j := fromPages.Schema().FieldIndices(n); len(j) == 0 {
-			from = rest
+		from := a
+		if j := a.Schema().FieldIndices(n); len(j) == 0 {
+			from = b
 		}
 		j := from.Schema().FieldIndices(n)[0]
 		cols[i], fields[i] = from.Column(j), from.Schema().Field(j)
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(offsets))), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows)
 }
 
 // rowRun is n consecutive rows of a row group from row first.
@@ -733,6 +747,34 @@ func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Sche
 		defer rec.Release()
 		return rec.NewSlice(first, first+n), nil
 	}
+	// Flat columns (most of them) come straight from their pages; nested ones with values
+	// through pqarrow's column readers.
+	flat, nested := splitPageColumns(schema, ft, rp, names)
+	if len(flat) > 0 {
+		fromPages, ok, err := t.readRowsFromPages(ctx, f, readWindow{}, rp, schema, flat, rg, []rowRun{{first, n}})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if len(nested) == 0 {
+				return fromPages, nil
+			}
+			defer fromPages.Release()
+			rest, err := t.readRangeGeneral(ctx, f, ft, rp, schema, nested, rg, first, n)
+			if err != nil {
+				return nil, err
+			}
+			defer rest.Release()
+			return joinColumns(names, fromPages, rest, n), nil
+		}
+	}
+	return t.readRangeGeneral(ctx, f, ft, rp, schema, names, rg, first, n)
+}
+
+// readRangeGeneral reads rows [first, first+n) of row group rg through pqarrow's column readers:
+// the pages holding them of every column it reads (and their dictionary pages) are fetched
+// first, coalesced, instead of the row group's span.
+func (t *Table) readRangeGeneral(ctx context.Context, f Fragment, ft *footer, rp *rowGroupPages, schema *arrow.Schema, names []string, rg int, first, n int64) (arrow.RecordBatch, error) {
 	var ranges []byteRange
 	for _, name := range names {
 		for _, leaf := range ft.topLeaves[name] {

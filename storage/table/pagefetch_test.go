@@ -111,7 +111,7 @@ func TestPointReadsThroughPooledPageBuffersKeepNoReferenceToThem(t *testing.T) {
 				require.NoError(t, err)
 				n := whole.NumRows()
 				for _, offsets := range [][]int64{{0}, {n - 1}, {rng.Int64N(n)}, {0, n / 2, n - 1}} {
-					got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, offsets)
+					got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, pointRuns(offsets))
 					require.NoError(t, err)
 					require.True(t, ok, "flat columns take the page path")
 					want, err := takeRows(ctx, mem, whole, offsets)

@@ -355,80 +355,6 @@ func onesIn(packed []byte, from, n int) int {
 	return ones
 }
 
-// pageValue locates row (within the page) of a data page whose decompressed body is body:
-// whether it is null and, if not, the index of its value among the page's stored (non-null)
-// values; it returns the body's values section too.
-func pageValue(body []byte, h pageHeader, maxDef int16, row int) (null bool, index int, values []byte, err error) {
-	if row < 0 || row >= int(h.numValues) {
-		return false, 0, nil, errPage
-	}
-	if maxDef == 0 {
-		return false, row, body, nil
-	}
-	if h.defEncoding != encRLE {
-		return false, 0, nil, errPageUnsupported
-	}
-	if len(body) < 4 {
-		return false, 0, nil, errPage
-	}
-	n := binary.LittleEndian.Uint32(body)
-	if uint64(n) > uint64(len(body)-4) {
-		return false, 0, nil, errPage
-	}
-	levels, err := newHybrid(body[4:4+n], bits.Len16(uint16(maxDef)))
-	if err != nil {
-		return false, 0, nil, err
-	}
-	// The stored values before row are the levels before it that equal maxDef.
-	if index, err = levels.count(row, uint64(maxDef)); err != nil {
-		return false, 0, nil, err
-	}
-	d, err := levels.next()
-	if err != nil {
-		return false, 0, nil, err
-	}
-	return d < uint64(maxDef), index, body[4+n:], nil
-}
-
-// plainValue returns stored value i of a PLAIN-encoded run of physical type typ: its bytes (the
-// value itself for BYTE_ARRAY, little-endian for numbers; one byte 0/1 for BOOLEAN).
-func plainValue(values []byte, typ parquet.Type, i int) ([]byte, error) {
-	width := 0
-	switch typ {
-	case parquet.Types.Boolean:
-		if i < 0 || i/8 >= len(values) {
-			return nil, errPage
-		}
-		return []byte{values[i/8] >> (i % 8) & 1}, nil
-	case parquet.Types.Int32, parquet.Types.Float:
-		width = 4
-	case parquet.Types.Int64, parquet.Types.Double:
-		width = 8
-	case parquet.Types.ByteArray:
-		pos := 0
-		for j := 0; ; j++ {
-			if len(values)-pos < 4 {
-				return nil, errPage
-			}
-			n := binary.LittleEndian.Uint32(values[pos:])
-			pos += 4
-			if uint64(n) > uint64(len(values)-pos) {
-				return nil, errPage
-			}
-			if j == i {
-				return values[pos : pos+int(n)], nil
-			}
-			pos += int(n)
-		}
-	default:
-		return nil, errPage
-	}
-	if i < 0 || i >= len(values)/width {
-		return nil, errPage
-	}
-	return values[i*width : (i+1)*width], nil
-}
-
 // pageBufferPool holds decompression buffers of point reads (a read copies what it keeps).
 var pageBufferPool = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -480,9 +406,7 @@ type pageColumn struct {
 	desc   *schema.Column // nil: the fragment predates the column (every value null)
 	chunk  chunkInfo
 	codec  compress.Codec
-	dict   []byte     // the decompressed dictionary page's values (read on first use)
-	dictH  pageHeader // its header
-	loaded bool
+	dict   *dictionary // the chunk's dictionary (read on first use)
 	// Decoded dictionaries are cached under dictionaryKey(path, rowGroup, leaf) (a point read of
 	// a row group whose dictionary is cached decompresses only the data page).
 	cache    cache.Namespace
@@ -510,12 +434,6 @@ func pageColumns(n int) []pageColumn {
 func releasePageColumns(cols []pageColumn) {
 	clear(cols[:cap(cols)]) // drops what they point to (dictionaries, types)
 	pageColumnPool.Put(&cols)
-}
-
-// cachedDictionary is a decompressed dictionary page and its header.
-type cachedDictionary struct {
-	values []byte
-	header pageHeader
 }
 
 // pointReadPhysical is the Parquet physical type this path reads each flat Arrow type from.
@@ -634,11 +552,11 @@ func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
 	return len(leaves) > 0
 }
 
-// readRowsFromPages reads the rows at offsets of row group rg (names of schema) page by page:
-// from span (the row group's bytes) when the caller fetched it, else fetching just the pages
-// it decodes. rp is the row group's page metadata when the caller has it (nil: looked up).
-// ok=false when the fragment or a column needs the general path.
-func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, tableSchema *arrow.Schema, names []string, rg int, offsets []int64) (rec arrow.RecordBatch, ok bool, err error) {
+// readRowsFromPages reads runs of rows (ascending, disjoint) of row group rg (names of schema)
+// page by page: from span (the row group's bytes) when the caller fetched it, else fetching just
+// the pages it decodes. rp is the row group's page metadata when the caller has it (nil: looked
+// up). ok=false when the fragment or a column needs the general path.
+func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, tableSchema *arrow.Schema, names []string, rg int, runs []rowRun) (rec arrow.RecordBatch, ok bool, err error) {
 	ft, err := t.fragmentFooter(ctx, f)
 	if err != nil {
 		return nil, false, err
@@ -648,10 +566,12 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		return nil, false, nil
 	}
 	rgRows := ft.rowStarts[rg+1] - ft.rowStarts[rg]
-	for _, off := range offsets {
-		if off < 0 || off >= rgRows {
-			return nil, false, fmt.Errorf("table: fragment %s row group %d has no row %d", f.Path, rg, off)
+	var rows int64
+	for _, run := range runs {
+		if run.first < 0 || run.n < 1 || run.n > rgRows-run.first {
+			return nil, false, fmt.Errorf("table: fragment %s row group %d has no rows %d+%d", f.Path, rg, run.first, run.n)
 		}
+		rows += run.n
 	}
 	if rp == nil {
 		if rp, err = t.rowGroupPagesOf(ctx, f, md, rg); err != nil || rp == nil {
@@ -677,8 +597,11 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		if !stored {
 			continue // the fragment predates the column
 		}
+		if leaf < len(rp.allNull) && rp.allNull[leaf] {
+			continue // null in every row of the row group: no page to read
+		}
 		desc := md.Schema.Column(leaf)
-		if !pointReadable(cols[i].typ, desc) || leaf >= len(rp.chunks) {
+		if !pointReadable(cols[i].typ, desc) || leaf >= len(rp.chunks) || leaf >= len(idx) {
 			return nil, false, nil
 		}
 		chunk := rp.chunks[leaf]
@@ -694,21 +617,27 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	if span.data != nil {
 		window = t.spanWindows(ctx, f, span)
 	} else {
-		// The data pages holding the rows, one per column and row (dictionary pages are read
-		// when first needed, then cached decoded).
-		ranges := make([]byteRange, 0, len(cols)*len(offsets))
+		// The data pages holding the runs and the dictionary pages not cached yet, fetched
+		// together (a dictionary page is decoded once, then cached).
+		ranges := make([]byteRange, 0, len(cols)*(len(runs)+1))
 		for i := range cols {
-			if cols[i].desc == nil || cols[i].leaf >= len(idx) {
+			c := &cols[i]
+			if c.desc == nil {
 				continue
 			}
-			for _, off := range offsets {
-				if p, ok := pageOf(idx[cols[i].leaf], off); ok {
-					ranges = append(ranges, byteRange{p.offset, int64(p.size)})
+			pages := idx[c.leaf]
+			for _, run := range runs {
+				lo := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > run.first }) - 1
+				for p := max(lo, 0); p < len(pages) && pages[p].firstRow < run.first+run.n; p++ {
+					ranges = append(ranges, byteRange{pages[p].offset, int64(pages[p].size)})
 				}
 			}
+			if c.chunk.hasDict && c.chunk.dataAt > c.chunk.dictAt && !c.cachedDictionary() {
+				ranges = append(ranges, byteRange{c.chunk.dictAt, c.chunk.dataAt - c.chunk.dictAt})
+			}
 		}
-		// Every value is copied into an Arrow builder below and a dictionary page before it
-		// is cached, so the pages' buffers go back to their pools when the read returns.
+		// Every value is copied into values below and a dictionary page before it is cached,
+		// so the pages' buffers go back to their pools when the read returns.
 		if window, err = t.fetchPages(ctx, f, ranges, true); err != nil {
 			window.release()
 			return nil, false, err
@@ -721,16 +650,20 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	for i := range cols {
 		c := &cols[i]
 		types[i] = c.typ
-		for _, off := range offsets {
-			if err := t.appendPointValue(values, c, idx, window, off); err != nil {
+		var pages []pageLoc
+		if c.desc != nil {
+			pages = idx[c.leaf]
+		}
+		for _, run := range runs {
+			if err := c.appendRunValues(values, pages, window, run, rgRows); err != nil {
 				if errors.Is(err, errPageUnsupported) {
 					return nil, false, nil
 				}
-				return nil, false, fmt.Errorf("table: read fragment %s row group %d row %d column %q: %w", f.Path, rg, off, c.name, err)
+				return nil, false, fmt.Errorf("table: read fragment %s row group %d rows %d+%d column %q: %w", f.Path, rg, run.first, run.n, c.name, err)
 			}
 		}
 	}
-	arrs, err := values.arrays(t.mem, types, len(offsets))
+	arrs, err := values.arrays(t.mem, types, int(rows))
 	if errors.Is(err, errPageUnsupported) {
 		return nil, false, nil
 	}
@@ -739,123 +672,5 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	}
 	defer releaseArrays(arrs) // the record batch holds its own references
 	// Every column's field is tableSchema's field of that name (cols above).
-	return array.NewRecordBatch(t.projected.of(tableSchema, names), arrs, int64(len(offsets))), true, nil
-}
-
-// pageOf is the page of pages (an offset index, in row order) that holds row off.
-func pageOf(pages []pageLoc, off int64) (pageLoc, bool) {
-	p := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > off }) - 1
-	if p < 0 {
-		return pageLoc{}, false
-	}
-	return pages[p], true
-}
-
-// appendPointValue appends row off of column c, its page read from window, to values.
-func (t *Table) appendPointValue(values *pointValues, c *pageColumn, idx [][]pageLoc, window *pageWindows, off int64) error {
-	if c.desc == nil {
-		values.appendNull()
-		return nil
-	}
-	if c.leaf >= len(idx) {
-		return errPage
-	}
-	loc, ok := pageOf(idx[c.leaf], off)
-	if !ok {
-		return errPage
-	}
-	page, err := window.slice(loc.offset, int64(loc.size))
-	if err != nil {
-		return err
-	}
-	h, err := decodePageHeader(page)
-	if err != nil {
-		return err
-	}
-	if h.typ != pageData {
-		return errPageUnsupported
-	}
-	body, done, err := pageBody(page, h, c.codec)
-	if err != nil {
-		return err
-	}
-	defer done()
-	null, i, stored, err := pageValue(body, h, c.desc.MaxDefinitionLevel(), int(off-loc.firstRow))
-	if err != nil {
-		return err
-	}
-	if null {
-		values.appendNull()
-		return nil
-	}
-	phys := c.desc.PhysicalType()
-	var v []byte
-	switch h.encoding {
-	case encPlain:
-		v, err = plainValue(stored, phys, i)
-	case encPlainDict, encRLEDictionary:
-		v, err = c.dictionaryValue(window, stored, i)
-	default:
-		return errPageUnsupported
-	}
-	if err != nil {
-		return err
-	}
-	return values.appendValue(c.typ, v) // copied before the page's buffer goes back
-}
-
-// dictionaryValue returns the value of the i-th stored entry of a dictionary-encoded data page
-// (values: a bit width byte, then the hybrid-encoded dictionary indices).
-func (c *pageColumn) dictionaryValue(window *pageWindows, values []byte, i int) ([]byte, error) {
-	if !c.loaded {
-		if d, ok := cache.Get[cachedDictionary](c.cache, "dictionary", dictionaryKey(c.path, c.rowGroup, c.leaf)); ok {
-			c.dict, c.dictH, c.loaded = d.values, d.header, true
-		}
-	}
-	if !c.loaded {
-		if !c.chunk.hasDict {
-			return nil, errPage
-		}
-		at := c.chunk.dictAt
-		page, err := window.slice(at, c.chunk.dataAt-at)
-		if err != nil {
-			return nil, err
-		}
-		h, err := decodePageHeader(page)
-		if err != nil {
-			return nil, err
-		}
-		if h.typ != pageDictionary || h.numValues > maxDictionaryRows {
-			return nil, errPage
-		}
-		if h.encoding != encPlain && h.encoding != encPlainDict {
-			return nil, errPageUnsupported
-		}
-		body, done, err := pageBody(page, h, c.codec)
-		if err != nil {
-			return nil, err
-		}
-		c.dict = append([]byte(nil), body...) // kept past the pooled buffer
-		done()
-		c.dictH, c.loaded = h, true
-		cache.Add(c.cache, "dictionary", dictionaryKey(c.path, c.rowGroup, c.leaf), cachedDictionary{values: c.dict, header: h}, int64(len(c.dict)))
-	}
-	if len(values) < 1 {
-		return nil, errPage
-	}
-	indices, err := newHybrid(values[1:], int(values[0]))
-	if err != nil {
-		return nil, err
-	}
-	if err := indices.skip(i); err != nil {
-		return nil, err
-	}
-	k, err := indices.next()
-	if err != nil {
-		return nil, err
-	}
-	if k >= uint64(c.dictH.numValues) {
-		return nil, errPage
-	}
-	return plainValue(c.dict, c.desc.PhysicalType(), int(k))
+	return array.NewRecordBatch(t.projected.of(tableSchema, names), arrs, rows), true, nil
 }

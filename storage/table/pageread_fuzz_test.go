@@ -20,10 +20,28 @@ func FuzzPageDecoders(f *testing.F) {
 			h.numValues = max(h.numValues, 0)
 		}
 		def := int16(maxDef & 1)
-		_, i, values, err := pageValue(data, pageHeader{numValues: int32(len(data)), defEncoding: encRLE}, def, row)
-		if err == nil {
-			for _, typ := range []parquet.Type{parquet.Types.Boolean, parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Float, parquet.Types.Double, parquet.Types.ByteArray} {
-				_, _ = plainValue(values, typ, i)
+		// A page body read from row row&1023 on, as each physical type, PLAIN and through a
+		// dictionary (itself from the same bytes).
+		dicts := []*dictionary{nil}
+		for _, typ := range []parquet.Type{parquet.Types.Int32, parquet.Types.ByteArray} {
+			if d, err := newDictionary(data, len(data)&15, typ); err == nil {
+				dicts = append(dicts, d)
+			}
+		}
+		for _, typ := range []parquet.Type{parquet.Types.Boolean, parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Float, parquet.Types.Double, parquet.Types.ByteArray} {
+			for _, enc := range []int32{encPlain, encRLEDictionary} {
+				for _, d := range dicts {
+					h := pageHeader{numValues: int32(len(data)), defEncoding: encRLE, encoding: enc}
+					var r pageRowReader
+					if r.init(data, h, def, typ, d, min(row&1023, len(data))) != nil {
+						continue
+					}
+					for range len(data) {
+						if _, _, err := r.next(); err != nil {
+							break
+						}
+					}
+				}
 			}
 		}
 		if len(data) > 0 {

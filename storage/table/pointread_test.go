@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
@@ -165,6 +166,7 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 		}
 	}
 
+	pagesCrossed := 0
 	for _, f := range m.Fragments {
 		ft, err := tbl.fragmentFooter(ctx, f)
 		md := ft.md
@@ -187,7 +189,7 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 				want.Release()
 				got.Release()
 				// The flat columns alone are read straight from their pages.
-				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, offsets)
+				flatGot, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, pointRuns(offsets))
 				require.NoError(t, err)
 				require.True(t, ok, "flat columns take the page path")
 				flatWant, err := takeRows(ctx, mem, wholeFlat, offsets)
@@ -196,11 +198,72 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 				flatWant.Release()
 				flatGot.Release()
 			}
+			// Runs of rows (a listing's page, an item's events): the flat columns page by page,
+			// across page boundaries, and every column through readRowRange (the nested ones
+			// joined from the general path).
+			a := rng.Int64N(n)
+			b := a + 1 + rng.Int64N(n-a)
+			for _, runs := range [][]rowRun{{{0, n}}, {{a, b - a}}, {{0, 1}, {n / 2, n - n/2}}} {
+				var offsets []int64
+				for _, r := range runs {
+					for o := r.first; o < r.first+r.n; o++ {
+						offsets = append(offsets, o)
+					}
+				}
+				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), flat, rg, runs)
+				require.NoError(t, err)
+				require.True(t, ok, "flat columns take the page path")
+				want, err := takeRows(ctx, mem, wholeFlat, offsets)
+				require.NoError(t, err)
+				for i := range got.NumCols() {
+					require.NoError(t, array.ValidateFull(got.Column(int(i))), "row group %d runs %v column %d", rg, runs, i)
+				}
+				require.True(t, array.RecordEqual(want, got), "row group %d runs %v (page path):\nwant %v\ngot  %v", rg, runs, want, got)
+				want.Release()
+				got.Release()
+				pagesCrossed += runsCrossingPages(t, tbl, f, md, rg, runs)
+			}
+			ranged, err := tbl.readRowRange(ctx, f, m.Schema(), names, rg, a, b-a)
+			require.NoError(t, err)
+			want := whole.NewSlice(a, b)
+			require.True(t, array.RecordEqual(want, ranged), "row group %d rows %d..%d (readRowRange):\nwant %v\ngot  %v", rg, a, b, want, ranged)
+			want.Release()
+			ranged.Release()
 			whole.Release()
 			wholeFlat.Release()
 		}
 	}
+	require.Positive(t, pagesCrossed, "some runs span several pages of a column")
 	return tbl
+}
+
+// runsCrossingPages is how many of runs span two or more data pages of some leaf column of
+// row group rg.
+func runsCrossingPages(t *testing.T, tbl *Table, f Fragment, md *metadata.FileMetaData, rg int, runs []rowRun) int {
+	rp, err := tbl.rowGroupPagesOf(context.Background(), f, md, rg)
+	require.NoError(t, err)
+	require.NotNil(t, rp)
+	crossing := 0
+	for _, r := range runs {
+		most := 0
+		for _, pages := range rp.pages {
+			touched := 0
+			for i, p := range pages {
+				end := int64(math.MaxInt64)
+				if i+1 < len(pages) {
+					end = pages[i+1].firstRow
+				}
+				if p.firstRow < r.first+r.n && r.first < end {
+					touched++
+				}
+			}
+			most = max(most, touched)
+		}
+		if most > 1 {
+			crossing++
+		}
+	}
+	return crossing
 }
 
 func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, offsets []int64) (arrow.RecordBatch, error) {
@@ -331,7 +394,7 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 			n := whole.NumRows()
 			for range 20 {
 				offsets := []int64{rng.Int64N(n)}
-				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), names, rg, offsets)
+				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), names, rg, pointRuns(offsets))
 				require.NoError(t, err)
 				require.True(t, ok)
 				want, err := takeRows(ctx, mem, whole, offsets)
@@ -408,7 +471,7 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 	f := Fragment{ID: 1, Path: "data/v2.parquet", Rows: int64(len(rows)), Bytes: int64(buf.Len())}
 	require.NoError(t, objects.Put(ctx, f.Path, buf.Bytes()))
 	names := []string{"id", "value", "payload"}
-	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, rec.Schema(), names, 1, []int64{5})
+	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, rec.Schema(), names, 1, pointRuns([]int64{5}))
 	require.NoError(t, err)
 	require.False(t, ok, "version 2 data pages are not the page path's")
 	for _, rg := range []int{0, 3} {
