@@ -400,13 +400,13 @@ func decodeSafely(codec compress.Codec, dst, src []byte) (out []byte, err error)
 
 // pageColumn is one flat column chunk of a row group, ready for point reads.
 type pageColumn struct {
-	name   string
-	typ    arrow.DataType
-	leaf   int            // the column's leaf index in the fragment
-	desc   *schema.Column // nil: the fragment predates the column (every value null)
-	chunk  chunkInfo
-	codec  compress.Codec
-	dict   *dictionary // the chunk's dictionary (read on first use)
+	name  string
+	typ   arrow.DataType
+	leaf  int            // the column's leaf index in the fragment
+	desc  *schema.Column // nil: the fragment predates the column (every value null)
+	chunk chunkInfo
+	codec compress.Codec
+	dict  *dictionary // the chunk's dictionary (read on first use)
 	// Decoded dictionaries are cached under dictionaryKey(path, rowGroup, leaf) (a point read of
 	// a row group whose dictionary is cached decompresses only the data page).
 	cache    cache.Namespace
