@@ -299,7 +299,8 @@ func (c *pageColumn) appendPageRows(values *pointValues, window *pageWindows, lo
 	return nil
 }
 
-// cachedDictionary returns the decoded dictionary of column c's chunk when the cache holds it.
+// cachedDictionary reports whether column c's chunk's decoded dictionary is at hand: loaded by
+// this read already, or in the cache (then loaded from it).
 func (c *pageColumn) cachedDictionary() bool {
 	if c.dict == nil {
 		if d, ok := cache.Get[*dictionary](c.cache, "dictionary", dictionaryKey(c.path, c.rowGroup, c.leaf)); ok {
