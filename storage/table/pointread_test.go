@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -552,4 +553,53 @@ func TestWarmPointReadOfNestedColumnsIsOneObjectRead(t *testing.T) {
 	}
 	get("k00010")
 	require.EqualValues(t, 1, get("k00011"), "a warm point read fetches its row group's span once")
+}
+
+// A column chunk whose dictionary outgrew its page limit mid-chunk holds dictionary-encoded
+// pages, then PLAIN ones: runs of rows across the switch, read page by page, match whole
+// row-group decodes.
+func TestRunsAcrossADictionaryFallbackMatchRowGroupDecodes(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	rng := rand.New(rand.NewPCG(4, 2))
+	labels := []string{"system", "user", "assistant", "tool"}
+	var rows []row
+	for i := range 4000 {
+		payload := labels[i%len(labels)]
+		if i >= 1500 {
+			payload = randomLetters(rng, 200) // the dictionary overflows its page limit here
+		}
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i % 3), payload: payload, seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	names := []string{"id", "value", "payload"}
+	switched := 0
+	for _, f := range m.Fragments {
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		leaf := ft.flatLeaves["payload"]
+		for rg := range ft.md.NumRowGroups() {
+			cc, err := ft.md.RowGroup(rg).ColumnChunk(leaf)
+			require.NoError(t, err)
+			if cc.HasDictionaryPage() && slices.Contains(cc.Encodings(), parquet.Encodings.Plain) {
+				switched++
+			}
+			whole, err := tbl.readFragment(ctx, f, m.Schema(), names, []int{rg}, false)
+			require.NoError(t, err)
+			n := whole.NumRows()
+			for _, run := range []rowRun{{0, n}, {n / 3, n / 3}, {rng.Int64N(n), 1}} {
+				got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), names, rg, []rowRun{run})
+				require.NoError(t, err)
+				require.True(t, ok)
+				want := whole.NewSlice(run.first, run.first+run.n)
+				require.True(t, array.RecordEqual(want, got), "row group %d rows %d+%d", rg, run.first, run.n)
+				want.Release()
+				got.Release()
+			}
+			whole.Release()
+		}
+	}
+	require.Positive(t, switched, "a chunk switched from dictionary to PLAIN pages")
 }
