@@ -568,14 +568,18 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 // ones holding only nulls in the row group rp describes; rp nil: no page index) and the nested
 // ones the general path reads.
 func splitPageColumns(schema *arrow.Schema, ft *footer, rp *rowGroupPages, names []string) (flat, nested []string) {
-	for _, n := range names {
+	// A nested column holding only nulls has nothing to decode: the page path lays out nulls.
+	pageColumn := func(n string) bool {
 		fi := schema.FieldIndices(n)
-		switch {
-		case len(fi) > 0 && pointReadableType(schema.Field(fi[0]).Type):
+		return len(fi) > 0 && (pointReadableType(schema.Field(fi[0]).Type) || rp != nil && rp.nestedAllNull(ft, n))
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { return !pageColumn(n) }) {
+		return names, nil // the common case, without a copy
+	}
+	for _, n := range names {
+		if pageColumn(n) {
 			flat = append(flat, n)
-		case len(fi) > 0 && rp != nil && rp.nestedAllNull(ft, n):
-			flat = append(flat, n) // nothing to decode: the page path lays out nulls
-		default:
+		} else {
 			nested = append(nested, n)
 		}
 	}
