@@ -224,11 +224,12 @@ type hybrid struct {
 	index  int    // next bit-packed value's index in packed
 }
 
-func newHybrid(data []byte, width int) (*hybrid, error) {
+// newHybrid is a walk over data, a hybrid sequence of width-bit values (at most 32).
+func newHybrid(data []byte, width int) (hybrid, error) {
 	if width < 0 || width > 32 {
-		return nil, errPage
+		return hybrid{}, errPage
 	}
-	return &hybrid{data: data, width: width}, nil
+	return hybrid{data: data, width: width}, nil
 }
 
 // load reads the next run's header (a run may hold no values: callers load until one does).

@@ -117,11 +117,14 @@ func (r *valueReader) init(values []byte, encoding int32, phys parquet.Type, dic
 		if dict == nil {
 			return errPage
 		}
-		if len(values) < 1 || values[0] > 32 {
+		if len(values) < 1 {
 			return errPage
 		}
-		r.dict = dict
-		r.indices = hybrid{data: values[1:], width: int(values[0])}
+		indices, err := newHybrid(values[1:], int(values[0]))
+		if err != nil {
+			return err
+		}
+		r.dict, r.indices = dict, indices
 		return r.indices.skip(first)
 	}
 	return errPageUnsupported
@@ -193,9 +196,11 @@ func (r *pageRowReader) init(body []byte, h pageHeader, maxDef int16, phys parqu
 		if uint64(n) > uint64(len(body)-4) {
 			return errPage
 		}
-		r.levels = hybrid{data: body[4 : 4+n], width: bits.Len16(uint16(maxDef))}
-		// The stored values before row from are the levels before it that equal maxDef.
 		var err error
+		if r.levels, err = newHybrid(body[4:4+n], bits.Len16(uint16(maxDef))); err != nil {
+			return err
+		}
+		// The stored values before row from are the levels before it that equal maxDef.
 		if first, err = r.levels.count(from, uint64(maxDef)); err != nil {
 			return err
 		}
