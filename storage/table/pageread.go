@@ -628,7 +628,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 			}
 			pages := idx[c.leaf]
 			for _, run := range runs {
-				lo := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > run.first }) - 1
+				lo := sort.Search(len(pages), func(j int) bool { return pages[j].firstRow > run.first }) - 1
 				for p := max(lo, 0); p < len(pages) && pages[p].firstRow < run.first+run.n; p++ {
 					ranges = append(ranges, byteRange{pages[p].offset, int64(pages[p].size)})
 				}
