@@ -536,32 +536,42 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 	}
 	flat, nested := splitPageColumns(schema, ft, rp, names)
 	runs := pointRuns(offsets)
-	if len(flat) == 0 {
-		return t.readRowsGeneral(ctx, f, nil, schema, names, rg, runs)
-	}
-	var span readWindow
-	if len(nested) > 0 {
+	var span readWindow // empty: not fetched, and ignored by the reads below
+	if len(flat) > 0 && len(nested) > 0 {
 		if span, err = t.rowGroupWindow(ctx, f, ft.md, []int{rg}); err != nil {
 			return nil, err
 		}
 	}
-	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, rp, schema, flat, rg, runs)
-	if err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
+	return t.readPagesThenGeneral(ctx, f, span, rp, schema, names, flat, nested, rg, runs, func(names []string) (arrow.RecordBatch, error) {
 		return t.readRowsGeneral(ctx, f, []readWindow{span}, schema, names, rg, runs)
+	})
+}
+
+// readPagesThenGeneral reads the runs of row group rg of names: the flat columns page by page
+// (readRowsFromPages, from span when fetched), the nested ones through general, joined; every
+// column through general when the page path cannot read the flat ones.
+func (t *Table) readPagesThenGeneral(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, schema *arrow.Schema, names, flat, nested []string, rg int, runs []rowRun,
+	general func(names []string) (arrow.RecordBatch, error)) (arrow.RecordBatch, error) {
+	if len(flat) == 0 {
+		return general(names)
+	}
+	fromPages, ok, err := t.readRowsFromPages(ctx, f, span, rp, schema, flat, rg, runs)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return general(names)
 	}
 	if len(nested) == 0 {
 		return fromPages, nil
 	}
 	defer fromPages.Release()
-	rest, err := t.readRowsGeneral(ctx, f, []readWindow{span}, schema, nested, rg, runs)
+	rest, err := general(nested)
 	if err != nil {
 		return nil, err
 	}
 	defer rest.Release()
-	return joinColumns(names, fromPages, rest, int64(len(offsets))), nil
+	return joinColumns(names, fromPages, rest, fromPages.NumRows()), nil
 }
 
 // splitPageColumns splits names into the columns the page path reads (flat ones, and nested
@@ -754,25 +764,9 @@ func (t *Table) readRowRange(ctx context.Context, f Fragment, schema *arrow.Sche
 	// Flat columns (most of them) come straight from their pages; nested ones with values
 	// through pqarrow's column readers.
 	flat, nested := splitPageColumns(schema, ft, rp, names)
-	if len(flat) > 0 {
-		fromPages, ok, err := t.readRowsFromPages(ctx, f, readWindow{}, rp, schema, flat, rg, []rowRun{{first, n}})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if len(nested) == 0 {
-				return fromPages, nil
-			}
-			defer fromPages.Release()
-			rest, err := t.readRangeGeneral(ctx, f, ft, rp, schema, nested, rg, first, n)
-			if err != nil {
-				return nil, err
-			}
-			defer rest.Release()
-			return joinColumns(names, fromPages, rest, n), nil
-		}
-	}
-	return t.readRangeGeneral(ctx, f, ft, rp, schema, names, rg, first, n)
+	return t.readPagesThenGeneral(ctx, f, readWindow{}, rp, schema, names, flat, nested, rg, []rowRun{{first, n}}, func(names []string) (arrow.RecordBatch, error) {
+		return t.readRangeGeneral(ctx, f, ft, rp, schema, names, rg, first, n)
+	})
 }
 
 // readRangeGeneral reads rows [first, first+n) of row group rg through pqarrow's column readers:

@@ -399,7 +399,7 @@ func decodeSafely(codec compress.Codec, dst, src []byte) (out []byte, err error)
 	return codec.Decode(dst, src), nil
 }
 
-// pageColumn is one flat column chunk of a row group, ready for point reads.
+// pageColumn is one flat column chunk of a row group, ready for reads from its pages.
 type pageColumn struct {
 	name  string
 	typ   arrow.DataType

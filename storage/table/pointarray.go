@@ -1,7 +1,7 @@
-// Point-read arrays: the few values a point read takes of each flat column, laid out as Arrow
-// arrays directly, every column's buffers carved from one allocation per read. A builder per
-// column would allocate its own buffers (sized for 32 values, each padded) and builder objects
-// for the one value a get returns.
+// Page-path arrays: the values a read from pages takes of each flat column (a get's row, a
+// run's rows), laid out as Arrow arrays directly, every column's buffers carved from one
+// allocation per read. A builder per column would allocate its own buffers (sized for 32 values,
+// each padded, regrown as values come) and builder objects, even for the one value a get returns.
 package table
 
 import (
@@ -48,10 +48,10 @@ func (p *pointValues) appendNull() {
 // appendValue adds v, the Parquet plain bytes of a value of Arrow type dt (little-endian; an
 // INT32 column holds narrower integers in its low bytes).
 func (p *pointValues) appendValue(dt arrow.DataType, v []byte) error {
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+	switch {
+	case offsetWidth(dt) > 0:
 		p.scratch = append(p.scratch, v...)
-	case arrow.BOOL:
+	case dt.ID() == arrow.BOOL:
 		if len(v) < 1 {
 			return errPage
 		}
@@ -138,13 +138,16 @@ type pointLayout struct {
 
 func pad8(n int) int { return (n + 7) &^ 7 }
 
-// isBinaryLike: dt's arrays hold offsets and data (strings, binaries).
-func isBinaryLike(dt arrow.DataType) bool {
+// offsetWidth is the byte width of the offsets of dt's arrays: 4 or 8 for strings and binaries
+// (which hold offsets and data), 0 for every other type.
+func offsetWidth(dt arrow.DataType) int {
 	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-		return true
+	case arrow.STRING, arrow.BINARY:
+		return 4
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		return 8
 	}
-	return false
+	return 0
 }
 
 // arrays lays out columns of types (each with rows values, in the order appended) as arrays.
@@ -174,25 +177,21 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 		if l.nulls > 0 {
 			l.validity = int(bitutil.BytesForBits(int64(rows)))
 		}
-		switch dt.ID() {
-		case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
-			width := 4
-			if dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY {
-				width = 8
-			}
-			l.values = (rows + 1) * width
+		switch w := offsetWidth(dt); {
+		case w > 0:
+			l.values = (rows + 1) * w
 			l.data = p.start(first+rows) - p.start(first)
-			if width == 4 && l.data > math.MaxInt32 {
+			if w == 4 && l.data > math.MaxInt32 {
 				return nil, errPageUnsupported // past 32-bit offsets: the general path
 			}
-		case arrow.BOOL:
+		case dt.ID() == arrow.BOOL:
 			l.values = int(bitutil.BytesForBits(int64(rows)))
 		default:
 			l.values = rows * (dt.(arrow.FixedWidthDataType).BitWidth() / 8)
 		}
 		total += pad8(l.validity) + pad8(l.values) + pad8(l.data)
 		buffers += 1 + min(l.validity, 1) // values (or offsets)
-		if isBinaryLike(dt) {
+		if offsetWidth(dt) > 0 {
 			buffers++ // their data, even when empty
 		}
 	}
@@ -236,24 +235,23 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 		}
 		values := carve(l.values)
 		var data []byte
-		switch dt.ID() {
-		case arrow.STRING, arrow.BINARY:
-			data = carve(l.data)
-			copy(data, p.scratch[p.start(first):p.start(first+rows)])
-			offs := arrow.Int32Traits.CastFromBytes(values)
+		switch w := offsetWidth(dt); {
+		case w > 0:
 			base := p.start(first)
-			for r := range rows {
-				offs[r+1] = int32(p.ends[first+r] - base)
-			}
-		case arrow.LARGE_STRING, arrow.LARGE_BINARY:
 			data = carve(l.data)
-			copy(data, p.scratch[p.start(first):p.start(first+rows)])
-			offs := arrow.Int64Traits.CastFromBytes(values)
-			base := p.start(first)
-			for r := range rows {
-				offs[r+1] = int64(p.ends[first+r] - base)
+			copy(data, p.scratch[base:p.start(first+rows)])
+			if w == 4 {
+				offs := arrow.Int32Traits.CastFromBytes(values)
+				for r := range rows {
+					offs[r+1] = int32(p.ends[first+r] - base)
+				}
+			} else {
+				offs := arrow.Int64Traits.CastFromBytes(values)
+				for r := range rows {
+					offs[r+1] = int64(p.ends[first+r] - base)
+				}
 			}
-		case arrow.BOOL:
+		case dt.ID() == arrow.BOOL:
 			for r := range rows {
 				if s := p.start(first + r); !p.nulls[first+r] && p.scratch[s] == 1 {
 					bitutil.SetBit(values, r)

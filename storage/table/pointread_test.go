@@ -603,3 +603,35 @@ func TestRunsAcrossADictionaryFallbackMatchRowGroupDecodes(t *testing.T) {
 	}
 	require.Positive(t, switched, "a chunk switched from dictionary to PLAIN pages")
 }
+
+// A point read of a dictionary-encoded column whose dictionary is not cached yet fetches the
+// dictionary page with the data page, in one read, not in a second one after the first.
+func TestAColdDictionaryIsFetchedWithItsDataPage(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	counting := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl := newTestTable(t, counting, mem)
+	labels := []string{"system", "user", "assistant", "tool"}
+	var rows []row
+	for i := range 4000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: labels[i%len(labels)], seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	f := m.Fragments[0]
+	ft, err := tbl.fragmentFooter(ctx, f)
+	require.NoError(t, err)
+	cc, err := ft.md.RowGroup(0).ColumnChunk(ft.flatLeaves["payload"])
+	require.NoError(t, err)
+	require.True(t, cc.HasDictionaryPage(), "the label column keeps its dictionary")
+	_, err = tbl.rowGroupPagesOf(ctx, f, ft.md, 0) // the page index, cached
+	require.NoError(t, err)
+
+	before := counting.Stats()
+	got, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, m.Schema(), []string{"payload"}, 0, pointRuns([]int64{2})) // the dictionary, not yet cached
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer got.Release()
+	require.Equal(t, labels[2], got.Column(0).(*array.String).Value(0))
+	require.EqualValues(t, 1, counting.Stats().Sub(before).Reads, "the dictionary page and the data page in one read")
+}
