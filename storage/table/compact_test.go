@@ -296,6 +296,103 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
+// A compaction's sources hold about sourceBatchBytes of decoded rows each, whatever the footer
+// says of them: rows whose long payload repeats (one dictionary entry, a few bytes per row in
+// the file) are decoded a measured run at a time, not a footer-sized batch of thousands of
+// rows per source.
+func TestCompactionSourcesHoldBoundedRunsOfRepeatedLongValues(t *testing.T) {
+	ctx := context.Background()
+	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	defer mem.AssertSize(t, 0)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	const fragments, perFragment = 16, 4_000
+	payload := strings.Repeat("the same long text ", 50) // 950 bytes, in every row
+	var want []string
+	for f := range fragments {
+		var rows []row
+		for i := range perFragment {
+			id := fmt.Sprintf("k%05d-%02d", i, f) // every source spans the whole key range
+			rows = append(rows, row{id: id, value: int64(i), payload: payload, seq: uint64(f + 1)})
+			want = append(want, id)
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	base, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	mem.peak = 0
+	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2})
+	require.Len(t, plan.Sources, fragments)
+	res, err := tbl.ExecuteCompaction(ctx, plan)
+	require.NoError(t, err)
+	total := int64(fragments * perFragment * len(payload))
+	t.Logf("peak Arrow memory %d for %d bytes of rows (footprint reserved: %d)", mem.peak, total, CompactionFootprint(base, plan))
+	// Per source: a run and the output's take of it; plus the output row group and its encoding.
+	require.Less(t, int64(mem.peak), int64(fragments*3*sourceBatchBytes+4*rowGroupBytes), "peak Arrow memory %d", mem.peak)
+	require.Less(t, int64(mem.peak), CompactionFootprint(base, plan), "the budget reservation covers the compaction's Arrow memory")
+	require.NoError(t, tbl.Check(ctx, res.Manifest))
+	got := sortedIDs(scanAll(t, tbl, res.Manifest))
+	slices.Sort(want)
+	require.Equal(t, want, got)
+}
+
+// Fragments written without a page index (by the first releases) are compacted through pqarrow's
+// column readers, together with fragments that have one: every live row comes through once.
+func TestCompactionReadsFragmentsWithoutAPageIndex(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := map[string]row{}
+	t.Cleanup(func() { writePageIndex = true })
+	for f := range 6 {
+		writePageIndex = f%2 == 0
+		var rows []row
+		for i := range 3_000 {
+			r := row{id: fmt.Sprintf("k%05d", rng.IntN(12_000)), value: int64(f*10_000 + i), payload: randomLetters(rng, 40+rng.IntN(200)), seq: uint64(f + 1)}
+			if i%13 == 0 {
+				r.tombstone, r.payload, r.value = true, "", 0
+			}
+			rows = append(rows, r)
+		}
+		rows = slices.CompactFunc(slices.SortedStableFunc(slices.Values(rows), func(a, b row) int { return strings.Compare(a.id, b.id) }),
+			func(a, b row) bool { return a.id == b.id })
+		for _, r := range rows {
+			if r.tombstone {
+				delete(want, r.id)
+			} else {
+				want[r.id] = r
+			}
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	writePageIndex = true
+	base, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2, EverySmallFragment: true})
+	require.Greater(t, len(plan.Sources), 3)
+	withIndex := map[bool]int{}
+	for _, id := range plan.Sources {
+		f, _ := base.Fragment(id)
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		rp, err := tbl.rowGroupPagesOf(ctx, f, ft.md, 0)
+		require.NoError(t, err)
+		withIndex[rp != nil]++
+	}
+	require.Positive(t, withIndex[false], "sources without a page index")
+	require.Positive(t, withIndex[true], "sources with one")
+	res, err := tbl.ExecuteCompaction(ctx, plan)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(ctx, res.Manifest))
+	got := scanAll(t, tbl, res.Manifest)
+	require.Len(t, got, len(want))
+	for id, r := range want {
+		require.Equal(t, r.value, got[id].value, id)
+		require.Equal(t, r.payload, got[id].payload, id)
+	}
+}
+
 // A compaction that fails part-way (a source read fails after some of the output was encoded)
 // frees every buffer it held, deletes what it wrote and leaves the table as it was.
 func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {

@@ -39,25 +39,51 @@ func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
 }
 
 // sourceCursor walks one source fragment's live rows in key order, a batch at a time. It owns
-// the reader of the row group it is in (fr, rr) and the batches it decoded; release frees them.
+// what it holds of the row group it is in and the batches it decoded; release frees them.
+//
+// A row group with a page index (every fragment this release writes) is fetched whole, encoded,
+// and decoded a run of rows at a time straight from its pages: between runs the cursor holds
+// the encoded bytes and the rows decoded last, no column readers. Each run is sized to about
+// sourceBatchBytes by the bytes per row the previous run measured, since a row group's sizes in
+// the footer say little about its decoded rows (a dictionary-encoded column of long repeated
+// values takes a few bytes there and its full width in Arrow). Older fragments stream through
+// pqarrow's column readers, in batches sized from the footer.
 type sourceCursor struct {
-	t       *Table
-	f       Fragment
-	ft      *footer
-	del     *roaring.Bitmap
-	schema  *arrow.Schema
-	names   []string
-	keyCol  string
-	next    int                  // the next row group to open
-	fr      *pqarrow.FileReader  // the open row group's reader; nil between row groups
-	rr      pqarrow.RecordReader // its batches
-	offset  int64                // the fragment row of rr's next batch
-	pending []arrow.RecordBatch  // live slices of the batch decoded last, after cur
+	t      *Table
+	f      Fragment
+	ft     *footer
+	del    *roaring.Bitmap
+	schema *arrow.Schema
+	names  []string
+	keyCol string
+	next   int // the next row group to open
+
+	// The open row group read from its pages (pages != nil): its encoded bytes, where its pages
+	// are, which columns the page path reads (flat) and which pqarrow (nested, with values), the
+	// next row to decode and the rows it has.
+	pages        *rowGroupPages
+	window       readWindow
+	rg           int
+	flat, nested []string
+	at, rgRows   int64
+	rowBytes     int64 // decoded bytes per row of the last run (0: none decoded yet)
+
+	// The open row group streamed through pqarrow (older fragments): its reader, its batches,
+	// and the fragment row of the next batch.
+	fr     *pqarrow.FileReader
+	rr     pqarrow.RecordReader
+	offset int64
+
+	pending []arrow.RecordBatch // live slices of the batch decoded last, after cur
 	cur     arrow.RecordBatch
 	keys    *array.String
 	row     int
 	base    int64 // cur's first row among the output's gathered parts; -1: not gathered
 }
+
+// firstRunRows caps a row group's first run from its pages, decoded before its width is
+// measured.
+const firstRunRows = minRowGroupRows
 
 func (t *Table) newSourceCursor(ctx context.Context, m *Manifest, f Fragment, names []string) (*sourceCursor, error) {
 	del, err := t.deletions(ctx, f)
@@ -84,6 +110,12 @@ func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
 			c.row = 0
 			continue
 		}
+		if c.pages != nil {
+			if err := c.decodeRun(ctx); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if c.rr != nil {
 			if err := c.decodeBatch(ctx); err != nil {
 				return false, err
@@ -102,9 +134,73 @@ func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// openRowGroup starts reading row group rg: its encoded bytes are fetched at once, its
-// columns decoded a batch at a time by decodeBatch.
+// openRowGroup starts reading row group rg: its encoded bytes are fetched at once, its rows
+// decoded a run at a time by decodeRun (from its pages) or a batch at a time by decodeBatch
+// (pqarrow, for fragments without a page index).
 func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
+	pages, err := c.t.rowGroupPagesOf(ctx, c.f, c.ft.md, rg)
+	if err != nil {
+		return err
+	}
+	if pages == nil {
+		return c.streamRowGroup(ctx, rg)
+	}
+	window, err := c.t.rowGroupWindow(ctx, c.f, c.ft.md, []int{rg})
+	if err != nil {
+		return err
+	}
+	c.pages, c.window, c.rg, c.at, c.rgRows = pages, window, rg, 0, c.ft.rowStarts[rg+1]-c.ft.rowStarts[rg]
+	c.flat, c.nested = splitPageColumns(c.schema, c.ft, pages, c.names)
+	return nil
+}
+
+// runRows is how many rows the next run of the open row group decodes: about sourceBatchBytes
+// at the bytes per row the source's last run measured (its first run: firstRunRows), the rest
+// of the row group at most.
+func (c *sourceCursor) runRows() int64 {
+	left := c.rgRows - c.at
+	if c.rowBytes == 0 {
+		return min(left, firstRunRows)
+	}
+	return min(left, max(1, sourceBatchBytes/c.rowBytes))
+}
+
+// decodeRun decodes the open row group's next run of rows from its pages into pending, and
+// closes the row group after its last run.
+func (c *sourceCursor) decodeRun(ctx context.Context) error {
+	runs := []rowRun{{c.at, c.runRows()}}
+	rec, err := c.t.readPagesThenGeneral(ctx, c.f, c.window, c.pages, c.schema, c.names, c.flat, c.nested, c.rg, runs,
+		func(names []string) (arrow.RecordBatch, error) {
+			return c.t.readRowsGeneral(ctx, c.f, []readWindow{c.window}, c.schema, names, c.rg, runs)
+		})
+	if err != nil {
+		return fmt.Errorf("table: read fragment %s: %w", c.f.Path, err)
+	}
+	defer rec.Release()
+	n := runs[0].n
+	c.rowBytes = max(1, decodedBytes(rec)/n)
+	offset := c.ft.rowStarts[c.rg] + c.at
+	if c.at += n; c.at >= c.rgRows {
+		c.closeRowGroup()
+	}
+	return c.emit(ctx, rec, offset)
+}
+
+// decodedBytes is the size of the buffers of rec's columns that hold values (columns of nulls
+// only may share their buffers with other records).
+func decodedBytes(rec arrow.RecordBatch) int64 {
+	var size int64
+	for _, col := range rec.Columns() {
+		if col.NullN() < col.Len() {
+			size += int64(col.Data().SizeInBytes())
+		}
+	}
+	return size
+}
+
+// streamRowGroup starts reading row group rg of a fragment without a page index: its encoded
+// bytes are fetched at once, its columns decoded a batch at a time by decodeBatch.
+func (c *sourceCursor) streamRowGroup(ctx context.Context, rg int) error {
 	fr, err := c.t.openFragment(ctx, c.f, accessStream, nil, rg)
 	if err != nil {
 		return err
@@ -159,6 +255,7 @@ func (c *sourceCursor) emit(ctx context.Context, batch arrow.RecordBatch, offset
 }
 
 func (c *sourceCursor) closeRowGroup() {
+	c.pages, c.window, c.flat, c.nested = nil, readWindow{}, nil, nil
 	if c.rr != nil {
 		c.rr.Release()
 		c.fr.ParquetReader().Close()
@@ -195,24 +292,28 @@ func (h *sourceHeap) Pop() any {
 
 // CompactionFootprint estimates the memory executing plan on m holds at once: the output
 // fragment's encoding buffer (what is left of the sources, at most the byte target); per source
-// its open row group's encoded bytes (at most about rowGroupBytes), its column readers'
-// buffers (a streamReadBuffer per column, at most half a row group) and a decoded batch twice
-// (sourceBatchBytes: the batch and the output's take of it); the output row group
+// its open row group's encoded bytes (at most about rowGroupBytes, and never more than the
+// source), the buffers column readers hold between batches of a fragment without a page index
+// (a streamReadBuffer per column, at most half a row group or the source's bytes) and a decoded
+// run twice (sourceBatchBytes: the run and the output's take of it); the output row group
 // (rowGroupBytes, twice for encoding); the key-index entries of the rows it writes, and the run
 // it merges them into (the tail runs it takes in, encoded, plus a read window per run).
+//
+// A budget reservation is what the memory governor lets the heap grow by while it is held, so
+// the estimate follows each source's size: a compaction of 32 small fragments reserving 3.5 MiB
+// for each would let the heap grow by ten times what it decodes.
 func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	cfg := plan.Config.withDefaults()
-	var bytes, rows int64
-	n := int64(0)
+	var bytes, rows, sourcesHold int64
+	readers := min(int64(len(m.Fields))*streamReadBuffer, rowGroupBytes/2)
 	for _, id := range plan.Sources {
 		if f, ok := m.Fragment(id); ok {
 			bytes += f.Bytes
 			rows += f.LiveRows()
-			n++
+			sourcesHold += min(f.Bytes, rowGroupBytes) + min(readers, f.Bytes) + 2*sourceBatchBytes
 		}
 	}
-	perSource := rowGroupBytes + min(int64(len(m.Fields))*streamReadBuffer, rowGroupBytes/2) + 2*sourceBatchBytes
-	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + n*perSource + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
+	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + sourcesHold + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
 }
 
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index

@@ -3,7 +3,10 @@ package table
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -129,6 +132,40 @@ func TestSegmentRoundTrip(t *testing.T) {
 	for _, e := range entries {
 		require.True(t, f.bloom.TestString(e.Key))
 	}
+}
+
+// A decoded run footer is charged to the object cache (and so to the memory governor's budget)
+// at about the heap it holds: decoding copies of a 100,000-entry run's footer grows the live heap
+// by their estimated bytes, within a quarter.
+func TestARunFootersCacheCostIsTheHeapItHolds(t *testing.T) {
+	entries := make([]indexEntry, 100_000)
+	for i := range entries {
+		entries[i] = indexEntry{Key: fmt.Sprintf("c%d-%d-%d", i%9, i/9, i%50), Fragment: uint64(i % 5), Row: int64(i), Seq: uint64(i)}
+	}
+	sortEntries(entries)
+	data := encodeSegment(entries)
+	entries = nil // garbage before the heap is first measured, not between the measurements
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-runTailSize:]))
+	footer := data[len(data)-runTailSize-flen : len(data)-runTailSize]
+	const copies = 20
+	kept := make([]*runFooter, copies)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range kept {
+		f, err := decodeFooter(footer)
+		require.NoError(t, err)
+		kept[i] = f
+	}
+	held := float64(heap() - before)
+	estimated := float64(copies * kept[0].bytes())
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(data)
+	require.InDelta(t, 1, held/estimated, 0.25, "held %.0f bytes, estimated %.0f", held, estimated)
 }
 
 func FuzzDecodeSegment(f *testing.F) {

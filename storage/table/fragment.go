@@ -134,6 +134,10 @@ func encodeFragmentWith(rec arrow.RecordBatch, mem memory.Allocator, codec compr
 	return buf.Bytes(), nil
 }
 
+// writePageIndex: fragments are written with a page index (offset and column indexes). Only
+// tests turn it off, to write fragments as the first releases did, which readers still take.
+var writePageIndex = true
+
 // fragmentWriterProperties is the layout of a fragment whose rows look like rec (the row-group
 // length aside): page size and write batches, dictionaries where they pay, codec, statistics,
 // page index.
@@ -147,7 +151,7 @@ func fragmentWriterProperties(rec arrow.RecordBatch, mem memory.Allocator, codec
 		parquet.WithDictionaryPageSizeLimit(dictionaryPageBytes),
 		parquet.WithDataPageSize(dataPageBytes),
 		parquet.WithBatchSize(writeBatchRows(rec)),
-		parquet.WithPageIndexEnabled(true),
+		parquet.WithPageIndexEnabled(writePageIndex),
 	}
 	for i, f := range rec.Schema().Fields() {
 		// Dictionary-encode a column only where it pays: a column whose sampled values are

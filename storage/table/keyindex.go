@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -210,6 +211,21 @@ func decodeFooter(data []byte) (*runFooter, error) {
 	return f, nil
 }
 
+// bytes is the memory a decoded footer holds, for the object cache: its page directory with the
+// pages' first keys, and the Bloom filter's words. An estimate from the encoded size would be
+// half again too high (the encoding's varints are smaller than the decoded directory, but the
+// keys' string headers are larger), and the memory governor budgets what the cache says it holds.
+func (f *runFooter) bytes() int64 {
+	n := int64(unsafe.Sizeof(*f)) + int64(len(f.lastKey)) + int64(cap(f.pages))*int64(unsafe.Sizeof(pageRef{}))
+	for _, p := range f.pages {
+		n += int64(len(p.firstKey))
+	}
+	if f.bloom != nil {
+		n += 64 + int64(f.bloom.Cap()+63)/64*8
+	}
+	return n
+}
+
 // decodeBloom checks the shape of a serialised Bloom filter (m, k, bit count, then the 64-bit
 // words, all big-endian) before handing it to the library, which trusts its input's lengths.
 func decodeBloom(data []byte) (*bloom.BloomFilter, error) {
@@ -271,7 +287,7 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 	}
-	cache.Add(t.cache, "index", seg.Path, f, 2*int64(len(data))) // Bloom bits and page keys, decoded
+	cache.Add(t.cache, "index", seg.Path, f, f.bytes())
 	return f, nil
 }
 
