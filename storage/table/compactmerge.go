@@ -145,6 +145,9 @@ func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
 	if pages == nil {
 		return c.streamRowGroup(ctx, rg)
 	}
+	if c.ft.rowStarts[rg+1] == c.ft.rowStarts[rg] {
+		return nil // no rows: nothing to decode
+	}
 	window, err := c.t.rowGroupWindow(ctx, c.f, c.ft.md, []int{rg})
 	if err != nil {
 		return err
