@@ -212,9 +212,9 @@ func decodeFooter(data []byte) (*runFooter, error) {
 }
 
 // bytes is the memory a decoded footer holds, for the object cache: its page directory with the
-// pages' first keys, and the Bloom filter's words. An estimate from the encoded size would be
-// half again too high (the encoding's varints are smaller than the decoded directory, but the
-// keys' string headers are larger), and the memory governor budgets what the cache says it holds.
+// pages' first keys, and the Bloom filter's words. Twice the encoded size was half again too
+// much (the Bloom filter, most of a footer, decodes to its encoded size), and the memory
+// governor lets the heap grow by what the cache says it holds.
 func (f *runFooter) bytes() int64 {
 	n := int64(unsafe.Sizeof(*f)) + int64(len(f.lastKey)) + int64(cap(f.pages))*int64(unsafe.Sizeof(pageRef{}))
 	for _, p := range f.pages {
