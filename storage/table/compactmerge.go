@@ -158,12 +158,18 @@ func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
 }
 
 // runRows is how many rows the next run of the open row group decodes: about sourceBatchBytes
-// at the bytes per row the source's last run measured (its first run: firstRunRows), the rest
-// of the row group at most.
+// at the bytes per row the source's last run measured (its first run: at most firstRunRows),
+// the rest of the row group at most.
 func (c *sourceCursor) runRows() int64 {
 	left := c.rgRows - c.at
 	if c.rowBytes == 0 {
-		return min(left, firstRunRows)
+		// No width measured yet: firstRunRows, fewer when the footer says the rows are wide (it
+		// understates only dictionary-encoded columns).
+		n := int64(firstRunRows)
+		if rg := c.ft.md.RowGroup(c.rg); rg.NumRows() > 0 && rg.TotalByteSize() > 0 {
+			n = min(n, max(1, sourceBatchBytes*rg.NumRows()/rg.TotalByteSize()))
+		}
+		return min(left, n)
 	}
 	return min(left, max(1, sourceBatchBytes/c.rowBytes))
 }
