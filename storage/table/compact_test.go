@@ -296,6 +296,15 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
+// requireBoundedRuns checks that a source cursor over f, read to its end, never held more than
+// twice sourceBatchBytes of decoded rows at once.
+func requireBoundedRuns(t *testing.T, tbl *Table, m *Manifest, f Fragment) {
+	t.Helper()
+	most := largestRun(t, tbl, m, f)
+	t.Logf("largest run held by a source: %d bytes", most)
+	require.Less(t, most, int64(2*sourceBatchBytes), "a source's largest run")
+}
+
 // largestRun is the most decoded bytes one source cursor over f held at once (its current
 // batch is a slice of the run it decoded last, whose buffers it keeps), reading f to its end.
 func largestRun(t *testing.T, tbl *Table, m *Manifest, f Fragment) int64 {
@@ -343,9 +352,7 @@ func TestCompactionSourcesHoldBoundedRunsOfRepeatedLongValues(t *testing.T) {
 	}
 	base, err := tbl.Latest(ctx)
 	require.NoError(t, err)
-	most := largestRun(t, tbl, base, base.Fragments[0])
-	t.Logf("largest run held by a source: %d bytes", most)
-	require.Less(t, most, int64(2*sourceBatchBytes), "a source's largest run")
+	requireBoundedRuns(t, tbl, base, base.Fragments[0])
 	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2})
 	require.Len(t, plan.Sources, fragments)
 	res, err := tbl.ExecuteCompaction(ctx, plan)
@@ -374,14 +381,32 @@ func TestCompactionSourcesOfWideRowsStartWithShortRuns(t *testing.T) {
 	}
 	base, err := tbl.Latest(ctx)
 	require.NoError(t, err)
-	most := largestRun(t, tbl, base, base.Fragments[0])
-	t.Logf("largest run held by a source: %d bytes", most)
-	require.Less(t, most, int64(2*sourceBatchBytes), "a source's largest run")
+	requireBoundedRuns(t, tbl, base, base.Fragments[0])
 	res, err := tbl.ExecuteCompaction(ctx, PlanCompaction(base, CompactionConfig{MinFragments: 2}))
 	require.NoError(t, err)
 	require.Equal(t, fragments, res.FragmentsRemoved)
 	require.NoError(t, tbl.Check(ctx, res.Manifest))
 	require.Len(t, scanAll(t, tbl, res.Manifest), fragments*perFragment)
+}
+
+// A compaction's budget reservation follows its sources' sizes: 32 small fragments reserve less
+// than one row group's worth per source (each was charged a row group, column readers and two
+// batches whatever its size, and the governor let the heap grow by all of it).
+func TestCompactionFootprintFollowsTheSourcesSizes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	const fragments = 32
+	for f := range fragments {
+		upsertRows(t, tbl, mem, numberedRows(100, func(i int) string { return strings.Repeat("x", 100) })[f*3:f*3+3])
+	}
+	base, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2, EverySmallFragment: true})
+	require.Len(t, plan.Sources, fragments)
+	footprint := CompactionFootprint(base, plan)
+	t.Logf("footprint %d for %d sources", footprint, fragments)
+	require.Less(t, footprint, int64(fragments*rowGroupBytes))
 }
 
 // Fragments written without a page index (by the first releases) are compacted through pqarrow's

@@ -29,13 +29,25 @@ import (
 // a source's row group is decoded in batches of about this size.
 const sourceBatchBytes = 256 << 10
 
-// sourceBatchRows is the batch length that decodes about sourceBatchBytes of row group rg.
-func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
+// footerBatchRows is how many rows of row group rg hold about sourceBatchBytes by its footer's
+// uncompressed size (which understates dictionary-encoded columns); ok=false when the footer
+// gives no size.
+func footerBatchRows(rg *metadata.RowGroupMetaData) (n int64, ok bool) {
 	rows, bytes := rg.NumRows(), rg.TotalByteSize()
 	if rows <= 0 || bytes <= 0 {
+		return 0, false
+	}
+	return min(rows, sourceBatchBytes*rows/bytes), true
+}
+
+// sourceBatchRows is the batch length that decodes about sourceBatchBytes of row group rg
+// through pqarrow (fragments without a page index).
+func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
+	n, ok := footerBatchRows(rg)
+	if !ok {
 		return rowGroupRows
 	}
-	return max(minRowGroupRows, min(rows, sourceBatchBytes*rows/bytes))
+	return max(minRowGroupRows, n)
 }
 
 // sourceCursor walks one source fragment's live rows in key order, a batch at a time. It owns
@@ -166,8 +178,8 @@ func (c *sourceCursor) runRows() int64 {
 		// No width measured yet: firstRunRows, fewer when the footer says the rows are wide (it
 		// understates only dictionary-encoded columns).
 		n := int64(firstRunRows)
-		if rg := c.ft.md.RowGroup(c.rg); rg.NumRows() > 0 && rg.TotalByteSize() > 0 {
-			n = min(n, max(1, sourceBatchBytes*rg.NumRows()/rg.TotalByteSize()))
+		if est, ok := footerBatchRows(c.ft.md.RowGroup(c.rg)); ok {
+			n = min(n, max(1, est))
 		}
 		return min(left, n)
 	}
@@ -178,10 +190,7 @@ func (c *sourceCursor) runRows() int64 {
 // closes the row group after its last run.
 func (c *sourceCursor) decodeRun(ctx context.Context) error {
 	runs := []rowRun{{c.at, c.runRows()}}
-	rec, err := c.t.readPagesThenGeneral(ctx, c.f, c.window, c.pages, c.schema, c.names, c.flat, c.nested, c.rg, runs,
-		func(names []string) (arrow.RecordBatch, error) {
-			return c.t.readRowsGeneral(ctx, c.f, []readWindow{c.window}, c.schema, names, c.rg, runs)
-		})
+	rec, err := c.t.readRunsInSpan(ctx, c.f, c.window, c.pages, c.schema, c.names, c.flat, c.nested, c.rg, runs)
 	if err != nil {
 		return fmt.Errorf("table: read fragment %s: %w", c.f.Path, err)
 	}

@@ -546,6 +546,12 @@ func (t *Table) readRowsAt(ctx context.Context, f Fragment, schema *arrow.Schema
 			return nil, err
 		}
 	}
+	return t.readRunsInSpan(ctx, f, span, rp, schema, names, flat, nested, rg, runs)
+}
+
+// readRunsInSpan reads runs of row group rg as readPagesThenGeneral does, the general path
+// served from span too (empty: it fetches what it reads).
+func (t *Table) readRunsInSpan(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, schema *arrow.Schema, names, flat, nested []string, rg int, runs []rowRun) (arrow.RecordBatch, error) {
 	return t.readPagesThenGeneral(ctx, f, span, rp, schema, names, flat, nested, rg, runs, func(names []string) (arrow.RecordBatch, error) {
 		return t.readRowsGeneral(ctx, f, []readWindow{span}, schema, names, rg, runs)
 	})
