@@ -93,7 +93,7 @@ type CompactOptions struct {
 
 // Compact compacts the table, then extends the key index over the fragments it wrote when the
 // table had an index (re-cover after compaction). A compaction holds its footprint
-// (table.CompactionFootprint) from the process's merge memory budget while it runs, so merges
+// (Table.CompactionFootprint) from the process's merge memory budget while it runs, so merges
 // and compactions together stay within it.
 func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.CompactionResult, error) {
 	m, err := s.tbl.Latest(ctx)
@@ -108,7 +108,7 @@ func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.Compact
 	if onBudget == nil {
 		onBudget = func(int64, bool) {}
 	}
-	footprint := table.CompactionFootprint(m, plan)
+	footprint := s.tbl.CompactionFootprint(m, plan)
 	onBudget(0, true)
 	res, err := s.opts.Budget.Reserve(ctx, footprint)
 	if err != nil {

@@ -22,8 +22,8 @@ type CompactionConfig struct {
 	MinFragments          int   // compact small fragments only when at least this many (default 4)
 	TargetRowsPerFragment int64 // rows per output fragment; smaller fragments are candidates (default 1,048,576)
 	// TargetBytesPerFragment ends an output fragment once its encoded bytes reach it (default
-	// 64 MiB): a fragment is encoded in memory before it is stored, so this bounds what one
-	// compaction holds however wide the rows.
+	// 64 MiB): on a store that cannot write in place a fragment is encoded in memory before it
+	// is stored, so this bounds what one compaction holds however wide the rows.
 	TargetBytesPerFragment int64
 	DeletionRatio          float64 // a fragment with this share of deleted rows is a candidate on its own (default 0.2)
 	// KeepDeletions: no share of deleted rows makes a fragment a candidate on its own (an

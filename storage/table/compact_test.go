@@ -274,9 +274,9 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	require.Equal(t, fragments, res.FragmentsRemoved)
 	require.Greater(t, res.FragmentsAdded, 1, "the byte target cuts the output")
 	total := int64(fragments * perFragment * 500)
-	t.Logf("peak Arrow memory %d for %d bytes of rows (footprint reserved: %d)", mem.peak, total, CompactionFootprint(base, plan))
+	t.Logf("peak Arrow memory %d for %d bytes of rows (footprint reserved: %d)", mem.peak, total, tbl.CompactionFootprint(base, plan))
 	require.Less(t, int64(mem.peak), total/4, "peak Arrow memory %d for %d bytes of rows", mem.peak, total)
-	require.Less(t, int64(mem.peak), CompactionFootprint(base, plan), "the budget reservation covers the compaction's Arrow memory")
+	require.Less(t, int64(mem.peak), tbl.CompactionFootprint(base, plan), "the budget reservation covers the compaction's Arrow memory")
 
 	require.NoError(t, tbl.Check(ctx, res.Manifest))
 	var got []string
@@ -404,7 +404,7 @@ func TestCompactionFootprintFollowsTheSourcesSizes(t *testing.T) {
 	require.NoError(t, err)
 	plan := PlanCompaction(base, CompactionConfig{MinFragments: 2, EverySmallFragment: true})
 	require.Len(t, plan.Sources, fragments)
-	footprint := CompactionFootprint(base, plan)
+	footprint := tbl.CompactionFootprint(base, plan)
 	t.Logf("footprint %d for %d sources", footprint, fragments)
 	require.Less(t, footprint, int64(fragments*rowGroupBytes))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 // sourceBatchBytes is about how much decoded Arrow data a compaction holds per source at once:
@@ -308,19 +309,20 @@ func (h *sourceHeap) Pop() any {
 	return c
 }
 
-// CompactionFootprint estimates the memory executing plan on m holds at once: the output
-// fragment's encoding buffer (what is left of the sources, at most the byte target); per source
-// its open row group's encoded bytes (at most about rowGroupBytes, and never more than the
-// source), the buffers column readers hold between batches of a fragment without a page index
-// (a streamReadBuffer per column, at most half a row group or the source's bytes) and a decoded
-// run twice (sourceBatchBytes: the run and the output's take of it); the output row group
-// (rowGroupBytes, twice for encoding); the key-index entries of the rows it writes, and the run
-// it merges them into (the tail runs it takes in, encoded, plus a read window per run).
+// CompactionFootprint estimates the memory executing plan on m in t holds at once: the output
+// fragment's encoding (what is left of the sources, at most the byte target, when the store
+// cannot write in place; a chunk when it can: fragmentsink.go); per source its open row group's
+// encoded bytes (at most about rowGroupBytes, and never more than the source), the buffers
+// column readers hold between batches of a fragment without a page index (a streamReadBuffer
+// per column, at most half a row group or the source's bytes) and a decoded run twice
+// (sourceBatchBytes: the run and the output's take of it); the output row group (rowGroupBytes,
+// twice for encoding); the key-index entries of the rows it writes, and the run it merges them
+// into (the tail runs it takes in, encoded, plus a read window per run).
 //
 // A budget reservation is what the memory governor lets the heap grow by while it is held, so
 // the estimate follows each source's size: a compaction of 32 small fragments reserving 3.5 MiB
 // for each would let the heap grow by ten times what it decodes.
-func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
+func (t *Table) CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	cfg := plan.Config.withDefaults()
 	var bytes, rows, sourcesHold int64
 	readers := min(int64(len(m.Fields))*streamReadBuffer, rowGroupBytes/2)
@@ -331,7 +333,11 @@ func CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 			sourcesHold += min(f.Bytes, rowGroupBytes) + min(readers, f.Bytes) + 2*sourceBatchBytes
 		}
 	}
-	return min(bytes, cfg.TargetBytesPerFragment)*17/16 + sourcesHold + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
+	output := min(bytes, cfg.TargetBytesPerFragment) * 17 / 16
+	if objstore.WritesInPlace(t.store) {
+		output = fragmentStreamChunk
+	}
+	return output + sourcesHold + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
 }
 
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
@@ -408,15 +414,15 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 	}
 	defer releaseParts()
 	defer func() {
-		if fw != nil { // an error left a fragment unfinished: free its encoder, store nothing
-			_ = fw.w.Close()
+		if fw != nil { // an error left a fragment unfinished: free its encoder, keep nothing
+			fw.abort()
 		}
 	}()
 	closeFragment := func() error {
 		if fw == nil {
 			return nil
 		}
-		f, entries, err := fw.finish(ctx, t)
+		f, entries, err := fw.finish(ctx)
 		fw = nil
 		if f.Path != "" {
 			out.written = append(out.written, f.Path)
@@ -444,7 +450,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			for slices.ContainsFunc(out.added, func(f Fragment) bool { return f.ID == id }) {
 				id = base.newFragmentID()
 			}
-			if fw, err = newFragmentWriter(id, rec, base.KeyColumn, t.mem); err != nil {
+			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn); err != nil {
 				return err
 			}
 			// The output is at most about what is left of the sources (their rows, encoded
@@ -458,7 +464,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			return err
 		}
 		out.rows += rec.NumRows()
-		if fw.rows >= cfg.TargetRowsPerFragment || int64(fw.buf.Len()) >= cfg.TargetBytesPerFragment {
+		if fw.rows >= cfg.TargetRowsPerFragment || fw.size() >= cfg.TargetBytesPerFragment {
 			return closeFragment()
 		}
 		return nil

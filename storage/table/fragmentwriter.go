@@ -1,17 +1,16 @@
 // Writing one fragment a row group at a time: merges and compactions gather (take) the rows of
-// one row group, encode it and let it go, so a fragment being written costs its encoded bytes and
-// one row group's rows — not all of its rows gathered into one batch first.
+// one row group, encode it and let it go, so a fragment being written costs one row group's rows
+// and its encoded bytes (a chunk of them on stores that write in place: fragmentsink.go) — not
+// all of its rows gathered into one batch first.
 package table
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -22,7 +21,8 @@ import (
 type fragmentWriter struct {
 	id        uint64
 	keyColumn string
-	buf       bytes.Buffer
+	path      string
+	out       fragmentSink
 	w         *pqarrow.FileWriter
 	rows      int64
 	minKey    string
@@ -30,36 +30,47 @@ type fragmentWriter struct {
 	entries   []indexEntry
 }
 
-// newFragmentWriter starts fragment id, its layout chosen from first (its first row group).
-func newFragmentWriter(id uint64, first arrow.RecordBatch, keyColumn string, mem memory.Allocator) (*fragmentWriter, error) {
-	fw := &fragmentWriter{id: id, keyColumn: keyColumn}
-	opts := fragmentWriterProperties(first, mem, fragmentCodec)
+// newFragmentWriter starts fragment id in t's store, its layout chosen from first (its first row
+// group). The caller ends it with finish or abort.
+func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string) (*fragmentWriter, error) {
+	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id)}
+	out, err := newFragmentSink(ctx, t, fw.path)
+	if err != nil {
+		return nil, err
+	}
+	fw.out = out
+	opts := fragmentWriterProperties(first, t.mem, fragmentCodec)
 	// Each write is one row group (the merge cuts them), so the row-group bound only guards.
 	opts = append(opts, parquet.WithMaxRowGroupLength(max(first.NumRows(), rowGroupRows)))
-	w, err := pqarrow.NewFileWriter(first.Schema(), &fw.buf, parquet.NewWriterProperties(opts...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+	w, err := pqarrow.NewFileWriter(first.Schema(), out, parquet.NewWriterProperties(opts...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(t.mem)))
 	if err != nil {
+		out.abort()
 		return nil, fmt.Errorf("table: encode fragment: %w", err)
 	}
 	fw.w = w
 	return fw, nil
 }
 
-// reserve makes room for n more bytes of output, allocating exactly that when the buffer must
-// grow: bytes.Buffer's Grow would at least double what it already holds.
-func (fw *fragmentWriter) reserve(n int) {
-	if fw.buf.Available() >= n {
-		return
-	}
-	grown := make([]byte, fw.buf.Len(), fw.buf.Len()+n)
-	copy(grown, fw.buf.Bytes())
-	fw.buf = *bytes.NewBuffer(grown) // in place: the Parquet writer holds &fw.buf
+// size is the fragment's encoded bytes so far.
+func (fw *fragmentWriter) size() int64 { return fw.out.size() }
+
+// reserve makes room for n more bytes of output when the fragment is encoded into memory.
+func (fw *fragmentWriter) reserve(n int) { fw.out.reserve(n) }
+
+// abort ends an unfinished fragment: frees its encoder and deletes what was written of it.
+func (fw *fragmentWriter) abort() {
+	_ = fw.w.Close()
+	fw.out.abort()
 }
 
 // write appends rec (rows in key order, after every row written before) as a row group.
 func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
 	if err := fw.w.Write(rec); err != nil {
 		return fmt.Errorf("table: encode fragment: %w", err)
+	}
+	if err := fw.out.failed(); err != nil {
+		return err
 	}
 	s := rec.Schema()
 	keys := rec.Column(s.FieldIndices(fw.keyColumn)[0]).(*array.String)
@@ -80,14 +91,14 @@ func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
 
 // finish closes the fragment and stores it. A returned Fragment with a Path was written (even
 // when err says the store's answer was lost).
-func (fw *fragmentWriter) finish(ctx context.Context, t *Table) (Fragment, []indexEntry, error) {
+func (fw *fragmentWriter) finish(ctx context.Context) (Fragment, []indexEntry, error) {
 	if err := fw.w.Close(); err != nil {
+		fw.out.abort()
 		return Fragment{}, nil, fmt.Errorf("table: encode fragment: %w", err)
 	}
-	path := fragmentPath(fw.id)
-	f := Fragment{ID: fw.id, Path: path, Rows: fw.rows, Bytes: int64(fw.buf.Len()), MinKey: fw.minKey, MaxKey: fw.maxKey}
-	if err := t.store.PutIfAbsent(ctx, path, fw.buf.Bytes()); err != nil {
-		return f, nil, fmt.Errorf("table: write fragment: %w", err)
+	f := Fragment{ID: fw.id, Path: fw.path, Rows: fw.rows, Bytes: fw.out.size(), MinKey: fw.minKey, MaxKey: fw.maxKey}
+	if err := fw.out.store(ctx); err != nil {
+		return f, nil, err
 	}
 	return f, fw.entries, nil
 }
@@ -119,14 +130,14 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			return Fragment{}, nil, err
 		}
 	}
-	fw, err := newFragmentWriter(id, first, keyColumn, t.mem)
+	fw, err := newFragmentWriter(ctx, t, id, first, keyColumn)
 	if err != nil {
 		first.Release()
 		return Fragment{}, nil, err
 	}
 	defer func() {
-		if fw != nil { // an error left the fragment unfinished: free its encoder, store nothing
-			_ = fw.w.Close()
+		if fw != nil { // an error left the fragment unfinished: free its encoder, keep nothing
+			fw.abort()
 		}
 	}()
 	// Row groups of first are written from it: whole ones only, unless it holds every row (its
@@ -151,7 +162,7 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			if left := int64(len(rows)) - fw.rows; left > 0 {
 				// The rest encodes about like the first row group: one buffer for all of it
 				// (and the footer), not doublings past it that copy and touch twice the bytes.
-				perRow := float64(fw.buf.Len()) / float64(fw.rows)
+				perRow := float64(fw.size()) / float64(fw.rows)
 				fw.reserve(int(perRow*float64(left)*17/16) + 64<<10)
 			}
 		}
@@ -170,5 +181,5 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 	}
 	w := fw
 	fw = nil
-	return w.finish(ctx, t)
+	return w.finish(ctx)
 }

@@ -175,7 +175,17 @@ func (w *memWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", objstore.ErrNotFound, w.key)
 	}
-	data := make([]byte, max(int64(len(o.data)), off+int64(len(p))))
+	end := off + int64(len(p))
+	if off >= int64(len(o.data)) && end <= int64(cap(o.data)) {
+		// Past the end, within the spare capacity: bytes no reader's slice covers (the spare
+		// capacity is zeros, so a gap reads as zeros). Appends into an object cost amortized
+		// O(bytes), not a copy of the whole object per write.
+		data := o.data[:end]
+		copy(data[off:], p)
+		w.m.objects[w.key] = memObject{data: data, modTime: time.Now()}
+		return nil
+	}
+	data := make([]byte, max(int64(len(o.data)), end), max(int64(len(o.data)), end, 2*int64(len(o.data))))
 	copy(data, o.data)
 	copy(data[off:], p)
 	w.m.objects[w.key] = memObject{data: data, modTime: time.Now()}
