@@ -4,10 +4,12 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -327,6 +329,13 @@ func encodeSchema(s *arrow.Schema) ([]fieldJSON, error) {
 		out = append(out, fj)
 	}
 	return out, nil
+}
+
+// sameFields reports whether a and b describe the same columns, byte for byte.
+func sameFields(a, b []fieldJSON) bool {
+	return slices.EqualFunc(a, b, func(x, y fieldJSON) bool {
+		return x.Name == y.Name && x.Nullable == y.Nullable && bytes.Equal(x.Type, y.Type)
+	})
 }
 
 func decodeSchema(fields []fieldJSON) (*arrow.Schema, error) {

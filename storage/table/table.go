@@ -52,6 +52,26 @@ type Table struct {
 	cache      cache.Namespace // manifests, footers, deletion bitmaps, key-index footers
 	latestSeen atomic.Uint64   // the latest version found last; where the next search starts
 	projected  projections     // the schemas of column lists reads asked for
+	// schema is the schema the handle's manifests were last decoded with: a manifest read with
+	// the same fields shares it (shareSchema), so that retained versions do not each hold a copy
+	// and the projections keyed by it stay found across versions.
+	schema atomic.Pointer[decodedSchema]
+}
+
+// decodedSchema is a manifest's fields and the Arrow schema decoded from them.
+type decodedSchema struct {
+	fields []fieldJSON
+	schema *arrow.Schema
+}
+
+// shareSchema makes m use the schema the handle decoded last when m's fields are the same, and
+// otherwise makes m's the one later manifests share.
+func (t *Table) shareSchema(m *Manifest) {
+	if prev := t.schema.Load(); prev != nil && sameFields(prev.fields, m.Fields) {
+		m.Fields, m.schema = prev.fields, prev.schema
+		return
+	}
+	t.schema.Store(&decodedSchema{fields: m.Fields, schema: m.schema})
 }
 
 func newHandle(store objstore.Store, opts Options) *Table {
@@ -187,6 +207,7 @@ func (t *Table) Version(ctx context.Context, v uint64) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.shareSchema(m)
 	cache.Add(t.cache, "manifest", key, m, m.approxBytes())
 	return m, nil
 }

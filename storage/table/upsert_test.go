@@ -282,3 +282,50 @@ func TestNewestPerKeyPicksTheNewestSeqAndTheLaterRowOnATie(t *testing.T) {
 		seqArr.Release()
 	}
 }
+
+// Manifests read from the store share one decoded schema while their fields are the same (a
+// retained version would otherwise hold its own copy, and the projected schemas keyed by it
+// would pile up with every commit); a version with new fields gets its own.
+func TestManifestsOfOneSchemaShareItsDecodedForm(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	store := objstoretest.NewMemory()
+	writer := newTestTable(t, store, mem)
+	for i := range 5 {
+		upsertRows(t, writer, mem, []row{{id: fmt.Sprintf("k%d", i), value: int64(i), seq: uint64(i + 1)}})
+	}
+	reader := newTestTable(t, store, mem) // its own cache: every version is read and decoded
+	latest, err := reader.Latest(ctx)
+	require.NoError(t, err)
+	first, err := reader.Version(ctx, 2)
+	require.NoError(t, err)
+	for v := uint64(3); v <= latest.Version; v++ {
+		m, err := reader.Version(ctx, v)
+		require.NoError(t, err)
+		require.Same(t, first.Schema(), m.Schema(), "version %d", v)
+		got, err := reader.Get(ctx, m, "k1", []string{"id", "value"})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, got.NumRows())
+		got.Release()
+	}
+	require.Len(t, reader.projected.m, 1, "one table schema keys the projections of every version")
+
+	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))
+	b.Field(0).(*array.StringBuilder).Append("new")
+	b.Field(1).(*array.Float64Builder).Append(0.5)
+	b.Field(2).(*array.Uint64Builder).Append(10)
+	rec := b.NewRecordBatch()
+	b.Release()
+	_, err = writer.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	evolved, err := reader.Latest(ctx)
+	require.NoError(t, err)
+	require.NotSame(t, first.Schema(), evolved.Schema())
+	require.Len(t, evolved.Schema().FieldIndices("score"), 1)
+	fresh := newTestTable(t, store, mem) // decodes the evolved version first, then an old one
+	_, err = fresh.Latest(ctx)
+	require.NoError(t, err)
+	old, err := fresh.Version(ctx, 2)
+	require.NoError(t, err)
+	require.Empty(t, old.Schema().FieldIndices("score"), "an older version keeps its own fields")
+}
