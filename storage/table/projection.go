@@ -17,7 +17,7 @@ const maxProjections = 256
 // projections caches projected schemas by table schema and column list.
 type projections struct {
 	mu sync.Mutex                                 // guards m and n; held only for the lookup or insert
-	m  map[*arrow.Schema]map[string]*arrow.Schema // by a manifest's schema (one per decoded manifest, shared by its reads), then by column list
+	m  map[*arrow.Schema]map[string]*arrow.Schema // by a manifest's schema (one per table schema: Table.shareSchema), then by column list
 	n  int                                        // schemas held, across every table schema
 }
 
