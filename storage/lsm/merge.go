@@ -179,7 +179,8 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 // memory merging it takes at peak: the fetched bytes, the decoded Arrow batches, the fragment
 // encoded from them (kept whole until it is stored on a store that cannot write in place; a
 // chunk of it on one that can, which the factor does not discount) and the one row group
-// gathered at a time to encode it. Caps and budget reservations are in these bytes, so the budget bounds real memory.
+// gathered at a time to encode it. Caps and budget reservations are in these bytes, so the
+// budget bounds real memory.
 const mergeMemoryFactor = 3
 
 func footprint(g shard.Generation) int64 { return g.Bytes * mergeMemoryFactor }

@@ -169,19 +169,13 @@ func TestAFailedStreamedFragmentLeavesNoObject(t *testing.T) {
 }
 
 func objectsUnder(t *testing.T, s objstore.Store, prefix string) []string {
-	var keys []string
-	after := ""
-	for {
-		page, err := s.List(context.Background(), prefix, after, 1000)
-		require.NoError(t, err)
-		for _, o := range page.Objects {
-			keys = append(keys, o.Key)
-		}
-		if page.Next == "" {
-			return keys
-		}
-		after = page.Next
+	listing, err := objstore.ListAll(context.Background(), s, prefix)
+	require.NoError(t, err)
+	keys := make([]string, len(listing))
+	for i, o := range listing {
+		keys[i] = o.Key
 	}
+	return keys
 }
 
 // A compaction's reservation counts its output's encoding only where it is held: whole on a store
