@@ -503,29 +503,13 @@ func TestAFailedCompactionFreesWhatItHeldAndChangesNothing(t *testing.T) {
 	require.Len(t, listing, len(before.Fragments), "the fragments it wrote were deleted")
 }
 
-// bufferRecordingStore records the capacity of the buffer each fragment was written from.
-type bufferRecordingStore struct {
-	objstore.Store
-	mu   sync.Mutex
-	caps map[string]int // fragment path -> cap of the bytes written
-}
-
-func (s *bufferRecordingStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if strings.HasPrefix(key, dataDir) {
-		s.mu.Lock()
-		s.caps[key] = cap(data)
-		s.mu.Unlock()
-	}
-	return s.Store.PutIfAbsent(ctx, key, data)
-}
-
 // A fragment is encoded into one buffer about its size, whether a merge's upsert or a compaction
 // writes it: not one of the 64 MiB byte target, and not one that doubled past the fragment
 // (which holds up to twice its bytes again while the last doubling copies).
 func TestFragmentsAreEncodedIntoBuffersOfAboutTheirSize(t *testing.T) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
-	store := &bufferRecordingStore{Store: objstoretest.NewMemory(), caps: map[string]int{}}
+	store := newWriteRecorder(withoutInPlaceWrites{objstoretest.NewMemory()}) // the buffered path
 	tbl := newTestTable(t, store, mem)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for f := range 4 {
@@ -565,7 +549,7 @@ func TestFragmentsAreEncodedIntoBuffersOfAboutTheirSize(t *testing.T) {
 // leave up to twice the fragment's bytes allocated).
 func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
 	mem := checkedAlloc(t)
-	store := &bufferRecordingStore{Store: objstoretest.NewMemory(), caps: map[string]int{}}
+	store := newWriteRecorder(withoutInPlaceWrites{objstoretest.NewMemory()}) // the buffered path
 	tbl := newTestTable(t, store, mem)
 	rng := rand.New(rand.NewPCG(5, 5))
 	rows := numberedRows(800, func(int) string { return randomLetters(rng, 500) })

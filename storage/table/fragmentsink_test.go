@@ -14,23 +14,24 @@ import (
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
-// writeRecorder records the fragment writes that reach a store: whole objects put, and
-// in-place writes with their sizes.
+// writeRecorder records the fragment writes that reach a store: whole objects put (their bytes
+// and the capacity of the buffer they were put from), and in-place writes with their sizes.
 type writeRecorder struct {
 	objstore.Store
 	mu     sync.Mutex
 	puts   map[string]int   // fragment path -> bytes of the object put
+	caps   map[string]int   // fragment path -> cap of the buffer it was put from
 	writes map[string][]int // fragment path -> sizes of its in-place writes, in order
 }
 
 func newWriteRecorder(inner objstore.Store) *writeRecorder {
-	return &writeRecorder{Store: inner, puts: map[string]int{}, writes: map[string][]int{}}
+	return &writeRecorder{Store: inner, puts: map[string]int{}, caps: map[string]int{}, writes: map[string][]int{}}
 }
 
 func (r *writeRecorder) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if strings.HasPrefix(key, dataDir) {
 		r.mu.Lock()
-		r.puts[key] = len(data)
+		r.puts[key], r.caps[key] = len(data), cap(data)
 		r.mu.Unlock()
 	}
 	return r.Store.PutIfAbsent(ctx, key, data)

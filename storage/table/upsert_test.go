@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
@@ -123,20 +124,26 @@ func TestUpsertWithoutAnIndexScansOnlyTheKeyColumnsAndCountsIt(t *testing.T) {
 	require.Less(t, read, dataBytes/4, "the fallback must not read payload columns (read %d of %d)", read, dataBytes)
 }
 
+// upsertScoredRow upserts one row with a nullable float64 column "score" the table may not have
+// yet (an additive schema change).
+func upsertScoredRow(t *testing.T, tbl *Table, mem memory.Allocator, id string, score float64, seq uint64) {
+	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))
+	b.Field(0).(*array.StringBuilder).Append(id)
+	b.Field(1).(*array.Float64Builder).Append(score)
+	b.Field(2).(*array.Uint64Builder).Append(seq)
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	_, err := tbl.Upsert(context.Background(), rec, UpsertOptions{})
+	require.NoError(t, err)
+}
+
 func TestAdditiveSchemaEvolution(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
 	upsertRows(t, tbl, mem, []row{{id: "old", value: 1, seq: 1}})
 
-	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))
-	b.Field(0).(*array.StringBuilder).Append("new")
-	b.Field(1).(*array.Float64Builder).Append(0.5)
-	b.Field(2).(*array.Uint64Builder).Append(2)
-	rec := b.NewRecordBatch()
-	b.Release()
-	_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
-	rec.Release()
-	require.NoError(t, err)
+	upsertScoredRow(t, tbl, mem, "new", 0.5, 2)
 
 	m, _ := tbl.Latest(ctx)
 	require.Len(t, m.Schema().FieldIndices("score"), 1)
@@ -309,15 +316,7 @@ func TestManifestsOfOneSchemaShareItsDecodedForm(t *testing.T) {
 	}
 	require.Len(t, reader.projected.m, 1, "one table schema keys the projections of every version")
 
-	b := array.NewRecordBuilder(mem, arrowSchemaWith(t, "score", true))
-	b.Field(0).(*array.StringBuilder).Append("new")
-	b.Field(1).(*array.Float64Builder).Append(0.5)
-	b.Field(2).(*array.Uint64Builder).Append(10)
-	rec := b.NewRecordBatch()
-	b.Release()
-	_, err = writer.Upsert(ctx, rec, UpsertOptions{})
-	rec.Release()
-	require.NoError(t, err)
+	upsertScoredRow(t, writer, mem, "new", 0.5, 10)
 	evolved, err := reader.Latest(ctx)
 	require.NoError(t, err)
 	require.NotSame(t, first.Schema(), evolved.Schema())
