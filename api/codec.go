@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 )
 
@@ -26,6 +28,13 @@ import (
 type codec struct {
 	schema *arrow.Schema   // user columns only
 	json   map[string]bool // string columns holding arbitrary JSON documents (stored as text)
+	// vectors: the dimension of each vector column (stored as a list of float32), by name: a
+	// value must be exactly that many numbers (decoding only; generic stores).
+	vectors map[string]int
+	// timestampMicros writes timestamps as integers, microseconds since the epoch (generic
+	// stores, as lance-context writes them); otherwise they are RFC 3339 strings. Either is
+	// accepted on input.
+	timestampMicros bool
 }
 
 // rowError is a decoding error that names the row and column.
@@ -74,12 +83,74 @@ func (c codec) appendRow(rb *rowBuilder, row rowValues, fill rowFill) error {
 			appendString(rb.field(fi), buf.String())
 			continue
 		}
+		if dim := rb.vectorDim[fi]; dim > 0 {
+			if err := appendVector(rb.field(fi).(*array.ListBuilder), raw, dim); err != nil {
+				return rowError(i, f.Name, "%v", err)
+			}
+			continue
+		}
 		if err := appendJSON(rb.field(fi), f.Type, raw); err != nil {
 			return rowError(i, f.Name, "%v", err)
 		}
 	}
 	rb.rows++
 	return nil
+}
+
+// appendVector appends one vector value, an array of exactly dim numbers, to b (a list of
+// float32).
+func appendVector(b *array.ListBuilder, raw json.RawMessage, dim int) error {
+	values := b.ValueBuilder().(*array.Float32Builder)
+	b.Append(true)
+	n, err := eachArrayValue(raw, func(k int, it []byte) error {
+		if k >= dim {
+			return errTooManyValues
+		}
+		v, err := parseFloat(it, 32)
+		if err != nil {
+			return fmt.Errorf("vector value %d: %v", k, err)
+		}
+		values.Append(float32(v))
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNotAnArray):
+		return fmt.Errorf("expects a vector of %d numbers, got %s", dim, truncate(raw))
+	case errors.Is(err, errTooManyValues):
+		return fmt.Errorf("expects a vector of %d values, got more", dim)
+	case err != nil:
+		return err
+	case n != dim:
+		return fmt.Errorf("expects a vector of %d values, got %d", dim, n)
+	}
+	return nil
+}
+
+var (
+	errNotAnArray    = errors.New("not a JSON array")
+	errTooManyValues = errors.New("too many values")
+)
+
+// eachArrayValue calls fn with each value of the JSON array raw (valid JSON) in turn, and returns
+// how many there were: no value is copied or kept, so a long array costs no more memory than its
+// text. Not an array: errNotAnArray.
+func eachArrayValue(raw []byte, fn func(k int, v []byte) error) (int, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return 0, errNotAnArray
+	}
+	n := 0
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return n, errNotAnArray
+		}
+		if err := fn(n, v); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // jsonString returns the bytes of a JSON string value. The common case, a string with no escape
@@ -149,6 +220,50 @@ func parseFloat(raw json.RawMessage, bits int) (float64, error) {
 	return v, nil
 }
 
+// jsonBytes decodes a binary value: a base64 string, or an array of byte values (0-255), the two
+// spellings lance-context accepts.
+func jsonBytes(raw json.RawMessage) ([]byte, error) {
+	if len(raw) > 0 && raw[0] == '[' {
+		data := make([]byte, 0, len(raw)/4) // at least "0," a byte
+		_, err := eachArrayValue(raw, func(k int, it []byte) error {
+			v, ok := parseByte(it)
+			if !ok {
+				return fmt.Errorf("want an array of byte values (0-255), got %s at %d", truncate(it), k)
+			}
+			data = append(data, v)
+			return nil
+		})
+		if errors.Is(err, errNotAnArray) {
+			return nil, fmt.Errorf("want a base64 string or an array of byte values, got %s", truncate(raw))
+		}
+		return data, err
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("want a base64 string or an array of byte values, got %s", truncate(raw))
+	}
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not valid base64: %v", err)
+	}
+	return data, nil
+}
+
+// parseByte parses a JSON number that is an integer from 0 to 255.
+func parseByte(b []byte) (byte, bool) {
+	if len(b) == 0 || len(b) > 3 || len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return byte(v), v <= 255
+}
+
 func truncate(raw json.RawMessage) string {
 	if len(raw) > 40 {
 		return string(raw[:40]) + "..."
@@ -210,7 +325,12 @@ func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
 	case *array.TimestampBuilder:
 		v, ok := jsonString(raw)
 		if !ok {
-			return fmt.Errorf("want an RFC 3339 timestamp string, got %s", truncate(raw))
+			micros, err := parseInt(raw, 64)
+			if err != nil {
+				return fmt.Errorf("want an RFC 3339 timestamp or an integer (microseconds since the epoch), got %s", truncate(raw))
+			}
+			bb.Append(arrow.Timestamp(micros))
+			return nil
 		}
 		s := string(v)
 		ts, err := time.Parse(time.RFC3339Nano, s)
@@ -219,13 +339,9 @@ func appendJSON(b array.Builder, dt arrow.DataType, raw json.RawMessage) error {
 		}
 		bb.Append(arrow.Timestamp(ts.UnixMicro()))
 	case *array.BinaryBuilder:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return fmt.Errorf("want a base64 string, got %s", truncate(raw))
-		}
-		data, err := base64.StdEncoding.DecodeString(s)
+		data, err := jsonBytes(raw)
 		if err != nil {
-			return fmt.Errorf("not valid base64: %v", err)
+			return err
 		}
 		bb.Append(data)
 	case *array.ListBuilder:

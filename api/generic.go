@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
 )
 
@@ -73,7 +76,40 @@ func genericCodec(s *lsm.Store) codec {
 			user = append(user, f)
 		}
 	}
-	return codec{schema: arrowSchema(user)}
+	return codec{schema: arrowSchema(user), timestampMicros: true}
+}
+
+// genericSpecs keeps the parsed schema spec of each generic store (immutable for a store's id),
+// so that a point read does not parse its store's spec again; at most maxGenericSpecs are kept.
+var genericSpecs struct {
+	mu sync.Mutex // guards m
+	m  map[uuid.UUID]kinds.GenericSpec
+}
+
+const maxGenericSpecs = 4096
+
+// genericSpec is the parsed schema spec of generic store st.
+func genericSpec(st catalog.Store) (kinds.GenericSpec, error) {
+	genericSpecs.mu.Lock()
+	spec, ok := genericSpecs.m[st.ID]
+	genericSpecs.mu.Unlock()
+	if ok {
+		return spec, nil
+	}
+	spec, err := kinds.ParseGenericSpec(st.Schema)
+	if err != nil {
+		return kinds.GenericSpec{}, err
+	}
+	if st.ID == uuid.Nil { // not a registry row: nothing to key it by
+		return spec, nil
+	}
+	genericSpecs.mu.Lock()
+	defer genericSpecs.mu.Unlock()
+	if genericSpecs.m == nil || len(genericSpecs.m) >= maxGenericSpecs {
+		genericSpecs.m = map[uuid.UUID]kinds.GenericSpec{}
+	}
+	genericSpecs.m[st.ID] = spec
+	return spec, nil
 }
 
 func (h *handlers) addGenericRows(c echo.Context) error {
@@ -91,7 +127,13 @@ func (h *handlers) addGenericRows(c echo.Context) error {
 		var opts genericOptions
 		_ = json.Unmarshal(st.Options, &opts)
 		flush := opts.SealOnAdd || flushRequested(c)
-		rec, err := genericCodec(s).decodeRowsJSON(body, "rows", nil, h.mem)
+		spec, err := genericSpec(st)
+		if err != nil {
+			return err
+		}
+		cd := genericCodec(s)
+		cd.vectors = spec.VectorDims
+		rec, err := cd.decodeRowsJSON(body, "rows", nil, h.mem)
 		if err != nil {
 			return err
 		}
@@ -142,12 +184,16 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindGeneric, func(s *lsm.Store) error {
+	return h.withStoreEntry(c, catalog.KindGeneric, func(s *lsm.Store, st catalog.Store) error {
 		filters, err := genericFilter(c, s)
 		if err != nil {
 			return err
 		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, binaryColumns(s)), filters, limit, offset, cursor, 0)
+		spec, err := genericSpec(st)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, 0)
 		if err != nil {
 			return err
 		}
@@ -161,7 +207,7 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.withStore(c, catalog.KindGeneric, func(s *lsm.Store) error {
+	return h.withStoreEntry(c, catalog.KindGeneric, func(s *lsm.Store, st catalog.Store) error {
 		var columns []string
 		if v := c.QueryParam("columns"); v != "" {
 			columns = strings.Split(v, ",")
@@ -169,7 +215,11 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 				columns = append([]string{s.KeyColumn()}, columns...)
 			}
 		} else {
-			columns = columnsExcept(s, binaryColumns(s))
+			spec, err := genericSpec(st)
+			if err != nil {
+				return err
+			}
+			columns = columnsExcept(s, spec.Blobs)
 		}
 		rec, err := s.Get(c.Request().Context(), id, columns)
 		if err != nil {

@@ -198,14 +198,3 @@ func columnsExcept(s *lsm.Store, exclude map[string]bool) []string {
 	}
 	return out
 }
-
-// binaryColumns are the store's binary columns (excluded from listings).
-func binaryColumns(s *lsm.Store) map[string]bool {
-	out := map[string]bool{}
-	for _, f := range s.Schema().Fields() {
-		if f.Type.ID() == arrow.BINARY || f.Type.ID() == arrow.LARGE_BINARY {
-			out[f.Name] = true
-		}
-	}
-	return out
-}

@@ -13,21 +13,23 @@ import (
 )
 
 type rowBuilder struct {
-	schema  *arrow.Schema
-	b       *array.RecordBuilder
-	fields  []arrow.Field
-	isJSON  []bool // per column: holds JSON documents (codec.json)
-	pending []int  // per column: nulls not yet appended
-	valued  []bool // per column: some row had a value
-	rows    int
+	schema    *arrow.Schema
+	b         *array.RecordBuilder
+	fields    []arrow.Field
+	isJSON    []bool // per column: holds JSON documents (codec.json)
+	vectorDim []int  // per column: a vector's dimension (codec.vectors), 0 for other columns
+	pending   []int  // per column: nulls not yet appended
+	valued    []bool // per column: some row had a value
+	rows      int
 }
 
 func (c codec) newRowBuilder(mem memory.Allocator) *rowBuilder {
 	fields := c.schema.Fields()
 	rb := &rowBuilder{schema: c.schema, b: array.NewRecordBuilder(mem, c.schema), fields: fields,
-		isJSON: make([]bool, len(fields)), pending: make([]int, len(fields)), valued: make([]bool, len(fields))}
+		isJSON: make([]bool, len(fields)), vectorDim: make([]int, len(fields)), pending: make([]int, len(fields)), valued: make([]bool, len(fields))}
 	for i, f := range fields {
 		rb.isJSON[i] = c.json[f.Name]
+		rb.vectorDim[i] = c.vectors[f.Name]
 	}
 	return rb
 }

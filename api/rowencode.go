@@ -37,7 +37,11 @@ func (c codec) newRowEncoder(rec arrow.RecordBatch, always map[string]bool) *row
 		f := schema.Field(ci)
 		name, _ := jsontext.AppendQuote(nil, f.Name)
 		arr := rec.Column(ci)
-		e.cols[ci] = columnEncoder{name: append(name, ':'), arr: arr, always: always[f.Name], value: valueEncoder(arr, c.json[f.Name])}
+		value := valueEncoder(arr, c.json[f.Name])
+		if ts, ok := arr.(*array.Timestamp); ok && c.timestampMicros {
+			value = microsEncoder(ts)
+		}
+		e.cols[ci] = columnEncoder{name: append(name, ':'), arr: arr, always: always[f.Name], value: value}
 	}
 	return e
 }
@@ -122,6 +126,12 @@ func valueEncoder(arr arrow.Array, rawJSON bool) func(dst []byte, i int) []byte 
 		}
 		return append(dst, v...)
 	}
+}
+
+// microsEncoder writes a timestamp as an integer: microseconds since the epoch.
+func microsEncoder(a *array.Timestamp) func(dst []byte, i int) []byte {
+	unit := a.DataType().(*arrow.TimestampType).Unit
+	return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, a.Value(i).ToTime(unit).UnixMicro(), 10) }
 }
 
 // appendQuoted appends s as a JSON string (invalid UTF-8 replaced with U+FFFD, as encoding/json

@@ -163,7 +163,7 @@ func (c codec) decodeRowsJSONFrom(src io.Reader, sizeHint int, member string, fi
 				}
 				fi, ok := index[name.String()]
 				if !ok {
-					return nil, rowError(rb.rows, name.String(), "not a column of this store")
+					return nil, rowError(rb.rows, name.String(), "not declared in the store's schema")
 				}
 				v, err := dec.ReadValue()
 				if err != nil {

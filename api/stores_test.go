@@ -316,10 +316,10 @@ func TestGenericStoreRoundTrip(t *testing.T) {
 	var info api.StoreInfo
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, &info))
 	require.JSONEq(t, schema, string(info.Schema))
-	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["step", "int32"]]}}`, nil))
+	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["id", "string"], ["step", "int32"]]}}`, nil))
 	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, nil), "the same definition is 409 too")
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "exist_ok": true, "schema": `+schema+`}`, nil))
-	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "exist_ok": true, "schema": {"columns": [["step", "int32"]]}}`, nil),
+	require.Equal(t, http.StatusConflict, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "exist_ok": true, "schema": {"columns": [["id", "string"], ["step", "int32"]]}}`, nil),
 		"exist_ok never hides a different definition")
 
 	var app api.AppendResponse

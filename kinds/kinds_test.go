@@ -4,19 +4,32 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/catalog"
 )
 
 func TestGenericSchemaSpec(t *testing.T) {
-	s, err := ParseSchemaSpec(json.RawMessage(`{"columns": [["score", "float64"], ["tags", {"type": "list", "item": "string"}], ["n", {"type": "int64", "nullable": false}]]}`))
+	spec, err := ParseGenericSpec(json.RawMessage(`{"columns": [["score", "float64"], ["id", {"type": "string", "nullable": false}],
+		["tags", {"type": "list", "item": "string"}], ["n", {"type": "int64", "nullable": false}],
+		["embedding", {"type": "vector", "dim": 3, "metric": "cosine"}]]}`))
 	require.NoError(t, err)
-	require.Equal(t, "id", s.Field(0).Name)
+	s := spec.Schema
+	require.Equal(t, "id", s.Field(0).Name, "id comes first wherever it is declared")
+	require.False(t, s.Field(0).Nullable)
 	require.False(t, s.Field(3).Nullable)
-	for _, bad := range []string{`{}`, `{"columns": []}`, `{"columns": [["_x", "string"]]}`, `{"columns": [["a", "string"], ["a", "int64"]]}`,
-		`{"columns": [["a", "decimal"]]}`, `{"columns": [["a", {"type": "list", "item": {"type": "list", "item": "string"}}]]}`,
-		`{"columns": [["id", "int64"]]}`, `{"columns": [["v", {"type": "vector", "dim": 3}]]}`, `{"columns": [["a"]]}`, `{"cols": []}`} {
+	require.True(t, arrow.TypeEqual(arrow.ListOf(arrow.PrimitiveTypes.Float32), s.Field(4).Type), "a vector is stored as a list of float32: %s", s.Field(4).Type)
+	require.Equal(t, map[string]int{"embedding": 3}, spec.VectorDims)
+	id := `["id", "string"], `
+	for _, bad := range []string{`{}`, `{"columns": []}`, `{"columns": [` + id + `["_x", "string"]]}`, `{"columns": [` + id + `["a", "string"], ["a", "int64"]]}`,
+		`{"columns": [` + id + `["a", "decimal"]]}`, `{"columns": [` + id + `["a", {"type": "list", "item": {"type": "list", "item": "string"}}]]}`,
+		`{"columns": [["id", "int64"]]}`, `{"columns": [` + id + `["a"]]}`, `{"cols": []}`,
+		`{"columns": [["name", "string"]]}`, // no id
+		`{"columns": [` + id + `["v", {"type": "vector"}]]}`, `{"columns": [` + id + `["v", {"type": "vector", "dim": 0}]]}`,
+		`{"columns": [` + id + `["v", {"type": "vector", "dim": -1}]]}`, `{"columns": [` + id + `["v", {"type": "vector", "dim": 65537}]]}`,
+		`{"columns": [` + id + `["v", {"type": "vector", "dim": 2, "metric": "manhattan"}]]}`,
+		`{"columns": [` + id + `["v", {"type": "list", "item": {"type": "vector", "dim": 2}}]]}`} {
 		_, err := ParseSchemaSpec(json.RawMessage(bad))
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}

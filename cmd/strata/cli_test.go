@@ -30,12 +30,17 @@ func startServeAt(t *testing.T, dataURL string) (string, string) {
 	port, err := testenv.FreePort()
 	require.NoError(t, err)
 	db := testenv.Database(t)
+	// No Temporal: a port nothing listens on, never the default address, where a developer's
+	// `make run` stack (with a maintenance worker of another catalog) may be serving.
+	noTemporal, err := testenv.FreePort()
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, serveConfig{
 			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: db, DataURL: dataURL,
 			StoreCacheCapacity: 10, FlushInterval: time.Hour, LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
+			Temporal: temporalConfig{Address: fmt.Sprintf("127.0.0.1:%d", noTemporal), Namespace: "default"},
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
