@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // pointValues collects a read's values column by column, rows in order: each value copied into
@@ -151,8 +153,10 @@ func offsetWidth(dt arrow.DataType) int {
 }
 
 // arrays lays out columns of types (each with rows values, in the order appended) as arrays.
-// Buffers start 8-byte aligned within one allocation and need no allocator. A nested column
-// (only nulls here: the point path reads no nested values) is made of nulls from mem.
+// Buffers start 8-byte aligned within one allocation and need no allocator. A column null in
+// every row (most of a sparse schema's, in a point read) is a shared all-null array
+// (arrowutil.Nulls), and so is a nested column (only nulls here: the point path reads no nested
+// values; nullColumn).
 func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows int) ([]arrow.Array, error) {
 	if len(p.ends) != len(types)*rows {
 		return nil, fmt.Errorf("%w: %d values for %d columns of %d rows", errPage, len(p.ends), len(types), rows)
@@ -173,6 +177,9 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 			if p.nulls[first+r] {
 				l.nulls++
 			}
+		}
+		if l.nulls == rows {
+			continue // null throughout: a shared all-null array, no buffers
 		}
 		if l.nulls > 0 {
 			l.validity = int(bitutil.BytesForBits(int64(rows)))
@@ -222,6 +229,10 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 				}
 			}
 			out[c] = nullColumn(mem, dt, rows)
+			continue
+		}
+		if l.nulls == rows {
+			out[c] = arrowutil.Nulls(dt, rows)
 			continue
 		}
 		var validity []byte
