@@ -48,36 +48,10 @@ func (s *Store) ListShards(ctx context.Context) ([]string, error) { return s.sha
 // tens of workers would otherwise cost a read tens of round trips one after another.
 const snapshotConcurrency = 16
 
-// Snapshot is the live view for one read: every shard's manifest (up to snapshotConcurrency at
-// once), then — after all of them, the ordering rule above — the table manifest, listed after
-// Snapshot was called (reads arriving together share one listing: snapshotflight.go), with the
-// pending-generation guard rails applied (ErrOverloaded past ReadMaxGenerations in any shard).
-// The snapshot may be shared with other reads: never modify it.
+// Snapshot reads every shard's manifest (up to snapshotConcurrency at once), then — after all of
+// them, the ordering rule above — the table manifest, and applies the pending generation guard
+// rails (ErrOverloaded past ReadMaxGenerations in any shard).
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
-	snap, err := s.snapshots.take(ctx, s.loadSnapshot)
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, sh := range snap.Shards {
-		n := len(sh.Generations)
-		total += n
-		if n > s.opts.ReadMaxGenerations {
-			s.metrics.readsRefused.Inc()
-			return nil, fmt.Errorf("%w: shard %s has %d pending generations (limit %d); a merge must catch up", ErrOverloaded, sh.Shard, n, s.opts.ReadMaxGenerations)
-		}
-		if n >= s.opts.ReadWarnGenerations && s.warnLimiter.Allow() {
-			slog.Warn("many pending generations; reads slow down until a merge catches up",
-				"store", s.opts.Name, "shard", sh.Shard, "generations", n, "refuse_at", s.opts.ReadMaxGenerations)
-		}
-	}
-	s.metrics.pendingPerRead.Observe(float64(total))
-	return snap, nil
-}
-
-// loadSnapshot lists the store's shards and reads their newest manifests, then the table's,
-// and keeps each shard's generations above the table's watermark for it.
-func (s *Store) loadSnapshot(ctx context.Context) (*Snapshot, error) {
 	shards, err := s.ListShards(ctx)
 	if err != nil {
 		return nil, err
@@ -95,6 +69,7 @@ func (s *Store) loadSnapshot(ctx context.Context) (*Snapshot, error) {
 	if snap.Table, err = s.tbl.Latest(ctx); err != nil {
 		return nil, err
 	}
+	total := 0
 	for i := range snap.Shards {
 		sh := &snap.Shards[i]
 		// Generations are in Gen order, so the merged ones (at or below the watermark) are a
@@ -107,7 +82,18 @@ func (s *Store) loadSnapshot(ctx context.Context) (*Snapshot, error) {
 			s.metrics.generationsRejected.Add(float64(merged))
 		}
 		sh.Generations = gens[merged:len(gens):len(gens)]
+		n := len(sh.Generations)
+		total += n
+		if n > s.opts.ReadMaxGenerations {
+			s.metrics.readsRefused.Inc()
+			return nil, fmt.Errorf("%w: shard %s has %d pending generations (limit %d); a merge must catch up", ErrOverloaded, sh.Shard, n, s.opts.ReadMaxGenerations)
+		}
+		if n >= s.opts.ReadWarnGenerations && s.warnLimiter.Allow() {
+			slog.Warn("many pending generations; reads slow down until a merge catches up",
+				"store", s.opts.Name, "shard", sh.Shard, "generations", n, "refuse_at", s.opts.ReadMaxGenerations)
+		}
 	}
+	s.metrics.pendingPerRead.Observe(float64(total))
 	return snap, nil
 }
 

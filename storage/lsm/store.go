@@ -108,8 +108,7 @@ type Store struct {
 	metrics     *Metrics
 	schema      *arrow.Schema // the table schema, internal columns included
 	keyColumn   string
-	warnLimiter *rate.Limiter   // at most one "many pending generations" warning a minute
-	snapshots   snapshotFlights // reads arriving together share one snapshot
+	warnLimiter *rate.Limiter // at most one "many pending generations" warning a minute
 
 	mu     sync.Mutex // guards writer and closed; held across the claim so one process claims once
 	writer *shard.Writer

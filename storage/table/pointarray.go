@@ -7,14 +7,13 @@ package table
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/strata-store/strata/storage/arrowutil"
 )
 
 // pointValues collects a read's values column by column, rows in order: each value copied into
@@ -78,11 +77,13 @@ func (p *pointValues) appendValue(dt arrow.DataType, v []byte) error {
 	return nil
 }
 
-// Nested columns of nulls, shared. A point read takes nested columns only where a row group holds
-// no value of them, and building an array of nulls of a list or struct type costs a dozen
-// objects per get; an array is immutable, so one per type and row count is built and handed out
-// with a reference of its own. The cache keeps a reference too, so no reader's Release frees
-// one; it is bounded by entries (types come from manifests' schemas) and starts over past it.
+// Columns of nulls for point reads, shared. A point read takes nested columns only where a row
+// group holds no value of them, and most of a sparse row's flat columns are null; building an
+// array of nulls costs a dozen objects for a list or struct type and several for a flat one, per
+// column per get. An array is immutable, so one per type and row count (at most
+// maxCachedNullRows) is built and handed out with a reference of its own. The cache keeps a
+// reference too, so no reader's Release frees one; it is bounded by entries (types come from
+// manifests' schemas) and starts over past it.
 const (
 	maxNullColumns    = 256
 	maxCachedNullRows = 8
@@ -99,15 +100,10 @@ type nullColumnKey struct {
 	rows int
 }
 
-// nullColumn is an array of rows nulls of nested type dt, to be released by the caller.
+// nullColumn is an array of rows nulls of type dt, to be released by the caller.
 func nullColumn(mem memory.Allocator, dt arrow.DataType, rows int) arrow.Array {
-	switch dt.(type) {
-	case *arrow.ListType, *arrow.LargeListType, *arrow.StructType, *arrow.MapType, *arrow.FixedSizeListType:
-		// pointer types: comparable by identity as map keys
-	default:
-		return array.MakeArrayOfNull(mem, dt, rows)
-	}
-	if rows > maxCachedNullRows {
+	if reflect.TypeOf(dt).Kind() != reflect.Pointer || rows > maxCachedNullRows {
+		// only a pointer type is comparable by identity as a map key (every arrow type is one)
 		return array.MakeArrayOfNull(mem, dt, rows)
 	}
 	k := nullColumnKey{dt, rows}
@@ -154,9 +150,9 @@ func offsetWidth(dt arrow.DataType) int {
 
 // arrays lays out columns of types (each with rows values, in the order appended) as arrays.
 // Buffers start 8-byte aligned within one allocation and need no allocator. A column null in
-// every row (most of a sparse schema's, in a point read) is a shared all-null array
-// (arrowutil.Nulls), and so is a nested column (only nulls here: the point path reads no nested
-// values; nullColumn).
+// every one of a point read's few rows (most of a sparse schema's) is a shared all-null array
+// (nullColumn), and so is a nested column (only nulls here: the point path reads no nested
+// values).
 func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows int) ([]arrow.Array, error) {
 	if len(p.ends) != len(types)*rows {
 		return nil, fmt.Errorf("%w: %d values for %d columns of %d rows", errPage, len(p.ends), len(types), rows)
@@ -178,8 +174,8 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 				l.nulls++
 			}
 		}
-		if l.nulls == rows {
-			continue // null throughout: a shared all-null array, no buffers
+		if l.nulls == rows && rows <= maxCachedNullRows {
+			continue // null throughout a get's rows: a shared all-null array, no buffers
 		}
 		if l.nulls > 0 {
 			l.validity = int(bitutil.BytesForBits(int64(rows)))
@@ -231,8 +227,8 @@ func (p *pointValues) arrays(mem memory.Allocator, types []arrow.DataType, rows 
 			out[c] = nullColumn(mem, dt, rows)
 			continue
 		}
-		if l.nulls == rows {
-			out[c] = arrowutil.Nulls(dt, rows)
+		if l.nulls == rows && rows <= maxCachedNullRows {
+			out[c] = nullColumn(mem, dt, rows)
 			continue
 		}
 		var validity []byte
