@@ -149,12 +149,20 @@ func appendPlainWithBuilder(t *testing.T, b array.Builder, v []byte) {
 	}
 }
 
-// A nested column of nulls is shared between reads, and a reader releasing its array (however
-// many reads have) leaves every other reader's intact.
+// A column of nulls (nested or flat) is shared between reads, and a reader releasing its array
+// (however many reads have) leaves every other reader's intact.
 func TestSharedNullColumnsOutliveEveryReadersRelease(t *testing.T) {
+	for _, dt := range []arrow.DataType{
+		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.BinaryTypes.String, Nullable: true})),
+		arrow.BinaryTypes.LargeString, arrow.PrimitiveTypes.Float32, &arrow.TimestampType{Unit: arrow.Microsecond},
+	} {
+		t.Run(dt.String(), func(t *testing.T) { sharedNullColumnsOutliveReleases(t, dt) })
+	}
+}
+
+func sharedNullColumnsOutliveReleases(t *testing.T, dt arrow.DataType) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	dt := arrow.ListOf(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.BinaryTypes.String, Nullable: true}))
 	first := nullColumn(mem, dt, 1)
 	for range 100 {
 		nullColumn(mem, dt, 1).Release()
