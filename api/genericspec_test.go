@@ -3,13 +3,17 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
 )
 
 // lanceContextSchema is the schema lance-context's own generic-store tests declare.
@@ -88,4 +92,22 @@ func TestGenericSchemasLanceContextRefusesAreRefused(t *testing.T) {
 	var list api.StoreList
 	w.do(t, "GET", "/api/v1/generic", nil, &list)
 	require.Empty(t, list.Stores, "a refused schema creates nothing")
+}
+
+// A store registered by an earlier release with a spec that leaves the key out (it was added
+// for it) keeps working.
+func TestAGenericStoreWhoseSpecOmitsItsKeyStillServes(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	var probe api.StoreInfo // where this worker puts stores
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "probe", "schema": {"columns": [["id", "string"]]}}`, &probe))
+	root := probe.URI[:strings.LastIndex(probe.URI, "/")]
+	_, _, err := c.cat.CreateStore(context.Background(), catalog.StoreDefinition{Kind: catalog.KindGeneric, Name: "old",
+		URI: root + "/old.0123456789abcdef", Schema: json.RawMessage(`{"columns": [["n", "int64"]]}`), Options: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	var out json.RawMessage
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/old/rows?flush=true", `{"rows": [{"id": "a", "n": 4}]}`, &out), "%s", out)
+	var row map[string]any
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/old/rows/a", nil, &row))
+	require.Equal(t, map[string]any{"id": "a", "n": 4.0}, row)
 }

@@ -16,8 +16,9 @@ import (
 // ParseSchemaSpec turns a generic store's SchemaSpec into an Arrow schema with "id" (non-null
 // string) first. The spec is {"columns": [[name, type], ...]} where type is a name ("string",
 // "int64", ...) or an object {"type": name, "nullable": bool, "large": bool, "blob": bool,
-// "item": type, "dim": n, "metric": m}; it must declare "id", a string (always stored non-null:
-// it is the store's key). Errors wrap catalog.ErrInvalid.
+// "item": type, "dim": n, "metric": m}. "id", the store's key, is a string stored non-null; a
+// new store's spec must declare it (CheckNewSchemaSpec), one stored by an earlier release may
+// leave it out. Errors wrap catalog.ErrInvalid.
 func ParseSchemaSpec(raw json.RawMessage) (*arrow.Schema, error) {
 	spec, err := ParseGenericSpec(raw)
 	return spec.Schema, err
@@ -54,7 +55,6 @@ func ParseGenericSpec(raw json.RawMessage) (GenericSpec, error) {
 	fields := []arrow.Field{{Name: "id", Type: utf8}}
 	dims, blobs := map[string]int{}, map[string]bool{}
 	seen := map[string]bool{}
-	declaredID := false
 	for i, c := range spec.Columns {
 		var pair []json.RawMessage
 		if err := json.Unmarshal(c, &pair); err != nil || len(pair) != 2 {
@@ -79,7 +79,6 @@ func ParseGenericSpec(raw json.RawMessage) (GenericSpec, error) {
 			if !arrow.TypeEqual(t, utf8) {
 				return GenericSpec{}, specErr(`column "id" must be a string`)
 			}
-			declaredID = true
 			continue
 		}
 		if dim > 0 {
@@ -90,10 +89,26 @@ func ParseGenericSpec(raw json.RawMessage) (GenericSpec, error) {
 		}
 		fields = append(fields, arrow.Field{Name: name, Type: t, Nullable: nullable})
 	}
-	if !declaredID {
-		return GenericSpec{}, specErr(`schema must declare an "id" column (a string: the store's key, e.g. ["id", {"type": "string", "nullable": false}])`)
-	}
 	return GenericSpec{Schema: arrow.NewSchema(fields, nil), VectorDims: dims, Blobs: blobs}, nil
+}
+
+// CheckNewSchemaSpec checks a spec for a new store: ParseSchemaSpec's rules, and "id" declared
+// (lance-context's rule: the key is part of the declaration).
+func CheckNewSchemaSpec(raw json.RawMessage) error {
+	if _, err := ParseGenericSpec(raw); err != nil {
+		return err
+	}
+	var cols struct {
+		Columns [][]json.RawMessage `json:"columns"`
+	}
+	_ = json.Unmarshal(raw, &cols) // parsed above
+	for _, c := range cols.Columns {
+		var name string
+		if len(c) == 2 && json.Unmarshal(c[0], &name) == nil && name == "id" {
+			return nil
+		}
+	}
+	return specErr(`schema must declare an "id" column (a string: the store's key, e.g. ["id", {"type": "string", "nullable": false}])`)
 }
 
 // isBlob reports whether a column type is {"type": "binary", "blob": true}.

@@ -25,7 +25,6 @@ func TestGenericSchemaSpec(t *testing.T) {
 	for _, bad := range []string{`{}`, `{"columns": []}`, `{"columns": [` + id + `["_x", "string"]]}`, `{"columns": [` + id + `["a", "string"], ["a", "int64"]]}`,
 		`{"columns": [` + id + `["a", "decimal"]]}`, `{"columns": [` + id + `["a", {"type": "list", "item": {"type": "list", "item": "string"}}]]}`,
 		`{"columns": [["id", "int64"]]}`, `{"columns": [` + id + `["a"]]}`, `{"cols": []}`,
-		`{"columns": [["name", "string"]]}`, // no id
 		`{"columns": [` + id + `["v", {"type": "vector"}]]}`, `{"columns": [` + id + `["v", {"type": "vector", "dim": 0}]]}`,
 		`{"columns": [` + id + `["v", {"type": "vector", "dim": -1}]]}`, `{"columns": [` + id + `["v", {"type": "vector", "dim": 65537}]]}`,
 		`{"columns": [` + id + `["v", {"type": "vector", "dim": 2, "metric": "manhattan"}]]}`,
@@ -33,6 +32,15 @@ func TestGenericSchemaSpec(t *testing.T) {
 		_, err := ParseSchemaSpec(json.RawMessage(bad))
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}
+
+	// A new store declares its key; a spec stored by an earlier release, which did not, still
+	// parses (with the key added first).
+	noID := json.RawMessage(`{"columns": [["name", "string"]]}`)
+	require.ErrorIs(t, CheckNewSchemaSpec(noID), catalog.ErrInvalid)
+	old, err := ParseSchemaSpec(noID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"id", "name"}, []string{old.Field(0).Name, old.Field(1).Name})
+	require.NoError(t, CheckNewSchemaSpec(json.RawMessage(`{"columns": [["name", "string"], ["id", "string"]]}`)))
 }
 
 func TestEveryServedKindHasASchemaAndOthersAreRefused(t *testing.T) {

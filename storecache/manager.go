@@ -274,6 +274,11 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 	if err := validateStorageOptions(storage); err != nil {
 		return catalog.Store{}, false, err
 	}
+	if kind == catalog.KindGeneric {
+		if err := kinds.CheckNewSchemaSpec(schemaSpec); err != nil {
+			return catalog.Store{}, false, err
+		}
+	}
 	schema, err := k.Schema(schemaSpec)
 	if err != nil {
 		return catalog.Store{}, false, err
