@@ -38,22 +38,27 @@ func FuzzDecodeRolloutRows(f *testing.F) {
 			return
 		}
 		defer streamed.Release()
-		var req struct {
-			Records []map[string]json.RawMessage `json:"records"`
-		}
-		if err := json.Unmarshal(data, &req); err != nil {
-			t.Fatalf("the streaming decoder accepted a body encoding/json rejects: %v", err)
-		}
-		viaMaps, err := cd.decode(req.Records, rolloutFill(now), mem)
-		if err != nil {
-			t.Fatalf("the map decoder rejected a body the streaming decoder accepted: %v", err)
-		}
-		defer viaMaps.Release()
-		if !array.RecordEqual(streamed, viaMaps) {
-			t.Fatalf("decoders disagree on %q", data)
-		}
+		decodersAgree(t, cd, data, "records", rolloutFill(now), mem, streamed)
 		_ = cd.encode(streamed, nil)
 	})
+}
+
+// decodersAgree checks that the map decoder takes body, {"<member>": [...]}, which the streaming
+// decoder took as streamed, and decodes it to the same record.
+func decodersAgree(t *testing.T, cd codec, body []byte, member string, fill rowFill, mem memory.Allocator, streamed arrow.RecordBatch) {
+	t.Helper()
+	var req map[string][]map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("the streaming decoder accepted a body encoding/json rejects: %v", err)
+	}
+	viaMaps, err := cd.decode(req[member], fill, mem)
+	if err != nil {
+		t.Fatalf("the map decoder rejected a body the streaming decoder accepted: %v", err)
+	}
+	defer viaMaps.Release()
+	if !array.RecordEqual(streamed, viaMaps) {
+		t.Fatalf("decoders disagree on %q", body)
+	}
 }
 
 // Generic rows under a lance-context schema: vectors exactly dim long, binary as base64 or byte
@@ -84,20 +89,7 @@ func FuzzDecodeGenericRows(f *testing.F) {
 				t.Fatalf("row %d holds a vector of %d values", i, end-start)
 			}
 		}
-		var req struct {
-			Rows []map[string]json.RawMessage `json:"rows"`
-		}
-		if err := json.Unmarshal(data, &req); err != nil {
-			t.Fatalf("the streaming decoder accepted a body encoding/json rejects: %v", err)
-		}
-		viaMaps, err := cd.decode(req.Rows, nil, mem)
-		if err != nil {
-			t.Fatalf("the map decoder rejected a body the streaming decoder accepted: %v", err)
-		}
-		defer viaMaps.Release()
-		if !array.RecordEqual(streamed, viaMaps) {
-			t.Fatalf("decoders disagree on %q", data)
-		}
+		decodersAgree(t, cd, data, "rows", nil, mem, streamed)
 		_ = cd.encode(streamed, nil)
 	})
 }

@@ -79,16 +79,24 @@ func genericCodec(s *lsm.Store) codec {
 	return codec{schema: arrowSchema(user), timestampMicros: true}
 }
 
-// genericSpecs keeps the parsed schema spec of each generic store (immutable for a store's id),
-// so that a point read does not parse its store's spec again; at most maxGenericSpecs are kept.
+// genericSpecs keeps what a generic store's schema spec says beyond its Arrow schema (vector
+// dimensions, blob columns), by store id (a store's spec never changes), so that a point read does
+// not parse its store's spec again. Bounded by the spec bytes it has parsed (at most
+// maxGenericSpecBytes, a spec being larger than what is kept of it) and by entries; it starts
+// over past either.
 var genericSpecs struct {
-	mu sync.Mutex // guards m
-	m  map[uuid.UUID]kinds.GenericSpec
+	mu    sync.Mutex // guards m and bytes
+	m     map[uuid.UUID]kinds.GenericSpec
+	bytes int
 }
 
-const maxGenericSpecs = 4096
+const (
+	maxGenericSpecs     = 4096
+	maxGenericSpecBytes = 16 << 20
+)
 
-// genericSpec is the parsed schema spec of generic store st.
+// genericSpec is the parsed schema spec of generic store st, without its Arrow schema (the
+// store's handle has that).
 func genericSpec(st catalog.Store) (kinds.GenericSpec, error) {
 	genericSpecs.mu.Lock()
 	spec, ok := genericSpecs.m[st.ID]
@@ -96,19 +104,21 @@ func genericSpec(st catalog.Store) (kinds.GenericSpec, error) {
 	if ok {
 		return spec, nil
 	}
-	spec, err := kinds.ParseGenericSpec(st.Schema)
+	parsed, err := kinds.ParseGenericSpec(st.Schema)
 	if err != nil {
 		return kinds.GenericSpec{}, err
 	}
+	spec = kinds.GenericSpec{VectorDims: parsed.VectorDims, Blobs: parsed.Blobs}
 	if st.ID == uuid.Nil { // not a registry row: nothing to key it by
 		return spec, nil
 	}
 	genericSpecs.mu.Lock()
 	defer genericSpecs.mu.Unlock()
-	if genericSpecs.m == nil || len(genericSpecs.m) >= maxGenericSpecs {
-		genericSpecs.m = map[uuid.UUID]kinds.GenericSpec{}
+	if genericSpecs.m == nil || len(genericSpecs.m) >= maxGenericSpecs || genericSpecs.bytes+len(st.Schema) > maxGenericSpecBytes {
+		genericSpecs.m, genericSpecs.bytes = map[uuid.UUID]kinds.GenericSpec{}, 0
 	}
 	genericSpecs.m[st.ID] = spec
+	genericSpecs.bytes += len(st.Schema)
 	return spec, nil
 }
 

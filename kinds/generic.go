@@ -36,7 +36,7 @@ type GenericSpec struct {
 	Blobs map[string]bool
 }
 
-// ParseGenericSpec is ParseSchemaSpec with the vector dimensions.
+// ParseGenericSpec is ParseSchemaSpec with the vector dimensions and the blob columns.
 func ParseGenericSpec(raw json.RawMessage) (GenericSpec, error) {
 	var spec struct {
 		Columns []json.RawMessage `json:"columns"`
