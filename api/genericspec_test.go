@@ -52,6 +52,8 @@ func TestGenericStoresTakeLanceContextSchemasAndValues(t *testing.T) {
 			require.NotContains(t, string(r), `"payload"`, "%s: listings leave blob columns out", stage)
 		}
 		require.Contains(t, string(page.Rows[0]), `"thumb":"AQI="`, "%s: a binary column not declared a blob is listed", stage)
+		require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows?filter=at%20%3D%201700000000000000", nil, &page), stage)
+		require.Len(t, page.Rows, 2, "%s: a filter takes a timestamp in microseconds, as rows answer it", stage)
 	}
 	check("memtable and generations")
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/g/merge-wal", nil, nil))

@@ -500,12 +500,21 @@ func typed(c *column, l rawLit) (value, error) {
 		}
 		return value{f: f}, nil
 	case kindTimestamp:
-		if l.kind != tString {
-			return value{}, mismatch("not a 'timestamp' string")
-		}
-		t, err := parseTime(l.text)
-		if err != nil {
-			return value{}, mismatch("not an RFC 3339 time")
+		var t time.Time
+		switch l.kind {
+		case tString:
+			var err error
+			if t, err = parseTime(l.text); err != nil {
+				return value{}, mismatch("not an RFC 3339 time")
+			}
+		case tNumber: // microseconds since the epoch, as generic stores answer timestamps
+			micros, err := strconv.ParseInt(l.text, 10, 64)
+			if err != nil {
+				return value{}, mismatch("not a whole number of microseconds")
+			}
+			t = time.UnixMicro(micros)
+		default:
+			return value{}, mismatch("not a 'timestamp' string or microseconds since the epoch")
 		}
 		unit := c.typ.(*arrow.TimestampType).Unit
 		ts, err := arrow.TimestampFromTime(t, unit)

@@ -130,6 +130,8 @@ func TestPredicatesSelectWhatSQLWould(t *testing.T) {
 		{"step = NULL", nil},
 		{"at > '2023-01-01T00:00:00Z'", []string{"a", "b", "c", "d"}},
 		{"at < '2023-01-01'", nil},
+		{"at = 1700000000000000", []string{"a", "b", "c", "d"}}, // microseconds, as generic rows answer
+		{"at > 1700000000000000", nil},
 		{`"role" = 'user' or ` + "`step`" + ` = 10`, []string{"a", "c"}},
 		{"(role = 'user' OR role = 'assistant') AND NOT step = 7", []string{"a"}},
 		{"id == 'a'", []string{"a"}},
@@ -153,6 +155,8 @@ func TestBadPredicatesSayWhy(t *testing.T) {
 		"step = role":            "two columns",
 		"1 = 1":                  "needs a column",
 		"tokens = 1":             "cannot filter on column \"tokens\"",
+		"at = 1.5":               "not a whole number of microseconds",
+		"at = TRUE":              "microseconds since the epoch",
 		"(step = 1":              "expected ')'",
 		"ok > true":              "compares with = or !=",
 		"step IN (1, role)":      "IN lists values",
