@@ -201,42 +201,33 @@ func TestEntriesOmitColumnsThatAreNullInEveryRow(t *testing.T) {
 // put-if-absent, or a segment frame's payload write — and what it returns after the write.
 // shard is set (and cleared) while no write is in flight.
 type hookedWrites struct {
-	objstore.Store
+	*objstoretest.WriteHooks
 	sh     string
 	before func() (after func())
 }
 
-func (h *hookedWrites) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if h.sh != "" && strings.HasPrefix(key, shard.EntryPrefix(h.sh)) {
-		defer h.before()()
-	}
-	return h.Store.PutIfAbsent(ctx, key, data)
-}
-
-func (h *hookedWrites) WritesInPlace() bool { return objstore.WritesInPlace(h.Store) }
-
-func (h *hookedWrites) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, h.Store, key)
-	return &hookedFrames{ObjectWriter: w, h: h, key: key}, err
-}
-
-type hookedFrames struct {
-	objstore.ObjectWriter
-	h   *hookedWrites
-	key string
-}
-
-func (f *hookedFrames) WriteAt(ctx context.Context, p []byte, off int64) error {
-	if f.h.sh != "" && strings.HasPrefix(f.key, shard.SegmentPrefix(f.h.sh)) && len(p) > shard.FrameHeaderSize {
-		defer f.h.before()()
-	}
-	return f.ObjectWriter.WriteAt(ctx, p, off)
+func newHookedWrites(inner objstore.Store, before func() (after func())) *hookedWrites {
+	h := &hookedWrites{before: before}
+	h.WriteHooks = &objstoretest.WriteHooks{Store: inner,
+		BeforePut: func(key string, _ []byte) func() {
+			if h.sh != "" && strings.HasPrefix(key, shard.EntryPrefix(h.sh)) {
+				return h.before()
+			}
+			return nil
+		},
+		BeforeWriteAt: func(key string, p []byte) func() {
+			if h.sh != "" && strings.HasPrefix(key, shard.SegmentPrefix(h.sh)) && len(p) > shard.FrameHeaderSize {
+				return h.before()
+			}
+			return nil
+		}}
+	return h
 }
 
 func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 	// Each group write waits (up to a second) until a second one is in flight.
 	var inFlight, most atomic.Int32
-	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() {
+	store := newHookedWrites(objstoretest.NewMemory(), func() func() {
 		n := inFlight.Add(1)
 		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
 		}
@@ -244,7 +235,7 @@ func TestASecondGroupIsWrittenWhileTheFirstIsInFlight(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		return func() { inFlight.Add(-1) }
-	}}
+	})
 	e := newEnv(t, store)
 	s := e.open("a")                     // default CommitsInFlight
 	appendIDs(t, s, e.mem, 0, "claimed") // the first write claims the shard (its fence entry)
@@ -277,7 +268,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	ctx := context.Background()
 	// Group writes wait for the phase's gate, so that appends arriving meanwhile form groups.
 	var gate chan struct{}
-	store := &hookedWrites{Store: objstoretest.NewMemory(), before: func() func() { <-gate; return func() {} }}
+	store := newHookedWrites(objstoretest.NewMemory(), func() func() { <-gate; return func() {} })
 	e := newEnv(t, store)
 	s := e.open("a")
 	appendIDs(t, s, e.mem, 0, "claimed")

@@ -17,7 +17,7 @@ import (
 // writeRecorder records the fragment writes that reach a store: whole objects put (their bytes
 // and the capacity of the buffer they were put from), and in-place writes with their sizes.
 type writeRecorder struct {
-	objstore.Store
+	*objstoretest.WriteHooks
 	mu     sync.Mutex
 	puts   map[string]int   // fragment path -> bytes of the object put
 	caps   map[string]int   // fragment path -> cap of the buffer it was put from
@@ -25,39 +25,23 @@ type writeRecorder struct {
 }
 
 func newWriteRecorder(inner objstore.Store) *writeRecorder {
-	return &writeRecorder{Store: inner, puts: map[string]int{}, caps: map[string]int{}, writes: map[string][]int{}}
-}
-
-func (r *writeRecorder) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if strings.HasPrefix(key, dataDir) {
-		r.mu.Lock()
-		r.puts[key], r.caps[key] = len(data), cap(data)
-		r.mu.Unlock()
-	}
-	return r.Store.PutIfAbsent(ctx, key, data)
-}
-
-func (r *writeRecorder) WritesInPlace() bool { return objstore.WritesInPlace(r.Store) }
-
-func (r *writeRecorder) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, r.Store, key)
-	if err != nil {
-		return nil, err
-	}
-	return &recordedWriter{ObjectWriter: w, r: r, key: key}, nil
-}
-
-type recordedWriter struct {
-	objstore.ObjectWriter
-	r   *writeRecorder
-	key string
-}
-
-func (w *recordedWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
-	w.r.mu.Lock()
-	w.r.writes[w.key] = append(w.r.writes[w.key], len(p))
-	w.r.mu.Unlock()
-	return w.ObjectWriter.WriteAt(ctx, p, off)
+	r := &writeRecorder{puts: map[string]int{}, caps: map[string]int{}, writes: map[string][]int{}}
+	r.WriteHooks = &objstoretest.WriteHooks{Store: inner,
+		BeforePut: func(key string, data []byte) func() {
+			if strings.HasPrefix(key, dataDir) {
+				r.mu.Lock()
+				r.puts[key], r.caps[key] = len(data), cap(data)
+				r.mu.Unlock()
+			}
+			return nil
+		},
+		BeforeWriteAt: func(key string, p []byte) func() {
+			r.mu.Lock()
+			r.writes[key] = append(r.writes[key], len(p))
+			r.mu.Unlock()
+			return nil
+		}}
+	return r
 }
 
 // withoutInPlaceWrites hides a store's in-place writes (an S3 bucket's view of the same objects).
