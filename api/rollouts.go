@@ -112,7 +112,7 @@ func (h *handlers) respondStore(c echo.Context, kind catalog.Kind, st catalog.St
 		return &APIError{Status: http.StatusConflict, Code: CodeAlreadyExists,
 			Message: fmt.Sprintf("%s store %q already exists (create with \"exist_ok\": true to get the existing store)", kind, st.Name)}
 	}
-	info := StoreInfo{Name: st.Name, URI: st.URI, Schema: st.Schema}
+	info := StoreInfo{Name: st.Name, URI: h.deps.Stores.PublicURI(st), Schema: st.Schema}
 	s, _, release, err := h.deps.Stores.AcquireEntry(c.Request().Context(), kind, st.Name)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 		}
 		out := StoreList{Stores: make([]StoreInfo, 0, len(p.Stores)), NextCursor: p.Next}
 		for _, st := range p.Stores {
-			out.Stores = append(out.Stores, StoreInfo{Name: st.Name, URI: st.URI})
+			out.Stores = append(out.Stores, StoreInfo{Name: st.Name, URI: h.deps.Stores.PublicURI(st)})
 		}
 		return c.JSON(http.StatusOK, out)
 	}
@@ -184,7 +184,7 @@ func (h *handlers) streamStores(c echo.Context, kind catalog.Kind, cursor string
 				_ = bw.WriteByte(',')
 			}
 			first = false
-			if err := enc.Encode(StoreInfo{Name: st.Name, URI: st.URI}); err != nil {
+			if err := enc.Encode(StoreInfo{Name: st.Name, URI: h.deps.Stores.PublicURI(st)}); err != nil {
 				return err
 			}
 		}
@@ -213,7 +213,7 @@ func (h *handlers) getStore(kind catalog.Kind) echo.HandlerFunc {
 			if err != nil {
 				return err
 			}
-			return c.JSON(http.StatusOK, StoreInfo{Name: st.Name, URI: st.URI, Version: &v, Schema: st.Schema})
+			return c.JSON(http.StatusOK, StoreInfo{Name: st.Name, URI: h.deps.Stores.PublicURI(st), Version: &v, Schema: st.Schema})
 		})
 	}
 }

@@ -787,6 +787,28 @@ func TestListingWithoutALimitAnswersEveryStore(t *testing.T) {
 	require.Empty(t, none.Stores)
 }
 
+// A store's uri names its location relative to the server's data location: no answer (create,
+// get, listing, streamed listing) shows the server's filesystem path or its bucket.
+func TestStoreURIsNeverRevealTheServersDataLocation(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	var created, got api.StoreInfo
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "where"}, &created))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/where", nil, &got))
+	var paged, streamed api.StoreList
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts?limit=10", nil, &paged))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts", nil, &streamed))
+	require.Len(t, paged.Stores, 1)
+	require.Len(t, streamed.Stores, 1)
+	root := strings.TrimPrefix(strings.TrimPrefix(c.dataDir, "file://"), "s3://")
+	root = root[:strings.IndexAny(root+"?", "?")]
+	for _, uri := range []string{created.URI, got.URI, paged.Stores[0].URI, streamed.Stores[0].URI} {
+		require.Regexp(t, `^rollout/where\.[0-9a-f]{16}$`, uri)
+		require.NotContains(t, uri, root)
+	}
+	require.Equal(t, created.URI, got.URI)
+}
+
 // lance-context's merge-wal routes: the worker seals its shard and the store's pending
 // generations are folded into the base table; the answer counts them ({reclaimed}).
 func TestMergeWALRoutesFoldPendingGenerations(t *testing.T) {

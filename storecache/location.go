@@ -100,6 +100,21 @@ func (m *Manager) locationFor(opts map[string]string) string {
 	return base
 }
 
+// PublicURI is how st's location is shown to API clients: a store under the server's data
+// location is named relative to it (`rollout/tour.<incarnation>`, or `<prefix>/rollout/...` for a
+// store created with a storage_options prefix), so no answer reveals the server's filesystem
+// paths or its own bucket; a store in a bucket of its own (storage_options bucket, chosen by the
+// client) keeps its full s3:// URI.
+func (m *Manager) PublicURI(st catalog.Store) string {
+	if rel, ok := strings.CutPrefix(st.URI, m.rootURL+"/"); ok {
+		return rel
+	}
+	if strings.HasPrefix(st.URI, "s3://") {
+		return st.URI
+	}
+	return string(st.Kind) + "/" + st.Name // registered elsewhere: never a path of this server
+}
+
 // objectsOf opens the objects of a registered store: a view of the data location, or, for a
 // store in a bucket of its own, that bucket reached with the store's storage options.
 func (m *Manager) objectsOf(ctx context.Context, st catalog.Store) (objstore.Store, error) {
