@@ -389,6 +389,47 @@ func TestCompactionSourcesOfWideRowsStartWithShortRuns(t *testing.T) {
 	require.Len(t, scanAll(t, tbl, res.Manifest), fragments*perFragment)
 }
 
+// On a local store a compaction's source fetches the pages of the run it decodes, not its whole
+// row group: no read of a source's data file during the compaction is more than a run's worth
+// (sources of ~2 MiB row groups; every one was fetched whole, and a compaction of n sources
+// held n of them at once), and every live row comes through once.
+func TestCompactionSourcesOnALocalStoreFetchARunsPagesNotTheirRowGroup(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	local, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := &objstoretest.ReadSizes{Store: local, Prefix: dataDir}
+	tbl := newTestTable(t, store, mem)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const fragments, perFragment = 3, 10_000
+	var want []string
+	for f := range fragments {
+		var rows []row
+		for i := range perFragment {
+			id := fmt.Sprintf("k%05d-%d", i, f)
+			rows = append(rows, row{id: id, value: int64(i), payload: randomLetters(rng, 500), seq: uint64(f + 1)})
+			want = append(want, id)
+		}
+		upsertRows(t, tbl, mem, rows)
+	}
+	base, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	ft, err := tbl.fragmentFooter(ctx, base.Fragments[0])
+	require.NoError(t, err)
+	require.Greater(t, ft.md.RowGroup(0).TotalCompressedSize(), int64(rowGroupBytes/2), "sources of large row groups")
+
+	store.Reset()
+	res, err := tbl.ExecuteCompaction(ctx, PlanCompaction(base, CompactionConfig{MinFragments: 2}))
+	require.NoError(t, err)
+	require.Equal(t, fragments, res.FragmentsRemoved)
+	t.Logf("largest read of a data file: %d bytes", store.Largest())
+	require.Less(t, store.Largest(), int64(2*sourceBatchBytes), "a source read a run's pages")
+	require.NoError(t, tbl.Check(ctx, res.Manifest))
+	got := sortedIDs(scanAll(t, tbl, res.Manifest))
+	slices.Sort(want)
+	require.Equal(t, want, got)
+}
+
 // A compaction's budget reservation follows its sources' sizes: 32 small fragments reserve less
 // than one row group's worth per source (each was charged a row group, column readers and two
 // batches whatever its size, and the governor let the heap grow by all of it).

@@ -2,8 +2,9 @@
 // the rows they delete) in key order, as output fragments of bounded size. Every fragment is
 // sorted by key and a key is live in at most one fragment of a version, so the sources are
 // merged batch by batch (a heap over one cursor per source) and the output is encoded as it is
-// produced. Memory stays, per source, one row group's encoded bytes and one decoded batch of
-// about sourceBatchBytes, plus one output row group and the output fragment being encoded — never
+// produced. Memory stays, per source, one decoded batch of about sourceBatchBytes and the encoded
+// pages it came from (a run's pages on a local store, the row group's elsewhere: sourceCursor),
+// plus one output row group and the output fragment being encoded — never
 // the sources whole, whatever their size (reading them whole made a worker's memory grow with
 // its tables), and not a decoded row group per source either (row groups are sized for scans).
 package table
@@ -54,9 +55,13 @@ func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
 // sourceCursor walks one source fragment's live rows in key order, a batch at a time. It owns
 // what it holds of the row group it is in and the batches it decoded; release frees them.
 //
-// A row group with a page index (every fragment this release writes) is fetched whole, encoded,
-// and decoded a run of rows at a time straight from its pages: between runs the cursor holds
-// the encoded bytes and the rows decoded last, no column readers. Each run is sized to about
+// A row group with a page index (every fragment this release writes) is decoded a run of rows at
+// a time straight from its pages. On a store that reads into the caller's memory (a local
+// filesystem) each run fetches only the pages holding it, into pooled buffers given back when
+// the run is decoded, so between runs the cursor holds the rows decoded last and nothing
+// encoded; elsewhere (an object store, where every range is a request), and when a nested
+// column with values needs pqarrow, the row group's encoded bytes are fetched whole when it is
+// opened and held until its last run. Either way no column readers are held. Each run is sized to about
 // sourceBatchBytes by the bytes per row the previous run measured, since a row group's sizes in
 // the footer say little about its decoded rows (a dictionary-encoded column of long repeated
 // values takes a few bytes there and its full width in Arrow). Older fragments stream through
@@ -147,9 +152,10 @@ func (c *sourceCursor) fill(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// openRowGroup starts reading row group rg: its encoded bytes are fetched at once, its rows
-// decoded a run at a time by decodeRun (from its pages) or a batch at a time by decodeBatch
-// (pqarrow, for fragments without a page index).
+// openRowGroup starts reading row group rg: its rows are decoded a run at a time by decodeRun
+// (from its pages: fetched per run, or the row group's encoded bytes fetched here at once; see
+// sourceCursor) or a batch at a time by decodeBatch (pqarrow, for fragments without a page
+// index).
 func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
 	pages, err := c.t.rowGroupPagesOf(ctx, c.f, c.ft.md, rg)
 	if err != nil {
@@ -161,12 +167,16 @@ func (c *sourceCursor) openRowGroup(ctx context.Context, rg int) error {
 	if c.ft.rowStarts[rg+1] == c.ft.rowStarts[rg] {
 		return nil // no rows: nothing to decode
 	}
+	c.pages, c.rg, c.at, c.rgRows = pages, rg, 0, c.ft.rowStarts[rg+1]-c.ft.rowStarts[rg]
+	c.flat, c.nested = splitPageColumns(c.schema, c.ft, pages, c.names)
+	if len(c.nested) == 0 && objstore.ReadsInto(c.t.store) {
+		return nil // each run fetches its own pages (decodeRun)
+	}
 	window, err := c.t.rowGroupWindow(ctx, c.f, c.ft.md, []int{rg})
 	if err != nil {
 		return err
 	}
-	c.pages, c.window, c.rg, c.at, c.rgRows = pages, window, rg, 0, c.ft.rowStarts[rg+1]-c.ft.rowStarts[rg]
-	c.flat, c.nested = splitPageColumns(c.schema, c.ft, pages, c.names)
+	c.window = window
 	return nil
 }
 
@@ -311,8 +321,9 @@ func (h *sourceHeap) Pop() any {
 
 // CompactionFootprint estimates the memory executing plan on m in t holds at once: the output
 // fragment's encoding (what is left of the sources, at most the byte target, when the store
-// cannot write in place; a chunk when it can: fragmentsink.go); per source its open row group's
-// encoded bytes (at most about rowGroupBytes, and never more than the source), the buffers
+// cannot write in place; a chunk when it can: objectsink.go); per source the encoded bytes it
+// holds (its open row group's, or on a local store a run's pages, which are fewer: either is
+// at most about rowGroupBytes, and never more than the source), the buffers
 // column readers hold between batches of a fragment without a page index (a streamReadBuffer
 // per column, at most half a row group or the source's bytes) and a decoded run twice
 // (sourceBatchBytes: the run and the output's take of it); the output row group (rowGroupBytes,
@@ -335,9 +346,9 @@ func (t *Table) CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	}
 	output := min(bytes, cfg.TargetBytesPerFragment) * 17 / 16
 	if objstore.WritesInPlace(t.store) {
-		output = fragmentStreamChunk
+		output = objectStreamChunk
 	}
-	return output + sourcesHold + 2*rowGroupBytes + rows*64 + IndexRunFootprint(m, rows)
+	return output + sourcesHold + 2*rowGroupBytes + rows*64 + t.IndexRunFootprint(m, rows)
 }
 
 // compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
