@@ -116,7 +116,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	for _, g := range batch {
 		keys += g.Rows
 	}
-	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch)+table.IndexRunFootprint(base, keys))
+	res, err := s.opts.Budget.Reserve(ctx, totalFootprint(batch)+s.tbl.IndexRunFootprint(base, keys))
 	if err != nil {
 		return MergeResult{}, err
 	}

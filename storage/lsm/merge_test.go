@@ -314,7 +314,7 @@ func TestMergeReservesItsBatchNotTheCap(t *testing.T) {
 }
 
 // A merge into an indexed table also reserves the key-index run merge its upsert does (the tail
-// runs it takes in, built in memory before they are stored): table.IndexRunFootprint of the rows
+// runs it takes in): the table's IndexRunFootprint of the rows
 // it merges, on top of the batch's footprint.
 func TestMergeReservesTheIndexRunMergeToo(t *testing.T) {
 	ctx := context.Background()
@@ -344,7 +344,7 @@ func TestMergeReservesTheIndexRunMergeToo(t *testing.T) {
 		}
 	}
 	require.Equal(t, int64(600), rows)
-	index := table.IndexRunFootprint(snap.Table, rows)
+	index := s.tbl.IndexRunFootprint(snap.Table, rows)
 	require.Positive(t, index, "the new run takes in the table's run (no larger than 4x its own)")
 	var reserved int64
 	_, err = s.MergeShard(ctx, s.Shard(), MergeOptions{OnPhase: func(p MergeProgress) {

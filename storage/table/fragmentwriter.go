@@ -1,6 +1,6 @@
 // Writing one fragment a row group at a time: merges and compactions gather (take) the rows of
 // one row group, encode it and let it go, so a fragment being written costs one row group's rows
-// and its encoded bytes (a chunk of them on stores that write in place: fragmentsink.go) — not
+// and its encoded bytes (a chunk of them on stores that write in place: objectsink.go) — not
 // all of its rows gathered into one batch first.
 package table
 
@@ -22,7 +22,7 @@ type fragmentWriter struct {
 	id        uint64
 	keyColumn string
 	path      string
-	out       fragmentSink
+	out       objectSink
 	w         *pqarrow.FileWriter
 	rows      int64
 	minKey    string
@@ -34,7 +34,7 @@ type fragmentWriter struct {
 // group). The caller ends it with finish or abort.
 func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string) (*fragmentWriter, error) {
 	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id)}
-	out, err := newFragmentSink(ctx, t, fw.path)
+	out, err := newObjectSink(ctx, t, fw.path)
 	if err != nil {
 		return nil, err
 	}

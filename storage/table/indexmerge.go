@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 // Runs are tiered: a new run takes in the newest runs while each holds at most tierRatio times
@@ -85,11 +87,12 @@ func (r *runReader) fill(ctx context.Context) error {
 }
 
 // mergeRuns merges the stored runs older and the entries newest (sorted, one per key) into one
-// run's bytes: per key, its live entry in manifest m (liveEntries, as scans walk the index); keys
-// with no live entry are dropped. It returns the bytes and the
-// number of entries written.
-func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) ([]byte, int, error) {
-	// The output is at most the inputs: size the Bloom filter and the buffer for them once.
+// new stored run: per key, its live entry in manifest m (liveEntries, as scans walk the index);
+// keys with no live entry are dropped. The run streams into its object on a store that writes in
+// place (objectsink.go), so the merge holds a chunk of it, a page, a read window per input and
+// the run's footer; elsewhere the run is built in memory and stored whole.
+func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) (IndexRun, error) {
+	// The output is at most the inputs: size the Bloom filter (and an in-memory run) for them.
 	estimate, size := len(newest), int64(0)
 	for _, e := range newest {
 		size += int64(len(e.Key)) + 16 // its varints and flag, typically
@@ -98,18 +101,33 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
 		if err != nil {
-			return nil, 0, err
+			return IndexRun{}, err
 		}
 		estimate += int(f.entries)
 		size += seg.Bytes
 		cursors = append(cursors, &runReader{t: t, seg: seg, footer: f})
 	}
 	cursors = append(cursors, &sliceCursor{entries: newest})
-	w := newSegmentWriter(estimate, size)
-	if err := t.liveEntries(ctx, m, cursors, func(e indexEntry) bool { w.add(e); return true }); err != nil {
-		return nil, 0, err
+	path := runPath()
+	out, err := newObjectSink(ctx, t, path)
+	if err != nil {
+		return IndexRun{}, err
 	}
-	return w.finish(), w.entries(), nil
+	out.reserve(int(min(size, 1<<31)))
+	w := newSegmentWriter(out, estimate)
+	if err := t.liveEntries(ctx, m, cursors, func(e indexEntry) bool { w.add(e); return true }); err != nil {
+		out.abort()
+		return IndexRun{}, err
+	}
+	w.finish()
+	if err := out.failed(); err != nil {
+		out.abort()
+		return IndexRun{}, err
+	}
+	if err := out.store(ctx); err != nil {
+		return IndexRun{}, err
+	}
+	return IndexRun{Path: path, Entries: int64(w.entries()), Bytes: w.size()}, nil
 }
 
 // tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
@@ -131,28 +149,43 @@ func (t *Table) writeMergedRun(ctx context.Context, m *Manifest, older []IndexRu
 	if len(older) == 0 {
 		return t.writeRun(ctx, entries)
 	}
-	data, n, err := t.mergeRuns(ctx, m, older, entries)
-	if err != nil {
-		return IndexRun{}, err
-	}
-	return t.putRun(ctx, data, n)
+	return t.mergeRuns(ctx, m, older, entries)
 }
 
 // IndexRunFootprint estimates the memory that adding a run of n entries to m's key index holds
-// beyond the entries themselves: the tail runs it merges, encoded (the merged run is built in
-// memory before it is stored), and a read window per merged run. Zero without an index or when
-// nothing is merged.
-func IndexRunFootprint(m *Manifest, n int64) int64 {
+// beyond the entries themselves when it takes in tail runs (mergeRuns): a read window per merged
+// run, the merged run's footer (its page directory and Bloom filter: a few bytes an entry), and
+// the run itself, whole where it is built in memory (a store that cannot write in place), a
+// chunk where it streams into its object. Zero without an index or when nothing is merged.
+func (t *Table) IndexRunFootprint(m *Manifest, n int64) int64 {
 	if m.KeyIndex == nil {
 		return 0
 	}
 	_, tail := tailRuns(m.KeyIndex.Runs, int(n))
-	var bytes int64
-	for _, r := range tail {
-		bytes += r.Bytes + min(r.Bytes, mergeWindowBytes)
+	if len(tail) == 0 {
+		return 0
 	}
-	return bytes
+	inPlace := objstore.WritesInPlace(t.store)
+	var bytes, tailBytes, tailEntries int64
+	for _, r := range tail {
+		bytes += min(r.Bytes, mergeWindowBytes)
+		tailBytes, tailEntries = tailBytes+r.Bytes, tailEntries+r.Entries
+	}
+	if inPlace {
+		bytes += objectStreamChunk
+	} else {
+		bytes += tailBytes
+	}
+	// The footer: per entry its Bloom filter bits and its share of a directory entry, and per
+	// page a first key, no longer than the entry bytes it stands for (the tail's average).
+	entries := n + tailEntries
+	return bytes + entries*runFooterBytesPerEntry + entries*tailBytes/max(tailEntries, 1)/entriesPerPage
 }
+
+// runFooterBytesPerEntry is what a run's footer holds per entry while it is built, first keys
+// aside: the Bloom filter's ~1.2 bytes (bloomFalsePos) and an entriesPerPage share of a page's
+// directory entry (offset, length and the key's header: 32 bytes).
+const runFooterBytesPerEntry = 2
 
 // replaceRuns puts seg, a run that merged the runs merged, in their place in runs when they are
 // all still there, in order (runs committed meanwhile stay after it: they are newer); else it

@@ -115,10 +115,10 @@ func TestIndexRunMergeKeepsTheNewestLiveEntryOfEveryKey(t *testing.T) {
 		for _, seg := range runs {
 			inputs = append(inputs, readRunWhole(t, tbl, seg))
 		}
-		data, n, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
+		merged, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
 		require.NoError(t, err)
-		got := decodeRun(t, data)
-		require.Len(t, got, n)
+		got := readRunWhole(t, tbl, merged)
+		require.EqualValues(t, len(got), merged.Entries)
 		require.Equal(t, referenceMerge(t, tbl, m, inputs), got, "step %d", step)
 		merges++
 		for _, in := range inputs {
@@ -147,6 +147,54 @@ func (r *rangeRecorder) GetRange(ctx context.Context, key string, offset, length
 	return r.Store.GetRange(ctx, key, offset, length)
 }
 
+// On a store that writes in place a merged run streams into its object a chunk at a time (a
+// merge that takes in a table's largest run holds a chunk of it, not all of it), and its
+// reservation counts a chunk; elsewhere the run is stored whole, and reserved whole.
+func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	var entries []indexEntry
+	for i := range 200_000 {
+		entries = append(entries, indexEntry{Key: fmt.Sprintf("key-%09d-%s", i, strings.Repeat("x", 20)), Fragment: 1, Row: int64(i), Seq: uint64(i)})
+	}
+	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}}
+	for _, inPlace := range []bool{true, false} {
+		rec := newWriteRecorder(objstoretest.NewMemory())
+		var store objstore.Store = rec
+		if !inPlace {
+			store = withoutInPlaceWrites{rec}
+		}
+		tbl := newTestTable(t, store, mem)
+		seg, err := tbl.writeRun(ctx, entries)
+		require.NoError(t, err)
+		require.Greater(t, seg.Bytes, int64(4*objectStreamChunk), "the run spans several chunks")
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(len(entries))}) // every entry live
+		m.KeyIndex = &KeyIndex{Runs: []IndexRun{seg}}
+		footprint := tbl.IndexRunFootprint(m, int64(len(entries)))
+
+		merged, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
+		require.NoError(t, err)
+		got := readRunWhole(t, tbl, merged)
+		require.Len(t, got, len(entries))
+		require.Equal(t, uint64(1<<40), got[5].Seq, "the newer run's entry wins")
+		writes := rec.writes[merged.Path]
+		if !inPlace {
+			require.Empty(t, writes, "stored whole")
+			require.Greater(t, footprint, seg.Bytes, "the reservation counts the run built in memory")
+			continue
+		}
+		var total int64
+		for _, n := range writes {
+			require.LessOrEqual(t, n, objectStreamChunk)
+			total += int64(n)
+		}
+		require.Equal(t, merged.Bytes, total, "every byte written in place")
+		require.Greater(t, len(writes), 4, "a chunk at a time")
+		require.Less(t, footprint, seg.Bytes/2, "the reservation counts a chunk and a window, not the run")
+	}
+}
+
 // A merge reads its inputs a bounded window at a time — however large they are — and caches none
 // of their pages.
 func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
@@ -165,10 +213,10 @@ func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
 	require.NoError(t, err)
 	m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(len(entries))}) // every entry live
 	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}, {Key: "zz", Fragment: 1, Row: 7, Seq: 9}}
-	data, n, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
+	merged, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
 	require.NoError(t, err)
-	require.Equal(t, len(entries)+1, n)
-	got := decodeRun(t, data)
+	require.EqualValues(t, len(entries)+1, merged.Entries)
+	got := readRunWhole(t, tbl, merged)
 	require.Equal(t, uint64(1<<40), got[5].Seq, "the newer run's entry wins")
 	require.Equal(t, "zz", got[len(got)-1].Key)
 	require.LessOrEqual(t, rec.longest, int64(mergeWindowBytes))
@@ -290,11 +338,11 @@ func TestIndexRunMergeReadsEachDeletionVectorOnce(t *testing.T) {
 	require.Greater(t, entriesInThem, 10*withDeletions, "the merge checks many entries per fragment with deletions")
 
 	before := cacheLookups(t, reg, "deletion")
-	data, n, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
+	merged, err := tbl.mergeRuns(ctx, m, runs[:len(runs)-1], inputs[len(inputs)-1])
 	require.NoError(t, err)
 	lookups := cacheLookups(t, reg, "deletion") - before
 	require.LessOrEqual(t, lookups, float64(withDeletions), "one lookup per fragment with deletions")
-	got := decodeRun(t, data)
-	require.Len(t, got, n)
+	got := readRunWhole(t, tbl, merged)
+	require.EqualValues(t, len(got), merged.Entries)
 	require.Equal(t, referenceMerge(t, tbl, m, inputs), got)
 }

@@ -138,8 +138,8 @@ func TestTheIndexRunFootprintCoversTheRunAMergeBuilds(t *testing.T) {
 	m, err := tbl.Latest(ctx)
 	require.NoError(t, err)
 	require.Len(t, m.KeyIndex.Runs, 2)
-	require.Zero(t, IndexRunFootprint(m, 1), "a run of 1 entry beside runs of 400 and 10 merges nothing")
-	fp := IndexRunFootprint(m, 200) // 200 entries take in both runs
+	require.Zero(t, tbl.IndexRunFootprint(m, 1), "a run of 1 entry beside runs of 400 and 10 merges nothing")
+	fp := tbl.IndexRunFootprint(m, 200) // 200 entries take in both runs
 	require.Positive(t, fp)
 	upsert(410, 200)
 	after, err := tbl.Latest(ctx)

@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"sync"
@@ -61,32 +62,35 @@ type runFooter struct {
 
 // encodeSegment serialises entries (sorted by key, one per key).
 func encodeSegment(entries []indexEntry) []byte {
-	w := newSegmentWriter(len(entries), 0)
+	var buf bytes.Buffer
+	w := newSegmentWriter(&buf, len(entries))
 	for _, e := range entries {
 		w.add(e)
 	}
-	return w.finish()
+	w.finish()
+	return buf.Bytes()
 }
 
-// segmentWriter encodes a run entry by entry (sorted by key, one per key): a merge of runs
-// streams into one without holding their entries.
+// segmentWriter encodes a run entry by entry (sorted by key, one per key) into out, a page at a
+// time: a merge of runs streams into one without holding their entries, and, when out writes
+// through to the run's object (objectsink.go), without holding the run either — only the page
+// being encoded and the footer (page directory and Bloom filter) that ends the run.
 type segmentWriter struct {
-	buf   bytes.Buffer
-	pages []pageRef
-	bloom *bloom.BloomFilter
-	page  []indexEntry // the page being filled
-	n     int
-	last  string
-	tmp   [binary.MaxVarintLen64]byte
+	out     io.Writer // never fails: a sink keeps its first error (objectSink.failed)
+	off     int64     // bytes written to out
+	pageBuf bytes.Buffer
+	pages   []pageRef
+	bloom   *bloom.BloomFilter
+	page    []indexEntry // the page being filled
+	n       int
+	last    string
+	tmp     [binary.MaxVarintLen64]byte
 }
 
 // newSegmentWriter starts a run of about estimate entries (the Bloom filter's size: more entries
-// than that raise its false-positive rate, fewer lower it) taking about sizeHint bytes (0: unknown;
-// the buffer then grows as it fills).
-func newSegmentWriter(estimate int, sizeHint int64) *segmentWriter {
-	w := &segmentWriter{bloom: bloom.NewWithEstimates(uint(max(estimate, 1)), bloomFalsePos), page: make([]indexEntry, 0, entriesPerPage)}
-	w.buf.Grow(int(min(max(sizeHint, 0), 1<<31)))
-	return w
+// than that raise its false-positive rate, fewer lower it) written into out.
+func newSegmentWriter(out io.Writer, estimate int) *segmentWriter {
+	return &segmentWriter{out: out, bloom: bloom.NewWithEstimates(uint(max(estimate, 1)), bloomFalsePos), page: make([]indexEntry, 0, entriesPerPage)}
 }
 
 func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) {
@@ -95,6 +99,12 @@ func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) {
 func (w *segmentWriter) putString(b *bytes.Buffer, s string) {
 	w.putUvarint(b, uint64(len(s)))
 	b.WriteString(s)
+}
+
+// write hands b to out.
+func (w *segmentWriter) write(b []byte) {
+	_, _ = w.out.Write(b)
+	w.off += int64(len(b))
 }
 
 func (w *segmentWriter) add(e indexEntry) {
@@ -111,28 +121,33 @@ func (w *segmentWriter) flushPage() {
 	if len(w.page) == 0 {
 		return
 	}
-	off := int64(w.buf.Len())
-	w.putUvarint(&w.buf, uint64(len(w.page)))
+	b := &w.pageBuf
+	b.Reset()
+	w.putUvarint(b, uint64(len(w.page)))
 	for _, e := range w.page {
-		w.putString(&w.buf, e.Key)
-		w.putUvarint(&w.buf, e.Fragment)
-		w.putUvarint(&w.buf, uint64(e.Row))
-		w.putUvarint(&w.buf, e.Seq)
+		w.putString(b, e.Key)
+		w.putUvarint(b, e.Fragment)
+		w.putUvarint(b, uint64(e.Row))
+		w.putUvarint(b, e.Seq)
 		if e.Tombstone {
-			w.buf.WriteByte(1)
+			b.WriteByte(1)
 		} else {
-			w.buf.WriteByte(0)
+			b.WriteByte(0)
 		}
 	}
-	w.pages = append(w.pages, pageRef{offset: off, length: int64(w.buf.Len()) - off, firstKey: w.page[0].Key})
+	w.pages = append(w.pages, pageRef{offset: w.off, length: int64(b.Len()), firstKey: w.page[0].Key})
+	w.write(b.Bytes())
 	w.page = w.page[:0]
 }
 
 // entries is how many entries were added.
 func (w *segmentWriter) entries() int { return w.n }
 
-// finish writes the footer and returns the run's bytes.
-func (w *segmentWriter) finish() []byte {
+// size is the bytes written so far (the run's size once finished).
+func (w *segmentWriter) size() int64 { return w.off }
+
+// finish writes the last page, the footer and the tail.
+func (w *segmentWriter) finish() {
 	w.flushPage()
 	var footer bytes.Buffer
 	w.putUvarint(&footer, uint64(w.n))
@@ -146,10 +161,9 @@ func (w *segmentWriter) finish() []byte {
 	bloomBytes, _ := w.bloom.MarshalBinary()
 	w.putUvarint(&footer, uint64(len(bloomBytes)))
 	footer.Write(bloomBytes)
-	w.buf.Write(footer.Bytes())
-	binary.Write(&w.buf, binary.LittleEndian, uint32(footer.Len()))
-	w.buf.WriteString(indexMagic)
-	return w.buf.Bytes()
+	_ = binary.Write(&footer, binary.LittleEndian, uint32(footer.Len()))
+	footer.WriteString(indexMagic)
+	w.write(footer.Bytes())
 }
 
 var errCorruptIndex = errors.New("table: corrupt key index run")
@@ -251,9 +265,12 @@ func (t *Table) writeRun(ctx context.Context, entries []indexEntry) (IndexRun, e
 	return t.putRun(ctx, encodeSegment(entries), len(entries))
 }
 
+// runPath is where a new run is stored.
+func runPath() string { return indexDir + randomName() + ".kix" }
+
 // putRun stores an encoded run of n entries.
 func (t *Table) putRun(ctx context.Context, data []byte, n int) (IndexRun, error) {
-	path := indexDir + randomName() + ".kix"
+	path := runPath()
 	if err := t.store.PutIfAbsent(ctx, path, data); err != nil {
 		return IndexRun{}, fmt.Errorf("table: write key index run: %w", err)
 	}
