@@ -114,7 +114,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1000, f.entries)
 	var back []indexEntry
-	for _, p := range f.pages {
+	for _, p := range f.pages.refs(0, f.pages.len()) {
 		page, err := decodePage(data[p.offset : p.offset+p.length])
 		require.NoError(t, err)
 		for i := range page.len() {
@@ -166,6 +166,35 @@ func TestARunFootersCacheCostIsTheHeapItHolds(t *testing.T) {
 	runtime.KeepAlive(kept)
 	runtime.KeepAlive(data)
 	require.InDelta(t, 1, held/estimated, 0.25, "held %.0f bytes, estimated %.0f", held, estimated)
+}
+
+// A decoded run footer's page directory is a fixed handful of allocations whatever its pages
+// (every first key in one string, not one per page) and about 24 bytes a page beside its key:
+// the footers of a table's runs are most of what the object cache holds for it.
+func TestARunFootersPageDirectoryIsAFewAllocations(t *testing.T) {
+	footerOf := func(n int) []byte {
+		entries := make([]indexEntry, n)
+		for i := range entries {
+			entries[i] = indexEntry{Key: fmt.Sprintf("c%d-%07d", i%9, i), Row: int64(i)}
+		}
+		sortEntries(entries)
+		data := encodeSegment(entries)
+		flen := int(binary.LittleEndian.Uint32(data[len(data)-runTailSize:]))
+		return data[len(data)-runTailSize-flen : len(data)-runTailSize]
+	}
+	allocs := func(footer []byte) float64 {
+		return testing.AllocsPerRun(5, func() {
+			if _, err := decodeFooter(footer); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := footerOf(64*10), footerOf(64*10_000)
+	f, err := decodeFooter(large)
+	require.NoError(t, err)
+	require.Equal(t, 10_000, f.pages.len())
+	require.InDelta(t, allocs(small), allocs(large), 20, "10 pages or 10,000: the same allocations, give or take the key buffer's growth")
+	require.LessOrEqual(t, f.pages.bytes(), int64(10_000*(24+len("c0-0000000"))), "bytes a page")
 }
 
 func FuzzDecodeSegment(f *testing.F) {

@@ -34,10 +34,10 @@ type runReader struct {
 
 func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
 	for r.page == nil || r.i >= r.page.len() {
-		if r.next >= len(r.footer.pages) {
+		if r.next >= r.footer.pages.len() {
 			return indexEntry{}, false, nil
 		}
-		p := r.footer.pages[r.next]
+		p := r.footer.pages.at(r.next)
 		if !r.holds(p) {
 			if err := r.fill(ctx); err != nil {
 				return indexEntry{}, false, err
@@ -67,14 +67,14 @@ func (r *runReader) holds(p pageRef) bool {
 // fill reads the window starting at page r.next: as many contiguous pages as fit in
 // mergeWindowBytes (at least one).
 func (r *runReader) fill(ctx context.Context) error {
-	pages := r.footer.pages
-	first := pages[r.next]
+	pages := &r.footer.pages
+	first := pages.at(r.next)
 	end := r.next + 1
-	for end < len(pages) && pages[end].offset+pages[end].length-first.offset <= mergeWindowBytes &&
-		pages[end].offset == pages[end-1].offset+pages[end-1].length {
+	for end < pages.len() && pages.offsets[end]+pages.lengths[end]-first.offset <= mergeWindowBytes &&
+		pages.offsets[end] == pages.offsets[end-1]+pages.lengths[end-1] {
 		end++
 	}
-	last := pages[end-1]
+	last := pages.at(end - 1)
 	data, err := r.t.store.GetRange(ctx, r.seg.Path, first.offset, last.offset+last.length-first.offset)
 	if err != nil {
 		return fmt.Errorf("table: read key index %s: %w", r.seg.Path, err)

@@ -34,7 +34,7 @@ func decodeRun(t *testing.T, data []byte) []indexEntry {
 	f, err := decodeFooter(data[len(data)-runTailSize-flen : len(data)-runTailSize])
 	require.NoError(t, err)
 	var out []indexEntry
-	for _, p := range f.pages {
+	for _, p := range f.pages.refs(0, f.pages.len()) {
 		page, err := decodePage(data[p.offset : p.offset+p.length])
 		require.NoError(t, err)
 		require.Equal(t, p.firstKey, page.key(0))
@@ -223,7 +223,7 @@ func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
 	require.GreaterOrEqual(t, rec.reads, int(seg.Bytes/mergeWindowBytes))
 	f, err := tbl.footer(ctx, seg)
 	require.NoError(t, err)
-	for _, p := range f.pages {
+	for _, p := range f.pages.refs(0, f.pages.len()) {
 		_, cached := tbl.cachedPage(seg, p)
 		require.False(t, cached, "a merge's input pages are never cached")
 	}
@@ -245,8 +245,15 @@ func TestIndexRunMergeRefusesADamagedRun(t *testing.T) {
 	require.NoError(t, err)
 	for _, bad := range []pageRef{{offset: 1 << 62, length: 1 << 62}, {offset: 0, length: -5}, {offset: seg.Bytes - 2, length: 100}, {offset: -1, length: 10}} {
 		damaged := *f
-		damaged.pages = slices.Clone(f.pages)
-		damaged.pages[3] = pageRef{offset: bad.offset, length: bad.length, firstKey: f.pages[3].firstKey}
+		damaged.pages = pageDirectory{}
+		for i := range f.pages.len() {
+			p := f.pages.at(i)
+			if i == 3 {
+				p.offset, p.length = bad.offset, bad.length
+			}
+			damaged.pages.add(p)
+		}
+		damaged.pages.done()
 		r := &runReader{t: tbl, seg: seg, footer: &damaged}
 		var err error
 		for range 2000 {

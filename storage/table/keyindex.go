@@ -48,14 +48,64 @@ type indexEntry struct {
 	Tombstone bool
 }
 
+// pageRef locates one page of a run and names its first key.
 type pageRef struct {
 	offset, length int64
 	firstKey       string
 }
 
+// pageDirectory is a run's pages in key order, held column-wise: every first key in one string,
+// so a cached footer is a handful of allocations rather than one per page (a table's footers are
+// most of what the object cache holds for it).
+type pageDirectory struct {
+	offsets, lengths []int64
+	keyEnds          []int  // page i's first key is keys[keyEnds[i-1]:keyEnds[i]] (from 0 for page 0)
+	keys             string // the first keys, concatenated
+	building         []byte // add's keys until the directory is read (done)
+}
+
+func (d *pageDirectory) len() int { return len(d.offsets) }
+
+func (d *pageDirectory) firstKey(i int) string {
+	start := 0
+	if i > 0 {
+		start = d.keyEnds[i-1]
+	}
+	return d.keys[start:d.keyEnds[i]]
+}
+
+func (d *pageDirectory) at(i int) pageRef {
+	return pageRef{offset: d.offsets[i], length: d.lengths[i], firstKey: d.firstKey(i)}
+}
+
+// refs is pages i to j-1.
+func (d *pageDirectory) refs(i, j int) []pageRef {
+	out := make([]pageRef, 0, j-i)
+	for ; i < j; i++ {
+		out = append(out, d.at(i))
+	}
+	return out
+}
+
+// add appends a page; done ends the additions.
+func (d *pageDirectory) add(p pageRef) {
+	d.offsets, d.lengths = append(d.offsets, p.offset), append(d.lengths, p.length)
+	d.building = append(d.building, p.firstKey...)
+	d.keyEnds = append(d.keyEnds, len(d.building))
+}
+
+func (d *pageDirectory) done() {
+	d.keys, d.building = string(d.building), nil
+}
+
+// bytes is the memory the directory holds.
+func (d *pageDirectory) bytes() int64 {
+	return int64(cap(d.offsets)+cap(d.lengths)+cap(d.keyEnds))*8 + int64(len(d.keys))
+}
+
 type runFooter struct {
 	entries int64
-	pages   []pageRef
+	pages   pageDirectory
 	lastKey string
 	bloom   *bloom.BloomFilter
 }
@@ -79,7 +129,7 @@ type segmentWriter struct {
 	out     io.Writer // never fails: a sink keeps its first error (objectSink.failed)
 	off     int64     // bytes written to out
 	pageBuf bytes.Buffer
-	pages   []pageRef
+	pages   pageDirectory
 	bloom   *bloom.BloomFilter
 	page    []indexEntry // the page being filled
 	n       int
@@ -135,7 +185,7 @@ func (w *segmentWriter) flushPage() {
 			b.WriteByte(0)
 		}
 	}
-	w.pages = append(w.pages, pageRef{offset: w.off, length: int64(b.Len()), firstKey: w.page[0].Key})
+	w.pages.add(pageRef{offset: w.off, length: int64(b.Len()), firstKey: w.page[0].Key})
 	w.write(b.Bytes())
 	w.page = w.page[:0]
 }
@@ -151,8 +201,10 @@ func (w *segmentWriter) finish() {
 	w.flushPage()
 	var footer bytes.Buffer
 	w.putUvarint(&footer, uint64(w.n))
-	w.putUvarint(&footer, uint64(len(w.pages)))
-	for _, p := range w.pages {
+	w.pages.done()
+	w.putUvarint(&footer, uint64(w.pages.len()))
+	for i := range w.pages.len() {
+		p := w.pages.at(i)
 		w.putUvarint(&footer, uint64(p.offset))
 		w.putUvarint(&footer, uint64(p.length))
 		w.putString(&footer, p.firstKey)
@@ -208,10 +260,12 @@ func decodeFooter(data []byte) (*runFooter, error) {
 	if r.err == nil && n > uint64(len(data)) {
 		return nil, errCorruptIndex
 	}
-	f.pages = make([]pageRef, 0, n)
+	f.pages.offsets, f.pages.lengths, f.pages.keyEnds = make([]int64, 0, n), make([]int64, 0, n), make([]int, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		f.pages = append(f.pages, pageRef{offset: int64(r.uvarint()), length: int64(r.uvarint()), firstKey: r.string()})
+		offset, length := int64(r.uvarint()), int64(r.uvarint())
+		f.pages.add(pageRef{offset: offset, length: length, firstKey: string(r.bytes(r.uvarint()))})
 	}
+	f.pages.done()
 	f.lastKey = r.string()
 	bloomBytes := r.bytes(r.uvarint())
 	if r.err != nil {
@@ -230,10 +284,7 @@ func decodeFooter(data []byte) (*runFooter, error) {
 // much (the Bloom filter, most of a footer, decodes to its encoded size), and the memory
 // governor lets the heap grow by what the cache says it holds.
 func (f *runFooter) bytes() int64 {
-	n := int64(unsafe.Sizeof(*f)) + int64(len(f.lastKey)) + int64(cap(f.pages))*int64(unsafe.Sizeof(pageRef{}))
-	for _, p := range f.pages {
-		n += int64(len(p.firstKey))
-	}
+	n := int64(unsafe.Sizeof(*f)) + int64(len(f.lastKey)) + f.pages.bytes()
 	if f.bloom != nil {
 		n += 64 + int64(f.bloom.Cap()+63)/64*8
 	}
@@ -410,10 +461,10 @@ func (t *Table) indexLookup(ctx context.Context, m *Manifest, keys []string) (ma
 		// Group the still-unresolved keys that may be in this run by page.
 		byPage := map[int][]string{}
 		for _, k := range keys {
-			if _, done := found[k]; done || len(f.pages) == 0 || k < f.pages[0].firstKey || k > f.lastKey || !f.bloom.TestString(k) {
+			if _, done := found[k]; done || f.pages.len() == 0 || k < f.pages.firstKey(0) || k > f.lastKey || !f.bloom.TestString(k) {
 				continue
 			}
-			p := sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > k }) - 1
+			p := sort.Search(f.pages.len(), func(i int) bool { return f.pages.firstKey(i) > k }) - 1
 			byPage[p] = append(byPage[p], k)
 		}
 		pages, err := t.readPages(ctx, seg, f, byPage)
@@ -454,7 +505,7 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	out := make(map[int]*indexPage, len(byPage))
 	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off, and cache it
 		for p := range byPage {
-			page, err := t.readPage(ctx, seg, f.pages[p], true)
+			page, err := t.readPage(ctx, seg, f.pages.at(p), true)
 			if err != nil {
 				return nil, err
 			}
@@ -467,7 +518,7 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	g.SetLimit(lookupConcurrency)
 	for p := range byPage {
 		g.Go(func() error {
-			page, err := t.readPage(gctx, seg, f.pages[p], false)
+			page, err := t.readPage(gctx, seg, f.pages.at(p), false)
 			if err != nil {
 				return err
 			}

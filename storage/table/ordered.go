@@ -60,7 +60,7 @@ func (c *runCursor) peek(ctx context.Context) (indexEntry, bool, error) {
 			}
 			return c.entries.at(c.i), true, nil
 		}
-		if c.page >= len(c.footer.pages) {
+		if c.page >= c.footer.pages.len() {
 			return indexEntry{}, false, nil
 		}
 		entries, err := c.nextPage(ctx)
@@ -83,19 +83,19 @@ func (c *runCursor) nextPage(ctx context.Context) (*indexPage, error) {
 		c.ahead = c.ahead[1:]
 		return e, nil
 	}
-	pages := c.footer.pages
-	if e, ok := c.t.cachedPage(c.seg, pages[c.page]); ok {
+	pages := &c.footer.pages
+	if e, ok := c.t.cachedPage(c.seg, pages.at(c.page)); ok {
 		return e, nil
 	}
 	c.window = min(max(c.window*2, 1), readAheadPages)
 	end := c.page + 1
-	for end < len(pages) && end-c.page < c.window && pages[end].offset == pages[end-1].offset+pages[end-1].length {
-		if _, ok := c.t.cachedPage(c.seg, pages[end]); ok {
+	for end < pages.len() && end-c.page < c.window && pages.offsets[end] == pages.offsets[end-1]+pages.lengths[end-1] {
+		if _, ok := c.t.cachedPage(c.seg, pages.at(end)); ok {
 			break
 		}
 		end++
 	}
-	read, err := c.t.readPageRun(ctx, c.seg, pages[c.page:end])
+	read, err := c.t.readPageRun(ctx, c.seg, pages.refs(c.page, end))
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +151,10 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 			if err != nil {
 				return err
 			}
-			if len(f.pages) == 0 || f.lastKey <= after {
+			if f.pages.len() == 0 || f.lastKey <= after {
 				continue
 			}
-			start := max(sort.Search(len(f.pages), func(i int) bool { return f.pages[i].firstKey > after })-1, 0)
+			start := max(sort.Search(f.pages.len(), func(i int) bool { return f.pages.firstKey(i) > after })-1, 0)
 			cursors = append(cursors, &runCursor{t: t, seg: seg, footer: f, page: start, after: after})
 		}
 	}

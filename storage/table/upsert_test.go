@@ -201,7 +201,7 @@ func cachedIndexPages(tbl *Table, m *Manifest) int {
 		if !ok {
 			continue
 		}
-		for _, p := range f.pages {
+		for _, p := range f.pages.refs(0, f.pages.len()) {
 			if _, ok := tbl.cachedPage(seg, p); ok {
 				n++
 			}
