@@ -34,7 +34,7 @@ type fragmentWriter struct {
 // group). The caller ends it with finish or abort.
 func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string) (*fragmentWriter, error) {
 	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id)}
-	out, err := newObjectSink(ctx, t, fw.path)
+	out, err := newObjectSink(ctx, t, fw.path, -1)
 	if err != nil {
 		return nil, err
 	}

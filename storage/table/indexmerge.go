@@ -88,9 +88,9 @@ func (r *runReader) fill(ctx context.Context) error {
 
 // mergeRuns merges the stored runs older and the entries newest (sorted, one per key) into one
 // new stored run: per key, its live entry in manifest m (liveEntries, as scans walk the index);
-// keys with no live entry are dropped. The run streams into its object on a store that writes in
-// place (objectsink.go), so the merge holds a chunk of it, a page, a read window per input and
-// the run's footer; elsewhere the run is built in memory and stored whole.
+// keys with no live entry are dropped. A run of more than a chunk streams into its object on a
+// store that writes in place (objectsink.go), so the merge holds a chunk of it, a page, a read
+// window per input and the run's footer; elsewhere the run is built in memory and stored whole.
 func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) (IndexRun, error) {
 	// The output is at most the inputs: size the Bloom filter (and an in-memory run) for them.
 	estimate, size := len(newest), int64(0)
@@ -109,7 +109,7 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 	}
 	cursors = append(cursors, &sliceCursor{entries: newest})
 	path := runPath()
-	out, err := newObjectSink(ctx, t, path)
+	out, err := newObjectSink(ctx, t, path, size)
 	if err != nil {
 		return IndexRun{}, err
 	}

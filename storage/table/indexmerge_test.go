@@ -147,9 +147,10 @@ func (r *rangeRecorder) GetRange(ctx context.Context, key string, offset, length
 	return r.Store.GetRange(ctx, key, offset, length)
 }
 
-// On a store that writes in place a merged run streams into its object a chunk at a time (a
-// merge that takes in a table's largest run holds a chunk of it, not all of it), and its
-// reservation counts a chunk; elsewhere the run is stored whole, and reserved whole.
+// On a store that writes in place a merged run of more than a chunk streams into its object a
+// chunk at a time (a merge that takes in a table's largest run holds a chunk of it, not all of
+// it), and its reservation counts a chunk; elsewhere, or when it is small, the run is stored
+// whole, and reserved whole.
 func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	var entries []indexEntry
@@ -192,6 +193,14 @@ func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing
 		require.Equal(t, merged.Bytes, total, "every byte written in place")
 		require.Greater(t, len(writes), 4, "a chunk at a time")
 		require.Less(t, footprint, seg.Bytes/2, "the reservation counts a chunk and a window, not the run")
+
+		// A run of less than a chunk is stored with one put: streaming it would only add a sync.
+		small, err := tbl.writeRun(ctx, entries[:100])
+		require.NoError(t, err)
+		mergedSmall, err := tbl.mergeRuns(ctx, m, []IndexRun{small}, newer)
+		require.NoError(t, err)
+		require.Empty(t, rec.writes[mergedSmall.Path])
+		require.Len(t, readRunWhole(t, tbl, mergedSmall), 100)
 	}
 }
 

@@ -46,9 +46,11 @@ type objectSink interface {
 }
 
 // newObjectSink opens the sink for an object at path in t's store: streamed when the store
-// writes in place.
-func newObjectSink(ctx context.Context, t *Table, path string) (objectSink, error) {
-	if !objstore.WritesInPlace(t.store) {
+// writes in place, unless the caller expects at most a chunk of bytes (expected >= 0), which is
+// encoded in memory and stored with one put (streaming it would save nothing and cost a second
+// sync). expected < 0: unknown.
+func newObjectSink(ctx context.Context, t *Table, path string, expected int64) (objectSink, error) {
+	if !objstore.WritesInPlace(t.store) || expected >= 0 && expected <= objectStreamChunk {
 		return &bufferedObject{t: t, path: path}, nil
 	}
 	if err := t.store.PutIfAbsent(ctx, path, nil); err != nil {
