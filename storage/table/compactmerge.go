@@ -61,11 +61,11 @@ func sourceBatchRows(rg *metadata.RowGroupMetaData) int64 {
 // the run is decoded, so between runs the cursor holds the rows decoded last and nothing
 // encoded; elsewhere (an object store, where every range is a request), and when a nested
 // column with values needs pqarrow, the row group's encoded bytes are fetched whole when it is
-// opened and held until its last run. Either way no column readers are held. Each run is sized to about
-// sourceBatchBytes by the bytes per row the previous run measured, since a row group's sizes in
-// the footer say little about its decoded rows (a dictionary-encoded column of long repeated
-// values takes a few bytes there and its full width in Arrow). Older fragments stream through
-// pqarrow's column readers, in batches sized from the footer.
+// opened and held until its last run. Either way no column readers are held. Each run is
+// sized to about sourceBatchBytes by the bytes per row the previous run measured, since a row
+// group's sizes in the footer say little about its decoded rows (a dictionary-encoded column of
+// long repeated values takes a few bytes there and its full width in Arrow). Older fragments
+// stream through pqarrow's column readers, in batches sized from the footer.
 type sourceCursor struct {
 	t      *Table
 	f      Fragment
