@@ -400,18 +400,8 @@ func TestCompactionSourcesOnALocalStoreFetchARunsPagesNotTheirRowGroup(t *testin
 	require.NoError(t, err)
 	store := &objstoretest.ReadSizes{Store: local, Prefix: dataDir}
 	tbl := newTestTable(t, store, mem)
-	rng := rand.New(rand.NewPCG(11, 12))
-	const fragments, perFragment = 3, 10_000
-	var want []string
-	for f := range fragments {
-		var rows []row
-		for i := range perFragment {
-			id := fmt.Sprintf("k%05d-%d", i, f)
-			rows = append(rows, row{id: id, value: int64(i), payload: randomLetters(rng, 500), seq: uint64(f + 1)})
-			want = append(want, id)
-		}
-		upsertRows(t, tbl, mem, rows)
-	}
+	const fragments = 3
+	want := fragmentsOfRandomText(t, tbl, fragments, 10_000)
 	base, err := tbl.Latest(ctx)
 	require.NoError(t, err)
 	ft, err := tbl.fragmentFooter(ctx, base.Fragments[0])

@@ -147,16 +147,30 @@ func (r *rangeRecorder) GetRange(ctx context.Context, key string, offset, length
 	return r.Store.GetRange(ctx, key, offset, length)
 }
 
+// storedRunOfLiveEntries stores a run of n entries (keys of 34 bytes, in order) in tbl and returns
+// it, its entries and tbl's latest manifest with one fragment holding every entry's row (all
+// live), to merge against.
+func storedRunOfLiveEntries(t *testing.T, tbl *Table, n int) (IndexRun, *Manifest, []indexEntry) {
+	t.Helper()
+	ctx := context.Background()
+	entries := make([]indexEntry, n)
+	for i := range entries {
+		entries[i] = indexEntry{Key: fmt.Sprintf("key-%09d-%s", i, strings.Repeat("x", 20)), Fragment: 1, Row: int64(i), Seq: uint64(i)}
+	}
+	seg, err := tbl.writeRun(ctx, entries)
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(n)})
+	return seg, m, entries
+}
+
 // On a store that writes in place a merged run of more than a chunk streams into its object a
 // chunk at a time (a merge that takes in a table's largest run holds a chunk of it, not all of
 // it), and its reservation counts a chunk; elsewhere, or when it is small, the run is stored
 // whole, and reserved whole.
 func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	var entries []indexEntry
-	for i := range 200_000 {
-		entries = append(entries, indexEntry{Key: fmt.Sprintf("key-%09d-%s", i, strings.Repeat("x", 20)), Fragment: 1, Row: int64(i), Seq: uint64(i)})
-	}
 	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}}
 	for _, inPlace := range []bool{true, false} {
 		rec := newWriteRecorder(objstoretest.NewMemory())
@@ -165,12 +179,8 @@ func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing
 			store = withoutInPlaceWrites{rec}
 		}
 		tbl := newTestTable(t, store, mem)
-		seg, err := tbl.writeRun(ctx, entries)
-		require.NoError(t, err)
+		seg, m, entries := storedRunOfLiveEntries(t, tbl, 200_000)
 		require.Greater(t, seg.Bytes, int64(4*objectStreamChunk), "the run spans several chunks")
-		m, err := tbl.Latest(ctx)
-		require.NoError(t, err)
-		m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(len(entries))}) // every entry live
 		m.KeyIndex = &KeyIndex{Runs: []IndexRun{seg}}
 		footprint := tbl.IndexRunFootprint(m, int64(len(entries)))
 
@@ -211,16 +221,8 @@ func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
 	rec := &rangeRecorder{Store: objstoretest.NewMemory()}
 	tbl, err := Create(ctx, rec, testSchema, "id", Options{Allocator: mem})
 	require.NoError(t, err)
-	var entries []indexEntry
-	for i := range 200_000 {
-		entries = append(entries, indexEntry{Key: fmt.Sprintf("key-%09d-%s", i, strings.Repeat("x", 20)), Fragment: 1, Row: int64(i), Seq: uint64(i)})
-	}
-	seg, err := tbl.writeRun(ctx, entries)
-	require.NoError(t, err)
+	seg, m, entries := storedRunOfLiveEntries(t, tbl, 200_000)
 	require.Greater(t, seg.Bytes, int64(4*mergeWindowBytes), "the run spans several windows")
-	m, err := tbl.Latest(ctx)
-	require.NoError(t, err)
-	m.addFragment(Fragment{ID: 1, Path: "data/1.parquet", Rows: int64(len(entries))}) // every entry live
 	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}, {Key: "zz", Fragment: 1, Row: 7, Seq: 9}}
 	merged, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
 	require.NoError(t, err)
