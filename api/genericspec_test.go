@@ -101,10 +101,12 @@ func TestGenericSchemasLanceContextRefusesAreRefused(t *testing.T) {
 func TestAGenericStoreWhoseSpecOmitsItsKeyStillServes(t *testing.T) {
 	c := newCluster(t)
 	w := c.worker("w1")
-	var probe api.StoreInfo // where this worker puts stores
-	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "probe", "schema": {"columns": [["id", "string"]]}}`, &probe))
+	// Where this worker puts stores: the catalog's URI of one it created.
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "probe", "schema": {"columns": [["id", "string"]]}}`, nil))
+	probe, err := c.cat.GetStore(context.Background(), catalog.KindGeneric, "probe")
+	require.NoError(t, err)
 	root := probe.URI[:strings.LastIndex(probe.URI, "/")]
-	_, _, err := c.cat.CreateStore(context.Background(), catalog.StoreDefinition{Kind: catalog.KindGeneric, Name: "old",
+	_, _, err = c.cat.CreateStore(context.Background(), catalog.StoreDefinition{Kind: catalog.KindGeneric, Name: "old",
 		URI: root + "/old.0123456789abcdef", Schema: json.RawMessage(`{"columns": [["n", "int64"]]}`), Options: json.RawMessage(`{}`)})
 	require.NoError(t, err)
 	var out json.RawMessage

@@ -100,17 +100,17 @@ func (m *Manager) locationFor(opts map[string]string) string {
 	return base
 }
 
-// PublicURI is how st's location is shown to API clients: a store under the server's data
-// location is named relative to it (`rollout/tour.<incarnation>`, or `<prefix>/rollout/...` for a
-// store created with a storage_options prefix), so no answer reveals the server's filesystem
-// paths or its own bucket; a store in a bucket of its own (storage_options bucket, chosen by the
-// client) keeps its full s3:// URI.
+// PublicURI is how st's location is shown to API clients. A store on the server's local
+// filesystem is named relative to the data location (`rollout/tour.<incarnation>`, or
+// `<prefix>/rollout/...` for a store created with a storage_options prefix), so no answer
+// reveals the server's paths; a store in an object store keeps its full s3:// URI (a place
+// clients with access to the bucket can reach, as lance-context answers).
 func (m *Manager) PublicURI(st catalog.Store) string {
-	if rel, ok := strings.CutPrefix(st.URI, m.rootURL+"/"); ok {
-		return rel
-	}
 	if strings.HasPrefix(st.URI, "s3://") {
 		return st.URI
+	}
+	if rel, ok := strings.CutPrefix(st.URI, m.rootURL+"/"); ok {
+		return rel
 	}
 	return string(st.Kind) + "/" + st.Name // registered elsewhere: never a path of this server
 }
