@@ -177,29 +177,46 @@ func (t *Table) executeOnce(ctx context.Context, plan CompactionPlan) (Compactio
 	}
 	cfg := plan.Config.withDefaults()
 
-	out, err := t.mergeSources(ctx, base, sources, cfg)
-	written, added, entries := out.written, out.added, out.entries
+	// The output's key-index entries stream into a new run as its row groups are written, merged
+	// with the tail runs that are small beside it (as an upsert's run is), which drops their
+	// entries that point at the sources: without this every compaction would leave its sources'
+	// entries behind for good, and lookups would read more runs the longer a table lives.
+	// Liveness is judged on the manifest as this commit leaves it, less the new fragments (no
+	// older run locates a row in them; their own entries are live by construction).
+	var idx *runMerge
+	var merged []IndexRun
+	index := func(indexEntry) error { return nil } // no key index: nothing to keep
+	if base.KeyIndex != nil {
+		var rows, entryBytes int64
+		for _, f := range sources {
+			rows += f.LiveRows()
+			entryBytes += indexEntryBytes(f)
+		}
+		after := base.next("compact", t.now())
+		after.replaceFragments(sources, nil)
+		_, merged = tailRuns(base.KeyIndex.Runs, int(rows))
+		if idx, err = t.newRunMerge(ctx, after, merged, int(rows), entryBytes, false); err != nil {
+			return CompactionResult{}, err
+		}
+		index = func(e indexEntry) error { return idx.add(ctx, e) }
+	}
+
+	out, err := t.mergeSources(ctx, base, sources, cfg, index)
+	written, added := out.written, out.added
 	cleanup := func() { t.deleteFiles(written) }
 	if err != nil {
+		if idx != nil {
+			idx.abort()
+		}
 		cleanup()
 		return CompactionResult{}, err
 	}
-	if base.KeyIndex == nil {
-		entries = nil
-	}
 	var seg *IndexRun
-	var merged []IndexRun
-	if base.KeyIndex != nil && len(entries) > 0 {
-		slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.Key, b.Key) })
-		// The run of the new fragments takes in the tail runs that are small beside it (as an
-		// upsert's does), dropping their entries that point at the sources: without this every
-		// compaction would leave its sources' entries behind for good, and lookups would read
-		// more runs the longer a table lives. Liveness is judged on the manifest as this commit
-		// leaves it.
-		after := base.next("compact", t.now())
-		after.replaceFragments(sources, added)
-		_, merged = tailRuns(base.KeyIndex.Runs, len(entries))
-		s, err := t.writeMergedRun(ctx, after, merged, entries)
+	if idx != nil && idx.entries() == 0 {
+		idx.abort() // no row written: the index stays as it is
+		merged = nil
+	} else if idx != nil {
+		s, err := idx.finish(ctx)
 		if err != nil {
 			cleanup()
 			return CompactionResult{}, err

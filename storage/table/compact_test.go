@@ -601,3 +601,74 @@ func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
 		require.LessOrEqual(t, c, n*9/8+64<<10, "fragment %s of %d bytes was encoded into a buffer of %d", path, n, c)
 	}
 }
+
+// A compaction's key-index entries stream into their run as its output is written: the run's
+// first chunk reaches its object before the output's last bytes do, so a compaction holds a page
+// of entries and the run's footer, not an entry per row it rewrites (64 bytes or more each, a
+// gigabyte for the largest tier). The run is the one a compaction that held its entries would
+// have written: every key found, in the output, through lookups and a full check.
+func TestACompactionsIndexEntriesStreamIntoTheirRunAsItsRowsAreWritten(t *testing.T) {
+	for _, target := range []int64{0, 7_000} { // one output fragment; several
+		t.Run(fmt.Sprintf("target=%d", target), func(t *testing.T) {
+			ctx := context.Background()
+			mem := checkedAlloc(t)
+			var mu sync.Mutex
+			var writes []string // the directory of each in-place write, in order
+			store := &objstoretest.WriteHooks{Store: objstoretest.NewMemory(), BeforeWriteAt: func(key string, p []byte) func() {
+				mu.Lock()
+				writes = append(writes, key[:strings.IndexByte(key, '/')+1])
+				mu.Unlock()
+				return nil
+			}}
+			tbl := newTestTable(t, store, mem)
+			const fragments, perFragment = 4, 6_000
+			rng := rand.New(rand.NewPCG(8, 8))
+			for f := range fragments {
+				var rows []row
+				for i := range perFragment { // long keys: the run spans several chunks
+					rows = append(rows, row{id: fmt.Sprintf("%0180d", i*fragments+f), value: int64(i), payload: randomLetters(rng, 100), seq: uint64(f + 1)})
+				}
+				upsertRows(t, tbl, mem, rows)
+				if f == 0 {
+					_, err := tbl.BuildKeyIndex(ctx)
+					require.NoError(t, err)
+				}
+			}
+			// Rewrite a tenth of the rows: the tail runs the compaction takes in hold dead entries.
+			var rewrites []row
+			for i := 0; i < fragments*perFragment; i += 10 {
+				rewrites = append(rewrites, row{id: fmt.Sprintf("%0180d", i), value: -1, payload: "rewritten", seq: 100})
+			}
+			upsertRows(t, tbl, mem, rewrites)
+			before, err := tbl.Latest(ctx)
+			require.NoError(t, err)
+			want := scanAll(t, tbl, before)
+
+			mu.Lock()
+			writes = nil
+			mu.Unlock()
+			res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: target, EverySmallFragment: true})
+			require.NoError(t, err)
+			require.Equal(t, fragments+1, res.FragmentsRemoved)
+			firstIndex, lastData := slices.Index(writes, indexDir), -1
+			for i, dir := range writes {
+				if dir == dataDir {
+					lastData = i
+				}
+			}
+			t.Logf("%d in-place writes: the run's first at %d, the output's last at %d", len(writes), firstIndex, lastData)
+			require.GreaterOrEqual(t, firstIndex, 0, "the run streams into its object")
+			require.Less(t, firstIndex, lastData, "the run is written while the output is")
+
+			require.NoError(t, tbl.Check(ctx, res.Manifest))
+			require.Equal(t, want, scanAll(t, tbl, res.Manifest))
+			keys := sortedIDs(want)
+			found, err := tbl.indexLookup(ctx, res.Manifest, keys)
+			require.NoError(t, err)
+			require.Len(t, found, len(keys))
+			for _, e := range found {
+				require.True(t, slices.ContainsFunc(res.Manifest.Fragments, func(f Fragment) bool { return f.ID == e.Fragment }), "entries locate the output")
+			}
+		})
+	}
+}

@@ -327,43 +327,59 @@ func (h *sourceHeap) Pop() any {
 // column readers hold between batches of a fragment without a page index (a streamReadBuffer
 // per column, at most half a row group or the source's bytes) and a decoded run twice
 // (sourceBatchBytes: the run and the output's take of it); the output row group (rowGroupBytes,
-// twice for encoding); the key-index entries of the rows it writes, and the run it merges them
-// into (the tail runs it takes in, encoded, plus a read window per run).
+// twice for encoding); and the key-index run its rows' entries stream into (runMerge: the
+// tail runs it takes in, a read window each, and the run's footer; the run a chunk at a time
+// where the store writes in place, else whole).
 //
 // A budget reservation is what the memory governor lets the heap grow by while it is held, so
 // the estimate follows each source's size: a compaction of 32 small fragments reserving 3.5 MiB
 // for each would let the heap grow by ten times what it decodes.
 func (t *Table) CompactionFootprint(m *Manifest, plan CompactionPlan) int64 {
 	cfg := plan.Config.withDefaults()
-	var bytes, rows, sourcesHold int64
+	var bytes, rows, entryBytes, sourcesHold int64
 	readers := min(int64(len(m.Fields))*streamReadBuffer, rowGroupBytes/2)
 	for _, id := range plan.Sources {
 		if f, ok := m.Fragment(id); ok {
 			bytes += f.Bytes
 			rows += f.LiveRows()
+			entryBytes += indexEntryBytes(f)
 			sourcesHold += min(f.Bytes, rowGroupBytes) + min(readers, f.Bytes) + 2*sourceBatchBytes
 		}
 	}
+	inPlace := objstore.WritesInPlace(t.store)
 	output := min(bytes, cfg.TargetBytesPerFragment) * 17 / 16
-	if objstore.WritesInPlace(t.store) {
+	if inPlace {
 		output = objectStreamChunk
 	}
-	return output + sourcesHold + 2*rowGroupBytes + rows*64 + t.IndexRunFootprint(m, rows)
+	index := t.IndexRunFootprint(m, rows) // with tail runs to take in
+	if m.KeyIndex != nil && index == 0 {  // the new run alone
+		index = rows*runFooterBytesPerEntry + entryBytes/entriesPerPage + objectStreamChunk
+	}
+	if m.KeyIndex != nil && !inPlace {
+		index += entryBytes // the new entries' share of a run encoded whole
+	}
+	return output + sourcesHold + 2*rowGroupBytes + index
 }
 
-// compactionOutput is what a compaction wrote: its fragments (uploaded), their key-index
-// entries (sorted) and the objects to delete if the commit fails.
+// indexEntryBytes estimates the encoded key-index entries of f's live rows: per row its key (the
+// mean of f's smallest and largest) and ~16 bytes of varints and flag.
+func indexEntryBytes(f Fragment) int64 {
+	return f.LiveRows() * (int64(len(f.MinKey)+len(f.MaxKey))/2 + 16)
+}
+
+// compactionOutput is what a compaction wrote: its fragments (uploaded) and the objects to
+// delete if the commit fails.
 type compactionOutput struct {
 	added   []Fragment
-	entries []indexEntry
 	written []string
 	rows    int64
 }
 
 // mergeSources writes the sources' live rows in key order as fragments of at most
-// cfg.TargetRowsPerFragment rows and about cfg.TargetBytesPerFragment encoded bytes. On error,
-// what it wrote is in out.written.
-func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Fragment, cfg CompactionConfig) (out compactionOutput, err error) {
+// cfg.TargetRowsPerFragment rows and about cfg.TargetBytesPerFragment encoded bytes, passing
+// index each row's key-index entry, in key order, as its row group is written. On error, what
+// it wrote is in out.written.
+func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Fragment, cfg CompactionConfig, index func(indexEntry) error) (out compactionOutput, err error) {
 	schema := base.Schema()
 	names := make([]string, schema.NumFields())
 	for i, f := range schema.Fields() {
@@ -433,7 +449,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		if fw == nil {
 			return nil
 		}
-		f, entries, err := fw.finish(ctx)
+		f, _, err := fw.finish(ctx)
 		fw = nil
 		if f.Path != "" {
 			out.written = append(out.written, f.Path)
@@ -442,7 +458,6 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			return err
 		}
 		out.added = append(out.added, f)
-		out.entries = append(out.entries, entries...)
 		written += f.Bytes
 		return nil
 	}
@@ -464,6 +479,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn); err != nil {
 				return err
 			}
+			fw.index = index
 			// The output is at most about what is left of the sources (their rows, encoded
 			// alike, less the deleted ones): one buffer of that size and a margin of a sixteenth
 			// for the footer, not one doubling past it (three times the size at once while the

@@ -27,7 +27,10 @@ type fragmentWriter struct {
 	rows      int64
 	minKey    string
 	maxKey    string
-	entries   []indexEntry
+	// index takes each row's key-index entry as its row group is written (a compaction's run
+	// merge); when nil, the entries are kept (entries) and returned by finish.
+	index   func(indexEntry) error
+	entries []indexEntry
 }
 
 // newFragmentWriter starts fragment id in t's store, its layout chosen from first (its first row
@@ -79,7 +82,12 @@ func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
 	for i := range keys.Len() {
 		// Cloned: the index entries outlive the batch (a key would otherwise pin its buffers).
 		key := strings.Clone(keys.Value(i))
-		fw.entries = append(fw.entries, indexEntry{Key: key, Fragment: fw.id, Row: fw.rows + int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)})
+		e := indexEntry{Key: key, Fragment: fw.id, Row: fw.rows + int64(i), Seq: seqs.Value(i), Tombstone: tombs.Value(i)}
+		if fw.index == nil {
+			fw.entries = append(fw.entries, e)
+		} else if err := fw.index(e); err != nil {
+			return err
+		}
 		if fw.rows == 0 && i == 0 {
 			fw.minKey = key
 		}

@@ -7,6 +7,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -92,43 +93,115 @@ func (r *runReader) fill(ctx context.Context) error {
 // store that writes in place (objectsink.go), so the merge holds a chunk of it, a page, a read
 // window per input and the run's footer; elsewhere the run is built in memory and stored whole.
 func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) (IndexRun, error) {
-	// The output is at most the inputs: size the Bloom filter (and an in-memory run) for them.
-	estimate, size := len(newest), int64(0)
+	var size int64
 	for _, e := range newest {
 		size += int64(len(e.Key)) + 16 // its varints and flag, typically
 	}
-	cursors := make([]keyCursor, 0, len(older)+1)
+	rm, err := t.newRunMerge(ctx, m, older, len(newest), size, true)
+	if err != nil {
+		return IndexRun{}, err
+	}
+	for _, e := range newest {
+		if err := rm.add(ctx, e); err != nil {
+			rm.abort()
+			return IndexRun{}, err
+		}
+	}
+	return rm.finish(ctx)
+}
+
+// runMerge writes one new run from the stored runs older and entries its owner adds in key
+// order, as liveEntries would walk them with the added entries as the newest run: per key its
+// live entry in a manifest, an added one first. The added entries need not exist before the
+// merge starts: a compaction adds each output row group's entries as it writes the row group,
+// so it never holds its output's entries (those are live by construction, in fragments the
+// manifest does not hold yet: judgeAdded false). One goroutine owns a runMerge; it ends with
+// finish or abort.
+type runMerge struct {
+	lm         *liveMerge
+	judgeAdded bool // added entries are checked for liveness too
+	out        objectSink
+	w          *segmentWriter
+	path       string
+	write      func(indexEntry) bool // w.add, as the merge's callback (made once)
+	prev       string                // the last key added
+	added      bool                  // prev is set
+}
+
+// newRunMerge starts a run merging older (judged in m) with about added entries of about
+// addedBytes encoded bytes yet to come (they size the Bloom filter and an in-memory run).
+func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, added int, addedBytes int64, judgeAdded bool) (*runMerge, error) {
+	estimate, size := added, addedBytes
+	cursors := make([]keyCursor, 0, len(older))
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
 		if err != nil {
-			return IndexRun{}, err
+			return nil, err
 		}
 		estimate += int(f.entries)
 		size += seg.Bytes
 		cursors = append(cursors, &runReader{t: t, seg: seg, footer: f})
 	}
-	cursors = append(cursors, &sliceCursor{entries: newest})
-	path := runPath()
-	out, err := newObjectSink(ctx, t, path, size)
+	lm, err := t.newLiveMerge(ctx, m, cursors)
 	if err != nil {
-		return IndexRun{}, err
+		return nil, err
 	}
-	out.reserve(int(min(size, 1<<31)))
-	w := newSegmentWriter(out, estimate)
-	if err := t.liveEntries(ctx, m, cursors, func(e indexEntry) bool { w.add(e); return true }); err != nil {
-		out.abort()
-		return IndexRun{}, err
+	rm := &runMerge{lm: lm, judgeAdded: judgeAdded, path: runPath()}
+	if rm.out, err = newObjectSink(ctx, t, rm.path, size); err != nil {
+		return nil, err
 	}
-	w.finish()
-	if err := out.failed(); err != nil {
-		out.abort()
-		return IndexRun{}, err
-	}
-	if err := out.store(ctx); err != nil {
-		return IndexRun{}, err
-	}
-	return IndexRun{Path: path, Entries: int64(w.entries()), Bytes: w.size()}, nil
+	rm.out.reserve(int(min(size, 1<<31)))
+	rm.w = newSegmentWriter(rm.out, estimate)
+	rm.write = func(e indexEntry) bool { rm.w.add(e); return true }
+	return rm, nil
 }
+
+// errEntriesOutOfOrder: an entry added to a run merge at or before a key it already holds (a bug
+// in its owner, never expected; caught before it could store a run lookups would misread).
+var errEntriesOutOfOrder = errors.New("table: key-index entries added out of key order")
+
+// add writes the older runs' live entries below e's key, then e (when live, if judged); the
+// older runs' entries of e's key are dropped once e is written.
+func (rm *runMerge) add(ctx context.Context, e indexEntry) error {
+	if rm.added && e.Key <= rm.prev {
+		return fmt.Errorf("%w (%q after %q)", errEntriesOutOfOrder, e.Key, rm.prev)
+	}
+	rm.prev, rm.added = e.Key, true
+	if _, err := rm.lm.emit(ctx, e.Key, true, rm.write); err != nil {
+		return err
+	}
+	if rm.judgeAdded {
+		if live, err := rm.lm.lv.live(ctx, e); err != nil || !live {
+			return err // not live: an older run's live entry of the key, if any, is written instead
+		}
+	}
+	rm.lm.claim(e.Key)
+	rm.w.add(e)
+	return nil
+}
+
+// entries is how many entries the run holds so far.
+func (rm *runMerge) entries() int { return rm.w.entries() }
+
+// finish writes what is left of the older runs and the footer, and stores the run.
+func (rm *runMerge) finish(ctx context.Context) (IndexRun, error) {
+	if _, err := rm.lm.emit(ctx, "", false, rm.write); err != nil {
+		rm.abort()
+		return IndexRun{}, err
+	}
+	rm.w.finish()
+	if err := rm.out.failed(); err != nil {
+		rm.abort()
+		return IndexRun{}, err
+	}
+	if err := rm.out.store(ctx); err != nil {
+		return IndexRun{}, err
+	}
+	return IndexRun{Path: rm.path, Entries: int64(rm.w.entries()), Bytes: rm.w.size()}, nil
+}
+
+// abort ends the merge without a run, deleting what was written of it.
+func (rm *runMerge) abort() { rm.out.abort() }
 
 // tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
 // of n entries: the newest runs, while each holds at most tierRatio times what the merged run

@@ -364,3 +364,19 @@ func TestIndexRunMergeReadsEachDeletionVectorOnce(t *testing.T) {
 	require.EqualValues(t, len(got), merged.Entries)
 	require.Equal(t, referenceMerge(t, tbl, m, inputs), got)
 }
+
+// A run merge refuses entries that do not come in increasing key order (its owner's bug) rather
+// than store a run whose lookups would miss keys.
+func TestARunMergeRefusesEntriesOutOfKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTestTable(t, objstoretest.NewMemory(), checkedAlloc(t))
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	for _, second := range []string{"b", "a"} { // the same key again; a smaller one
+		rm, err := tbl.newRunMerge(ctx, m, nil, 2, 64, false)
+		require.NoError(t, err)
+		require.NoError(t, rm.add(ctx, indexEntry{Key: "b", Fragment: 1}))
+		require.ErrorIs(t, rm.add(ctx, indexEntry{Key: second, Fragment: 1}), errEntriesOutOfOrder)
+		rm.abort()
+	}
+}

@@ -186,25 +186,50 @@ func (t *Table) KeysAfter(ctx context.Context, m *Manifest, after string, fn fun
 // (in m) until fn returns false: the newest cursor's, should more than one be live (the table
 // holds at most one live row per key, so in a table that is consistent none is).
 func (t *Table) liveEntries(ctx context.Context, m *Manifest, cursors []keyCursor, fn func(indexEntry) bool) error {
-	h := &cursorHeap{}
+	lm, err := t.newLiveMerge(ctx, m, cursors)
+	if err != nil {
+		return err
+	}
+	_, err = lm.emit(ctx, "", false, fn)
+	return err
+}
+
+// liveMerge is liveEntries taken a key range at a time: emit passes on the live entries below a
+// bound, and claim hands a key to an entry from outside the cursors (a compaction's rows, which
+// arrive while the merge runs), so the cursors' entries of that key are dropped.
+type liveMerge struct {
+	h       cursorHeap
+	lv      *liveness
+	last    string // the last key emitted or claimed
+	emitted bool   // last is set
+}
+
+// newLiveMerge opens the merge of cursors (oldest first), judging liveness in m.
+func (t *Table) newLiveMerge(ctx context.Context, m *Manifest, cursors []keyCursor) (*liveMerge, error) {
+	lm := &liveMerge{lv: newLiveness(t, m)}
 	for i, c := range cursors {
 		e, ok, err := c.peek(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
-			h.items = append(h.items, cursorItem{e, c, i})
+			lm.h.items = append(lm.h.items, cursorItem{e, c, i})
 		}
 	}
-	heap.Init(h)
-	lv := newLiveness(t, m)
-	last, emitted := "", false
-	for h.Len() > 0 {
+	heap.Init(&lm.h)
+	return lm, nil
+}
+
+// emit passes fn each key's live entry, in key order, for keys below bound (every key when not
+// bounded), until fn returns false (then more is false).
+func (lm *liveMerge) emit(ctx context.Context, bound string, bounded bool, fn func(indexEntry) bool) (more bool, err error) {
+	h := &lm.h
+	for h.Len() > 0 && (!bounded || h.items[0].e.Key < bound) {
 		it := h.items[0]
 		it.c.advance()
 		next, ok, err := it.c.peek(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ok {
 			h.items[0].e = next
@@ -212,23 +237,27 @@ func (t *Table) liveEntries(ctx context.Context, m *Manifest, cursors []keyCurso
 		} else {
 			heap.Pop(h)
 		}
-		if emitted && it.e.Key == last {
+		if lm.emitted && it.e.Key == lm.last {
 			continue // this key's live entry was already emitted
 		}
-		live, err := lv.live(ctx, it.e)
+		live, err := lm.lv.live(ctx, it.e)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !live {
 			continue
 		}
-		last, emitted = it.e.Key, true
+		lm.last, lm.emitted = it.e.Key, true
 		if !fn(it.e) {
-			return nil
+			return false, nil
 		}
 	}
-	return nil
+	return true, nil
 }
+
+// claim marks key as emitted from outside the cursors (the caller emitted every key below it
+// first): the cursors' entries of key are skipped.
+func (lm *liveMerge) claim(key string) { lm.last, lm.emitted = key, true }
 
 // ReadRows returns the named columns of the given rows of version m, in the order given. Rows are
 // read per fragment: a row group holding a few wanted rows by seeking to each, runs of adjacent
