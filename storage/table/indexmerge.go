@@ -29,6 +29,10 @@ type runReader struct {
 	next   int    // the next page to decode
 	window []byte // the pages read last, contiguous
 	at     int64  // window's offset in the run
+	// pooled is the window's buffer when the store reads into the caller's memory: a
+	// streamChunks buffer reused for every fill (decoded pages copy what they keep) and given
+	// back by release, instead of a fresh allocation per window.
+	pooled *[]byte
 	page   *indexPage
 	i      int // the next entry of page
 }
@@ -59,6 +63,15 @@ func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
 
 func (r *runReader) advance() { r.i++ }
 
+// release gives the window's pooled buffer back; the reader reads no more.
+func (r *runReader) release() {
+	if r.pooled != nil {
+		*r.pooled = (*r.pooled)[:0]
+		streamChunks.Put(r.pooled)
+		r.pooled, r.window = nil, nil
+	}
+}
+
 // holds reports whether the window holds all of page p (written so that no sum overflows).
 func (r *runReader) holds(p pageRef) bool {
 	n := int64(len(r.window))
@@ -76,11 +89,23 @@ func (r *runReader) fill(ctx context.Context) error {
 		end++
 	}
 	last := pages.at(end - 1)
-	data, err := r.t.store.GetRange(ctx, r.seg.Path, first.offset, last.offset+last.length-first.offset)
+	n := last.offset + last.length - first.offset
+	var data []byte
+	var err error
+	if n <= objectStreamChunk && objstore.ReadsInto(r.t.store) {
+		if r.pooled == nil {
+			r.pooled = streamChunks.Get().(*[]byte)
+		}
+		var got int
+		got, err = objstore.ReadRangeInto(ctx, r.t.store, r.seg.Path, first.offset, (*r.pooled)[:n])
+		data = (*r.pooled)[:got]
+	} else {
+		data, err = r.t.store.GetRange(ctx, r.seg.Path, first.offset, n)
+	}
 	if err != nil {
 		return fmt.Errorf("table: read key index %s: %w", r.seg.Path, err)
 	}
-	if int64(len(data)) < last.offset+last.length-first.offset {
+	if int64(len(data)) < n {
 		return fmt.Errorf("%w: %s is shorter than its footer says", errCorruptIndex, r.seg.Path)
 	}
 	r.window, r.at = data, first.offset
@@ -119,7 +144,8 @@ func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, ne
 // finish or abort.
 type runMerge struct {
 	lm         *liveMerge
-	judgeAdded bool // added entries are checked for liveness too
+	readers    []*runReader // the older runs' readers, released when the merge ends
+	judgeAdded bool         // added entries are checked for liveness too
 	out        objectSink
 	w          *segmentWriter
 	path       string
@@ -133,21 +159,32 @@ type runMerge struct {
 func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, added int, addedBytes int64, judgeAdded bool) (*runMerge, error) {
 	estimate, size := added, addedBytes
 	cursors := make([]keyCursor, 0, len(older))
+	readers := make([]*runReader, 0, len(older))
+	release := func() {
+		for _, r := range readers {
+			r.release()
+		}
+	}
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
 		if err != nil {
+			release()
 			return nil, err
 		}
 		estimate += int(f.entries)
 		size += seg.Bytes
-		cursors = append(cursors, &runReader{t: t, seg: seg, footer: f})
+		r := &runReader{t: t, seg: seg, footer: f}
+		readers = append(readers, r)
+		cursors = append(cursors, r)
 	}
 	lm, err := t.newLiveMerge(ctx, m, cursors)
 	if err != nil {
+		release()
 		return nil, err
 	}
-	rm := &runMerge{lm: lm, judgeAdded: judgeAdded, path: runPath()}
+	rm := &runMerge{lm: lm, readers: readers, judgeAdded: judgeAdded, path: runPath()}
 	if rm.out, err = newObjectSink(ctx, t, rm.path, size); err != nil {
+		release()
 		return nil, err
 	}
 	rm.out.reserve(int(min(size, 1<<31)))
@@ -189,6 +226,7 @@ func (rm *runMerge) finish(ctx context.Context) (IndexRun, error) {
 		rm.abort()
 		return IndexRun{}, err
 	}
+	rm.releaseReaders()
 	rm.w.finish()
 	if err := rm.out.failed(); err != nil {
 		rm.abort()
@@ -201,7 +239,18 @@ func (rm *runMerge) finish(ctx context.Context) (IndexRun, error) {
 }
 
 // abort ends the merge without a run, deleting what was written of it.
-func (rm *runMerge) abort() { rm.out.abort() }
+func (rm *runMerge) abort() {
+	rm.releaseReaders()
+	rm.out.abort()
+}
+
+// releaseReaders gives back the older runs' windows (every entry of theirs is written by now,
+// or the merge is abandoned).
+func (rm *runMerge) releaseReaders() {
+	for _, r := range rm.readers {
+		r.release()
+	}
+}
 
 // tailRuns splits runs (oldest first) into those to keep and the tail to merge into a new run
 // of n entries: the newest runs, while each holds at most tierRatio times what the merged run

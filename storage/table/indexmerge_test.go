@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,6 +239,46 @@ func TestIndexRunMergeReadsItsInputsAWindowAtATime(t *testing.T) {
 		_, cached := tbl.cachedPage(seg, p)
 		require.False(t, cached, "a merge's input pages are never cached")
 	}
+}
+
+// getRangeCounter counts the GetRange calls on key-index objects; everything else (reads into
+// buffers, in-place writes) passes through to the store it wraps.
+type getRangeCounter struct {
+	*objstoretest.ReadSizes
+	gets atomic.Int64
+}
+
+func (c *getRangeCounter) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if strings.HasPrefix(key, indexDir) {
+		c.gets.Add(1)
+	}
+	return c.ReadSizes.GetRange(ctx, key, offset, length)
+}
+
+// On a store that reads into the caller's memory (a local disk) a merge reads each input's
+// windows into one reused buffer, not a fresh megabyte per window: the same entries come out.
+func TestIndexRunMergeOnALocalStoreReusesOneWindowPerInput(t *testing.T) {
+	ctx := context.Background()
+	local, err := objstore.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := &getRangeCounter{ReadSizes: &objstoretest.ReadSizes{Store: local, Prefix: indexDir}}
+	tbl, err := Create(ctx, store, testSchema, "id", Options{Allocator: checkedAlloc(t)})
+	require.NoError(t, err)
+	seg, m, entries := storedRunOfLiveEntries(t, tbl, 200_000)
+	require.Greater(t, seg.Bytes, int64(4*mergeWindowBytes), "the run spans several windows")
+	_, err = tbl.footer(ctx, seg)
+	require.NoError(t, err)
+
+	store.gets.Store(0)
+	store.Reset()
+	newer := []indexEntry{{Key: "key-000000005-" + strings.Repeat("x", 20), Fragment: 1, Row: 5, Seq: 1 << 40}}
+	merged, err := tbl.mergeRuns(ctx, m, []IndexRun{seg}, newer)
+	require.NoError(t, err)
+	require.Zero(t, store.gets.Load(), "every window is read into the reader's buffer")
+	require.LessOrEqual(t, store.Largest(), int64(mergeWindowBytes))
+	want := slices.Clone(entries)
+	want[5] = newer[0]
+	require.Equal(t, want, readRunWhole(t, tbl, merged))
 }
 
 // A run whose footer names bytes the run does not have (offsets past its end, lengths that
