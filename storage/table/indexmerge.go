@@ -193,15 +193,19 @@ func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, 
 	return rm, nil
 }
 
-// errEntriesOutOfOrder: an entry added to a run merge at or before a key it already holds (a bug
+// errEntriesOutOfOrder: an entry added to a run merge before a key it already holds (a bug
 // in its owner, never expected; caught before it could store a run lookups would misread).
 var errEntriesOutOfOrder = errors.New("table: key-index entries added out of key order")
 
 // add writes the older runs' live entries below e's key, then e (when live, if judged); the
-// older runs' entries of e's key are dropped once e is written.
+// older runs' entries of e's key are dropped once e is written. A second entry of the key just
+// added is dropped too once one was written (as liveEntries keeps the first live entry of a key).
 func (rm *runMerge) add(ctx context.Context, e indexEntry) error {
-	if rm.added && e.Key <= rm.prev {
+	if rm.added && e.Key < rm.prev {
 		return fmt.Errorf("%w (%q after %q)", errEntriesOutOfOrder, e.Key, rm.prev)
+	}
+	if rm.added && e.Key == rm.prev && rm.lm.emitted && rm.lm.last == e.Key {
+		return nil
 	}
 	rm.prev, rm.added = e.Key, true
 	if _, err := rm.lm.emit(ctx, e.Key, true, rm.write); err != nil {
