@@ -158,33 +158,27 @@ type runMerge struct {
 // addedBytes encoded bytes yet to come (they size the Bloom filter and an in-memory run).
 func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, added int, addedBytes int64, judgeAdded bool) (*runMerge, error) {
 	estimate, size := added, addedBytes
+	rm := &runMerge{judgeAdded: judgeAdded, path: runPath()}
 	cursors := make([]keyCursor, 0, len(older))
-	readers := make([]*runReader, 0, len(older))
-	release := func() {
-		for _, r := range readers {
-			r.release()
-		}
-	}
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
 		if err != nil {
-			release()
+			rm.releaseReaders()
 			return nil, err
 		}
 		estimate += int(f.entries)
 		size += seg.Bytes
 		r := &runReader{t: t, seg: seg, footer: f}
-		readers = append(readers, r)
+		rm.readers = append(rm.readers, r)
 		cursors = append(cursors, r)
 	}
-	lm, err := t.newLiveMerge(ctx, m, cursors)
-	if err != nil {
-		release()
+	var err error
+	if rm.lm, err = t.newLiveMerge(ctx, m, cursors); err != nil {
+		rm.releaseReaders()
 		return nil, err
 	}
-	rm := &runMerge{lm: lm, readers: readers, judgeAdded: judgeAdded, path: runPath()}
 	if rm.out, err = newObjectSink(ctx, t, rm.path, size); err != nil {
-		release()
+		rm.releaseReaders()
 		return nil, err
 	}
 	rm.out.reserve(int(min(size, 1<<31)))
