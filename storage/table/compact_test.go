@@ -672,3 +672,39 @@ func TestACompactionsIndexEntriesStreamIntoTheirRunAsItsRowsAreWritten(t *testin
 		})
 	}
 }
+
+// A compaction's reservation charges the key-index run its entries stream into (its footer, a
+// chunk, the tail it takes in), not an entry held per row: on a store that writes in place it
+// grows by a few bytes per row compacted.
+func TestACompactionsReservationChargesItsIndexRunNotAnEntryPerRow(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
+	const fragments, perFragment = 4, 50_000
+	for f := range fragments {
+		rows := make([]row, perFragment)
+		for i := range rows {
+			rows[i] = row{id: fmt.Sprintf("key-%08d", i*fragments+f), value: int64(i), payload: "p", seq: uint64(f + 1)}
+		}
+		upsertRows(t, tbl, mem, rows)
+		if f == 0 {
+			_, err := tbl.BuildKeyIndex(ctx)
+			require.NoError(t, err)
+		}
+	}
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	plan := PlanCompaction(m, CompactionConfig{MinFragments: 2, EverySmallFragment: true})
+	require.Len(t, plan.Sources, fragments)
+	// The same fragments holding ten times the rows (the same bytes: only the row counts grow).
+	larger := *m
+	larger.Fragments = slices.Clone(m.Fragments)
+	var added int64
+	for i := range larger.Fragments {
+		added += 9 * larger.Fragments[i].Rows
+		larger.Fragments[i].Rows *= 10
+	}
+	perRow := float64(tbl.CompactionFootprint(&larger, plan)-tbl.CompactionFootprint(m, plan)) / float64(added)
+	t.Logf("the reservation grows by %.1f bytes per row", perRow)
+	require.Less(t, perRow, 16.0, "a few bytes a row (the run's footer), not an entry held per row (64)")
+}
