@@ -38,7 +38,7 @@ type MaintenanceResponse struct {
 // maintenanceQueueTimeout bounds queueing a maintenance request (a signal-with-start).
 const maintenanceQueueTimeout = 10 * time.Second
 
-func (h *handlers) registerAdmin(g *echo.Group) {
+func (h *handlers) registerAdmin(g *routeGroup) {
 	g.POST("/:kind/:name/maintenance", h.requestMaintenance)
 	g.GET("/status", h.status)
 }

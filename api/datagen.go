@@ -48,7 +48,7 @@ type DatagenRootStatusesResponse struct {
 	Statuses map[string]string `json:"statuses"`
 }
 
-func (h *handlers) registerDatagen(g *echo.Group) {
+func (h *handlers) registerDatagen(g *routeGroup) {
 	g.POST("/datagen", h.createDatagen)
 	g.GET("/datagen", h.listStores(catalog.KindDatagen))
 	g.GET("/datagen/:name", h.getStore(catalog.KindDatagen))

@@ -38,7 +38,7 @@ type genericOptions struct {
 	ExistOK        bool              `json:"exist_ok,omitempty"` // see CreateStoreRequest
 }
 
-func (h *handlers) registerGeneric(g *echo.Group) {
+func (h *handlers) registerGeneric(g *routeGroup) {
 	g.POST("/generic", h.createGeneric)
 	g.GET("/generic", h.listStores(catalog.KindGeneric))
 	g.GET("/generic/:name", h.getStore(catalog.KindGeneric))

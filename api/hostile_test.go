@@ -533,3 +533,50 @@ func TestProfilesAreBehindTheAdminToken(t *testing.T) {
 	off := c.worker("w2", func(d *api.Deps) { d.AdminToken = "admin" })
 	require.Equal(t, http.StatusNotFound, get(off, "/api/v1/admin/debug/pprof/heap", "admin"))
 }
+
+// A method a known path does not serve answers 405 with the methods it does serve (Allow), on
+// data and admin routes as on the open ones, authenticated or not; a path no route serves
+// answers 404. Both with the error envelope.
+func TestAWrongMethodOnAKnownPathIs405NotFound404(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken = "secret" })
+	send := func(method, path, token string) (*httptest.ResponseRecorder, api.ErrorBody) {
+		req := httptest.NewRequest(method, path, strings.NewReader(`{}`))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		if token != "" {
+			req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		var body api.ErrorBody
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "%s %s: %s", method, path, rec.Body)
+		return rec, body
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"PUT", "/api/v1/rollouts/a", "GET"},
+		{"PATCH", "/api/v1/rollouts/a/records/x", "DELETE"},
+		{"PUT", "/api/v1/rollouts", "POST"},
+		{"DELETE", "/api/v1/generic/a/rows", "GET"},
+		{"PUT", "/api/v1/datagen/a/events", "POST"},
+		{"GET", "/api/v1/admin/rollout/a/maintenance", "POST"},
+		{"POST", "/api/v1/health", "GET"},
+	} {
+		for _, token := range []string{"secret", ""} {
+			rec, body := send(tc.method, tc.path, token)
+			require.Equal(t, http.StatusMethodNotAllowed, rec.Code, "%s %s (token %q)", tc.method, tc.path, token)
+			require.Equal(t, api.CodeMethodNotAllow, body.Error.Code)
+			require.Contains(t, rec.Header().Get("Allow"), tc.allow, "%s %s", tc.method, tc.path)
+		}
+	}
+	for _, path := range []string{"/api/v1/no/such/thing", "/api/v1/rollouts/a/nothing", "/api/v1/admin/nothing", "/api/v1/admin/debug/pprof/heap"} {
+		rec, body := send("GET", path, "secret")
+		require.Equal(t, http.StatusNotFound, rec.Code, path)
+		require.Equal(t, api.CodeNotFound, body.Error.Code, path)
+	}
+	// Routes keep their middleware: a known route still wants the token.
+	rec, body := send("GET", "/api/v1/rollouts/a", "")
+	require.Equal(t, http.StatusUnauthorized, rec.Code)
+	require.Equal(t, api.CodeUnauthorized, body.Error.Code)
+	rec, _ = send("POST", "/api/v1/admin/rollout/a/maintenance", "")
+	require.Equal(t, http.StatusUnauthorized, rec.Code)
+}

@@ -71,7 +71,7 @@ type RecordResponse struct {
 	Record json.RawMessage `json:"record"`
 }
 
-func (h *handlers) registerRollouts(g *echo.Group) {
+func (h *handlers) registerRollouts(g *routeGroup) {
 	g.POST("/rollouts", h.createRollout)
 	g.GET("/rollouts", h.listStores(catalog.KindRollout))
 	g.GET("/rollouts/:name", h.getStore(catalog.KindRollout))

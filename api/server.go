@@ -109,11 +109,11 @@ func New(d Deps) *echo.Echo {
 	e.GET("/api/v1/openapi.json", h.openAPI, middleware.BodyLimit("1M"))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})), middleware.BodyLimit("1M"))
 	if d.Stores != nil {
-		data := e.Group("/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
+		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
 		h.registerDatagen(data)
-		admin := e.Group("/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
+		admin := newRouteGroup(e, "/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
 		h.registerAdmin(admin)
 		if d.Pprof {
 			registerPprof(admin)
@@ -223,7 +223,7 @@ func (h *handlers) health(c echo.Context) error {
 }
 
 // registerPprof serves net/http/pprof's handlers under the admin group's debug/pprof/.
-func registerPprof(admin *echo.Group) {
+func registerPprof(admin *routeGroup) {
 	admin.GET("/debug/pprof/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
 	admin.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
 	admin.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
