@@ -51,8 +51,8 @@ type rowFill func(i int, row rowValues) error
 // columnIndex maps column names to schema positions.
 func (c codec) columnIndex() map[string]int {
 	idx := make(map[string]int, c.schema.NumFields())
-	for i, f := range c.schema.Fields() {
-		idx[f.Name] = i
+	for i := range c.schema.NumFields() {
+		idx[c.schema.Field(i).Name] = i
 	}
 	return idx
 }

@@ -284,8 +284,11 @@ func (s *Store) stamp(rec arrow.RecordBatch, first uint64, tombstone bool) (arro
 	tombB.Release()
 	defer seq.Release()
 	defer tomb.Release()
-	fields := append(append([]arrow.Field{}, rec.Schema().Fields()...),
-		arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+	fields := make([]arrow.Field, 0, rec.Schema().NumFields()+2)
+	for i := range rec.Schema().NumFields() {
+		fields = append(fields, rec.Schema().Field(i))
+	}
+	fields = append(fields, arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
 		arrow.Field{Name: table.TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean})
 	cols := append(append([]arrow.Array{}, rec.Columns()...), seq, tomb)
 	if tombstone {

@@ -24,7 +24,8 @@ import (
 func ValidateAppend(rec arrow.RecordBatch, schema *arrow.Schema, keyColumn string) error {
 	n := rec.NumRows()
 	seen := make(map[string]bool, rec.NumCols())
-	for i, f := range rec.Schema().Fields() {
+	for i := range rec.Schema().NumFields() {
+		f := rec.Schema().Field(i)
 		if strings.HasPrefix(f.Name, "_") || len(schema.FieldIndices(f.Name)) == 0 {
 			return fmt.Errorf("%w: column %q is not in the store's schema", table.ErrSchema, f.Name)
 		}
@@ -77,8 +78,8 @@ func validateColumn(col arrow.Array, name string, rows int64) error {
 // (validateColumn). A failure is ErrCorrupt: the bytes passed their checksums but are not a batch
 // this store could have written.
 func validateColumns(rec arrow.RecordBatch) error {
-	for i, f := range rec.Schema().Fields() {
-		if err := validateColumn(rec.Column(i), f.Name, rec.NumRows()); err != nil {
+	for i := range rec.Schema().NumFields() {
+		if err := validateColumn(rec.Column(i), rec.Schema().Field(i).Name, rec.NumRows()); err != nil {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"runtime"
@@ -92,20 +93,75 @@ func writeBatchRows(rec arrow.RecordBatch) int64 {
 const dictionarySample = 1024
 
 // mostlyDistinct reports whether more than half of the first dictionarySample values of a flat
-// column differ from one another (nested columns: false, they keep the writer's default).
+// column differ from one another (nested columns: false, they keep the writer's default). It
+// runs for every column of every fragment written, so it allocates nothing: it collects one
+// 64-bit word per value (fixed-width values themselves; strings and binary values hashed, where
+// a collision could only make a column look a little less distinct) on the stack and counts the
+// distinct words after sorting them.
 func mostlyDistinct(arr arrow.Array) bool {
 	n := min(arr.Len(), dictionarySample)
 	if n < 16 || !pointReadableType(arr.DataType()) {
 		return false
 	}
-	seen := make(map[string]struct{}, n)
-	for i := range n {
-		if arr.IsValid(i) {
-			seen[arr.ValueStr(i)] = struct{}{}
+	var buf [dictionarySample]uint64
+	words := buf[:0]
+	switch a := arr.(type) {
+	case *array.String:
+		for i := range n {
+			if a.IsValid(i) {
+				words = append(words, maphash.String(distinctSeed, a.Value(i)))
+			}
+		}
+	case *array.LargeString:
+		for i := range n {
+			if a.IsValid(i) {
+				words = append(words, maphash.String(distinctSeed, a.Value(i)))
+			}
+		}
+	case *array.Binary:
+		for i := range n {
+			if a.IsValid(i) {
+				words = append(words, maphash.Bytes(distinctSeed, a.Value(i)))
+			}
+		}
+	case *array.LargeBinary:
+		for i := range n {
+			if a.IsValid(i) {
+				words = append(words, maphash.Bytes(distinctSeed, a.Value(i)))
+			}
+		}
+	default:
+		fixed, ok := arr.DataType().(arrow.FixedWidthDataType)
+		width := 0
+		if ok {
+			width = fixed.BitWidth() / 8
+		}
+		if width == 0 || width > 8 { // booleans: at most two values, never more than half of 16
+			return false
+		}
+		data, offset := arr.Data().Buffers()[1].Bytes(), arr.Data().Offset()
+		for i := range n {
+			if arr.IsValid(i) {
+				var w uint64
+				for _, b := range data[(offset+i)*width : (offset+i+1)*width] {
+					w = w<<8 | uint64(b)
+				}
+				words = append(words, w)
+			}
 		}
 	}
-	return len(seen)*2 > n
+	slices.Sort(words)
+	distinct := 0
+	for i, w := range words {
+		if i == 0 || w != words[i-1] {
+			distinct++
+		}
+	}
+	return distinct*2 > n
 }
+
+// distinctSeed seeds mostlyDistinct's string hashes (any seed will do; one per process).
+var distinctSeed = maphash.MakeSeed()
 
 // fragmentCodec compresses fragment pages: LZ4 (raw block format), chosen by measurement
 // (P13-encode-*: the least CPU per row to write and to read of the codecs that compress;

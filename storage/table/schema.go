@@ -138,7 +138,8 @@ func align(rec arrow.RecordBatch, schema *arrow.Schema, mem memory.Allocator) (a
 			c.Release()
 		}
 	}
-	for _, f := range schema.Fields() {
+	for fi := range schema.NumFields() { // Field(i), not Fields(): that copies every field per batch
+		f := schema.Field(fi)
 		idx := rec.Schema().FieldIndices(f.Name)
 		if len(idx) == 0 {
 			switch {
