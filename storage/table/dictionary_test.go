@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,4 +88,30 @@ func TestTheDictionaryChoiceCountsDistinctValuesWithoutAllocating(t *testing.T) 
 	b.Release()
 	require.False(t, mostlyDistinct(sparse), "a quarter of the values, all distinct")
 	sparse.Release()
+}
+
+// A fragment's columns get a dictionary only when their first rows repeat values: distinct ones
+// (ids, free text) and columns with no value at all among them are written plain (for the
+// latter a dictionary saves nothing, and the writer would hand its encoder a slice header per
+// null row).
+func TestColumnsWithoutRepeatedValuesAreWrittenWithoutADictionary(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := make([]row, 100)
+	for i := range rows {
+		rows[i] = row{id: fmt.Sprintf("k%03d", i), value: int64(i % 3), payload: "same", seq: uint64(i + 1)}
+	}
+	rows[0].tombstone = true // value and payload hold nulls too
+	rec := batch(mem, rows)
+	defer rec.Release()
+	empty := array.MakeArrayOfNull(mem, arrow.BinaryTypes.String, int(rec.NumRows()))
+	defer empty.Release()
+	withEmpty := array.NewRecordBatch(arrow.NewSchema(append(rec.Schema().Fields(), arrow.Field{Name: "empty", Type: arrow.BinaryTypes.String, Nullable: true}), nil),
+		append(rec.Columns(), empty), rec.NumRows())
+	defer withEmpty.Release()
+	props := parquet.NewWriterProperties(fragmentWriterProperties(withEmpty, mem, fragmentCodec)...)
+	require.False(t, props.DictionaryEnabledFor("id"), "distinct ids")
+	require.False(t, props.DictionaryEnabledFor("empty"), "no values")
+	require.True(t, props.DictionaryEnabledFor("value"), "three values")
+	require.True(t, props.DictionaryEnabledFor("payload"), "one value")
 }

@@ -214,8 +214,11 @@ func fragmentWriterProperties(rec arrow.RecordBatch, mem memory.Allocator, codec
 		// mostly distinct (ids, sequence numbers, free text) is written plain from the start —
 		// a dictionary would only fill up, spill to plain pages, and cost every point read of
 		// the rows it holds a dictionary decode; the writer's own check drops one whose first
-		// page would not shrink.
-		if mostlyDistinct(rec.Column(i)) {
+		// page would not shrink. A column with no value among the first rows is written plain
+		// too (its pages hold only null flags either way): the Parquet writer hands a dictionary
+		// encoder a slice header per row, null or not, where a plain one takes the Arrow
+		// buffers as they are.
+		if col := rec.Column(i); col.NullN() == col.Len() || mostlyDistinct(col) {
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 		}
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
