@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,66 @@ func BenchmarkP13MergeCPU(b *testing.B) {
 		benchfmt.Report("P13-merge-cpu-per-row", median(merges), "µs", fmt.Sprintf("process CPU (user + system) to merge 100,000 rollout rows of ~500 B (10%% rewrites) into an indexed 100,000-row table, per row, median of %d stores (goal <= 5)", p13Trials))
 		benchfmt.Report("P13-append-cpu-per-row", median(appends), "µs", "process CPU to append (and seal) the same rows in batches of 10,000, per row (median)")
 		benchfmt.Report("P13-merge-bytes-per-row", median(added), "B", "Parquet bytes the merge added per row merged")
+		if benchfmt.Wanted("P13-small-merge") {
+			allocs, bytes := p13SmallMerges(b)
+			benchfmt.Report("P13-small-merge-allocs-per-row", allocs, "allocs", "heap allocations per row of 40 small merges (900 rows each, the R6 soak's row shape: one text repeated, so its columns keep dictionaries) into an indexed table")
+			benchfmt.Report("P13-small-merge-alloc-bytes-per-row", bytes, "B", "heap bytes allocated per row by the same merges (garbage the collector works through)")
+		}
 	}
+}
+
+// p13SmallMerges merges 40 batches of 900 rows shaped like the R6 soak's (ids from several
+// clients, one text repeated, most rollout columns null) into an indexed table one at a time, as
+// a worker's sweep merges a busy store, and returns the heap allocations and bytes allocated per
+// row merged (the Go allocator backs the Arrow buffers, so they count too).
+func p13SmallMerges(b *testing.B) (allocs, bytes float64) {
+	const merges, rows = 40, 900
+	ctx := context.Background()
+	local, err := objstore.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := lsm.Create(ctx, local, kinds.RolloutSchema, "id", lsm.Options{Instance: "p13-small", Allocator: memory.DefaultAllocator})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	text := strings.Repeat("soak ", 90)
+	var ms runtime.MemStats
+	var mallocs, allocated uint64
+	for m := range merges + 1 {
+		ids, contents := make([]string, rows), make([]string, rows)
+		for i := range ids {
+			ids[i], contents[i] = fmt.Sprintf("c%d-%d-%d", i%9, m, i), text
+		}
+		rec := kinds.TextRolloutBatch(memory.DefaultAllocator, ids, contents)
+		_, err := s.Append(ctx, rec)
+		rec.Release()
+		if err == nil {
+			err = s.Flush(ctx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.ReadMemStats(&ms)
+		before, beforeBytes := ms.Mallocs, ms.TotalAlloc
+		if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
+			b.Fatal(err)
+		}
+		if m == 0 { // the first merge creates the table's first fragment and its index: not counted
+			if _, err := s.BuildKeyIndex(ctx); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		runtime.ReadMemStats(&ms)
+		mallocs, allocated = mallocs+ms.Mallocs-before, allocated+ms.TotalAlloc-beforeBytes
+	}
+	return float64(mallocs) / (merges * rows), float64(allocated) / (merges * rows)
 }
 
 // p13Trials is how many stores P13 measures (its figures are their medians).
