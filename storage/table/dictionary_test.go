@@ -88,6 +88,13 @@ func TestTheDictionaryChoiceCountsDistinctValuesWithoutAllocating(t *testing.T) 
 	b.Release()
 	require.False(t, mostlyDistinct(sparse), "a quarter of the values, all distinct")
 	sparse.Release()
+
+	// An array without a values buffer is left to the writer's default, not read.
+	missing := array.NewData(arrow.PrimitiveTypes.Int64, 64, []*memory.Buffer{nil, nil}, nil, 0, 0)
+	arr := array.MakeFromData(missing)
+	require.False(t, mostlyDistinct(arr))
+	arr.Release()
+	missing.Release()
 }
 
 // A fragment's columns get a dictionary only when their first rows repeat values: distinct ones

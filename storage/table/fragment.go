@@ -139,7 +139,11 @@ func mostlyDistinct(arr arrow.Array) bool {
 		if width == 0 || width > 8 { // booleans: at most two values, never more than half of 16
 			return false
 		}
-		data, offset := arr.Data().Buffers()[1].Bytes(), arr.Data().Offset()
+		values, offset := arr.Data().Buffers()[1], arr.Data().Offset()
+		if values == nil || values.Len() < (offset+n)*width {
+			return false // not laid out as its type says: the writer's default (a heuristic)
+		}
+		data := values.Bytes()
 		for i := range n {
 			if arr.IsValid(i) {
 				var w uint64
