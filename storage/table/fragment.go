@@ -107,29 +107,13 @@ func mostlyDistinct(arr arrow.Array) bool {
 	words := buf[:0]
 	switch a := arr.(type) {
 	case *array.String:
-		for i := range n {
-			if a.IsValid(i) {
-				words = append(words, maphash.String(distinctSeed, a.Value(i)))
-			}
-		}
+		words = appendHashes(words, a, n, maphash.String)
 	case *array.LargeString:
-		for i := range n {
-			if a.IsValid(i) {
-				words = append(words, maphash.String(distinctSeed, a.Value(i)))
-			}
-		}
+		words = appendHashes(words, a, n, maphash.String)
 	case *array.Binary:
-		for i := range n {
-			if a.IsValid(i) {
-				words = append(words, maphash.Bytes(distinctSeed, a.Value(i)))
-			}
-		}
+		words = appendHashes(words, a, n, maphash.Bytes)
 	case *array.LargeBinary:
-		for i := range n {
-			if a.IsValid(i) {
-				words = append(words, maphash.Bytes(distinctSeed, a.Value(i)))
-			}
-		}
+		words = appendHashes(words, a, n, maphash.Bytes)
 	default:
 		fixed, ok := arr.DataType().(arrow.FixedWidthDataType)
 		width := 0
@@ -166,6 +150,19 @@ func mostlyDistinct(arr arrow.Array) bool {
 
 // distinctSeed seeds mostlyDistinct's string hashes (any seed will do; one per process).
 var distinctSeed = maphash.MakeSeed()
+
+// appendHashes appends the hash of each of the first n values of arr that is not null.
+func appendHashes[T string | []byte](words []uint64, arr interface {
+	IsValid(i int) bool
+	Value(i int) T
+}, n int, hash func(maphash.Seed, T) uint64) []uint64 {
+	for i := range n {
+		if arr.IsValid(i) {
+			words = append(words, hash(distinctSeed, arr.Value(i)))
+		}
+	}
+	return words
+}
 
 // fragmentCodec compresses fragment pages: LZ4 (raw block format), chosen by measurement
 // (P13-encode-*: the least CPU per row to write and to read of the codecs that compress;
