@@ -57,14 +57,7 @@ func BenchmarkP13MergeCPU(b *testing.B) {
 func p13SmallMerges(b *testing.B) (allocs, bytes float64) {
 	const merges, rows = 40, 900
 	ctx := context.Background()
-	local, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := lsm.Create(ctx, local, kinds.RolloutSchema, "id", lsm.Options{Instance: "p13-small", Allocator: memory.DefaultAllocator})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := p13Store(b, "p13-small")
 	defer func() {
 		if err := s.Close(ctx); err != nil {
 			b.Fatal(err)
@@ -113,19 +106,26 @@ type p13Measure struct {
 	bytesAdded          float64
 }
 
+// p13Store creates an empty rollout store in a fresh directory, its Arrow memory from the Go
+// allocator (so that the runtime's allocation counters see it).
+func p13Store(b *testing.B, instance string) *lsm.Store {
+	local, err := objstore.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := lsm.Create(context.Background(), local, kinds.RolloutSchema, "id", lsm.Options{Instance: instance, Allocator: memory.DefaultAllocator})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // p13Trial measures one store: rows appended, merged and indexed, then rows more (10% rewrites)
 // appended and merged, that merge measured. profile writes the measured merge's CPU profile.
 func p13Trial(b *testing.B, texts []string, rows int, profile bool) p13Measure {
 	const batch = 10_000
 	ctx := context.Background()
-	local, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := lsm.Create(ctx, local, kinds.RolloutSchema, "id", lsm.Options{Instance: "p13", Allocator: memory.DefaultAllocator})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := p13Store(b, "p13")
 	load := func(first int, rewrite bool) {
 		for start := 0; start < rows; start += batch {
 			ids, contents := make([]string, batch), make([]string, batch)
