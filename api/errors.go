@@ -160,10 +160,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if e.RetryAfter > 0 {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 		}
-		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(e.Status)
-			return
-		}
+		// HEAD too: its answer carries GET's headers, and net/http drops the body.
 		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message}})
 	}
 }

@@ -580,3 +580,52 @@ func TestAWrongMethodOnAKnownPathIs405NotFound404(t *testing.T) {
 	rec, _ = send("POST", "/api/v1/admin/rollout/a/maintenance", "")
 	require.Equal(t, http.StatusUnauthorized, rec.Code)
 }
+
+// HEAD on a path GET serves answers as GET would, status and headers, without a body: open,
+// data and admin routes alike, with the data routes' auth and a missing store's 404.
+func TestAHeadRequestAnswersLikeGetWithoutABody(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken = "secret" })
+	send := func(method, path, token, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		if token != "" {
+			req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec
+	}
+	require.Equal(t, http.StatusCreated, send("POST", "/api/v1/rollouts", "secret", `{"name":"a"}`).Code)
+	head := func(path, token string) *httptest.ResponseRecorder { return send(http.MethodHead, path, token, "") }
+	for _, tc := range []struct {
+		path, token string
+		code        int
+	}{
+		{"/api/v1/health", "", http.StatusOK},
+		{"/metrics", "", http.StatusOK},
+		{"/api/v1/rollouts/a", "secret", http.StatusOK},
+		{"/api/v1/rollouts/a/records", "secret", http.StatusOK},
+		{"/api/v1/rollouts/missing", "secret", http.StatusNotFound},
+		{"/api/v1/rollouts/a", "", http.StatusUnauthorized},
+		{"/api/v1/admin/status", "secret", http.StatusOK},
+	} {
+		rec := head(tc.path, tc.token)
+		require.Equal(t, tc.code, rec.Code, "HEAD %s", tc.path)
+		require.NotEmpty(t, rec.Header().Get(echo.HeaderContentType), "HEAD %s", tc.path)
+	}
+	// A HEAD request over a real connection gets GET's headers and no body.
+	srv := httptest.NewServer(w.e)
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodHead, srv.URL+"/api/v1/rollouts/a", nil)
+	require.NoError(t, err)
+	req.Header.Set(echo.HeaderAuthorization, "Bearer secret")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, body)
+	require.Contains(t, resp.Header.Get(echo.HeaderContentType), "application/json")
+}

@@ -14,6 +14,9 @@ import (
 // the router's method check, so a wrong method on a known path answered 404 instead of 405 (with
 // the methods the path serves in Allow). Here only the routes given exist: an unknown path is the
 // router's 404 and a wrong method its 405, both before any of the group's middleware runs.
+//
+// A GET route also answers HEAD (the same handler; net/http drops the body it writes), as HTTP
+// asks of every server and as load balancers' and clients' existence checks expect.
 type routeGroup struct {
 	e          *echo.Echo
 	prefix     string
@@ -28,9 +31,10 @@ func (g *routeGroup) add(method, path string, h echo.HandlerFunc, middleware []e
 	g.e.Add(method, g.prefix+path, h, append(slices.Clone(g.middleware), middleware...)...)
 }
 
-// GET registers a GET route.
+// GET registers a GET route, and HEAD on the same path.
 func (g *routeGroup) GET(path string, h echo.HandlerFunc, middleware ...echo.MiddlewareFunc) {
 	g.add(http.MethodGet, path, h, middleware)
+	g.add(http.MethodHead, path, h, middleware)
 }
 
 // POST registers a POST route.

@@ -105,9 +105,10 @@ func New(d Deps) *echo.Echo {
 	if d.Memory != nil {
 		d.Memory.Track(func() int64 { return requests.held() + h.blobs.held() })
 	}
-	e.GET("/api/v1/health", h.health, middleware.BodyLimit("1M"))
-	e.GET("/api/v1/openapi.json", h.openAPI, middleware.BodyLimit("1M"))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})), middleware.BodyLimit("1M"))
+	open := newRouteGroup(e, "", middleware.BodyLimit("1M"))
+	open.GET("/api/v1/health", h.health)
+	open.GET("/api/v1/openapi.json", h.openAPI)
+	open.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	if d.Stores != nil {
 		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
