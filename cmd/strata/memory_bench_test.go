@@ -53,9 +53,15 @@ func startChildServer(b *testing.B, env ...string) *childServer {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// With a profile directory the child's data is kept beside the profiles (dir/data-<port>), for
+	// inspecting what a soak left behind; otherwise it goes with the benchmark.
+	data := b.TempDir()
+	if dir := os.Getenv("STRATA_BENCH_PROFILE_DIR"); dir != "" {
+		data = filepath.Join(dir, fmt.Sprintf("data-%d", port))
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "STRATA_LISTEN_ADDR="+fmt.Sprintf("127.0.0.1:%d", port),
-		"STRATA_DATABASE_URL="+testenv.Database(b), "STRATA_DATA_URL=file://"+b.TempDir(),
+		"STRATA_DATABASE_URL="+testenv.Database(b), "STRATA_DATA_URL=file://"+data,
 		"STRATA_LOG_LEVEL=error", "STRATA_PPROF=true")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
@@ -117,6 +123,19 @@ func (s *childServer) saveHeapProfile(name string) {
 // Go heap's and the object cache's bytes by kind, beside the heap profiles).
 func (s *childServer) saveMetrics(name string) {
 	s.saveURL("/metrics", name)
+}
+
+// saveSamples writes one RSS sample (bytes) per line to STRATA_BENCH_PROFILE_DIR/name when that is set.
+func (s *childServer) saveSamples(name string, samples []int64) {
+	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	var out bytes.Buffer
+	for _, v := range samples {
+		fmt.Fprintln(&out, v)
+	}
+	_ = os.WriteFile(filepath.Join(dir, name), out.Bytes(), 0o644)
 }
 
 func (s *childServer) saveURL(path, name string) {
@@ -536,6 +555,7 @@ func r6Soak(b *testing.B) {
 	}
 	// The 20-minute soak compares minutes 15-20 with minutes 5-10: the same quarters of any length.
 	ratio := mean(0.75, 1) / mean(0.25, 0.5)
+	s.saveSamples("soak-rss-per-second.txt", samples)
 	benchfmt.Report("R6-rss-growth", ratio, "x", fmt.Sprintf("%s soak (50 stores, 4,500 rows/s of ~500 B, 10%% rewrites, merges on): mean RSS over the last quarter / over the second (goal <= 1.1)", length))
 	benchfmt.Report("R6-rss-last-quarter", mean(0.75, 1)/(1<<20), "MiB", "mean RSS over the soak's last quarter")
 
