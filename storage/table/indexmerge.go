@@ -303,9 +303,10 @@ func (t *Table) IndexRunFootprint(m *Manifest, n int64) int64 {
 }
 
 // runFooterBytesPerEntry is what a run's footer holds per entry while it is built, first keys
-// aside: the Bloom filter's ~1.2 bytes (bloomFalsePos) and an entriesPerPage share of a page's
-// directory entry (offset, length and the key's header: 32 bytes).
-const runFooterBytesPerEntry = 2
+// aside: the Bloom filter's ~2.4 bytes (bloomFalsePos at bloomStartFactor times the size, folded
+// once the run is written: runbloom.go) and an entriesPerPage share of a page's directory entry
+// (offset, length and the key's header: 32 bytes).
+const runFooterBytesPerEntry = 3
 
 // replaceRuns puts seg, a run that merged the runs merged, in their place in runs when they are
 // all still there, in order (runs committed meanwhile stay after it: they are newer); else it

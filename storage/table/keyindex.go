@@ -137,10 +137,11 @@ type segmentWriter struct {
 	tmp     [binary.MaxVarintLen64]byte
 }
 
-// newSegmentWriter starts a run of about estimate entries (the Bloom filter's size: more entries
-// than that raise its false-positive rate, fewer lower it) written into out.
+// newSegmentWriter starts a run of at most about estimate entries written into out (the Bloom
+// filter's size: more entries than that raise its false-positive rate; with fewer, finish folds
+// the filter down to what they need, runbloom.go).
 func newSegmentWriter(out io.Writer, estimate int) *segmentWriter {
-	return &segmentWriter{out: out, bloom: bloom.NewWithEstimates(uint(max(estimate, 1)), bloomFalsePos), page: make([]indexEntry, 0, entriesPerPage)}
+	return &segmentWriter{out: out, bloom: newRunBloom(estimate), page: make([]indexEntry, 0, entriesPerPage)}
 }
 
 func (w *segmentWriter) putUvarint(b *bytes.Buffer, v uint64) {
@@ -210,6 +211,7 @@ func (w *segmentWriter) finish() {
 		w.putString(&footer, p.firstKey)
 	}
 	w.putString(&footer, w.last)
+	w.bloom = fitBloom(w.bloom, w.n)
 	bloomBytes, _ := w.bloom.MarshalBinary()
 	w.putUvarint(&footer, uint64(len(bloomBytes)))
 	footer.Write(bloomBytes)
