@@ -56,7 +56,7 @@ func startChildServer(b *testing.B, env ...string) *childServer {
 	// With a profile directory the child's data is kept beside the profiles (dir/data-<port>), for
 	// inspecting what a soak left behind; otherwise it goes with the benchmark.
 	data := b.TempDir()
-	if dir := os.Getenv("STRATA_BENCH_PROFILE_DIR"); dir != "" {
+	if dir := profileDir(); dir != "" {
 		data = filepath.Join(dir, fmt.Sprintf("data-%d", port))
 	}
 	cmd := exec.Command(bin, "serve")
@@ -127,20 +127,18 @@ func (s *childServer) saveMetrics(name string) {
 
 // saveSamples writes one RSS sample (bytes) per line to STRATA_BENCH_PROFILE_DIR/name when that is set.
 func (s *childServer) saveSamples(name string, samples []int64) {
-	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
-	if dir == "" {
+	if profileDir() == "" {
 		return
 	}
 	var out bytes.Buffer
 	for _, v := range samples {
 		fmt.Fprintln(&out, v)
 	}
-	_ = os.WriteFile(filepath.Join(dir, name), out.Bytes(), 0o644)
+	saveProfileFile(name, out.Bytes())
 }
 
 func (s *childServer) saveURL(path, name string) {
-	dir := os.Getenv("STRATA_BENCH_PROFILE_DIR")
-	if dir == "" {
+	if profileDir() == "" {
 		return
 	}
 	resp, err := http.Get(s.base + path)
@@ -149,8 +147,17 @@ func (s *childServer) saveURL(path, name string) {
 	}
 	defer resp.Body.Close()
 	if data, err := io.ReadAll(resp.Body); err == nil {
-		_ = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		saveProfileFile(name, data)
 	}
+}
+
+// profileDir is STRATA_BENCH_PROFILE_DIR: where the memory benchmarks leave profiles, metrics,
+// RSS samples and the child's data ("" for nowhere).
+func profileDir() string { return os.Getenv("STRATA_BENCH_PROFILE_DIR") }
+
+// saveProfileFile writes data to profileDir()/name (best effort: a figure never fails for it).
+func saveProfileFile(name string, data []byte) {
+	_ = os.WriteFile(filepath.Join(profileDir(), name), data, 0o644)
 }
 
 // peakDuring samples the child's RSS every 5 ms while fn runs and returns the largest.
