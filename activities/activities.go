@@ -122,7 +122,7 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 	// A merge starts with the key index (checked, and built when it does not cover the table).
 	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		var res workflows.ActivityResult
-		opts := a.Merge
+		opts := mergeOptionsFor(a.Merge, a.Compaction)
 		var merged int // generations merged by the passes before this one
 		opts.OnPhase = func(p lsm.MergeProgress) {
 			hb.set(func(d *HeartbeatDetails) {
@@ -174,6 +174,16 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded,
 			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v}, err
 	})
+}
+
+// mergeOptionsFor is the worker's merge options with the compaction's target as the row count
+// under which a merge writes its fragment uncompressed (compaction compresses it with its tier),
+// unless the options set their own.
+func mergeOptionsFor(opts lsm.MergeOptions, compaction table.CompactionConfig) lsm.MergeOptions {
+	if opts.UncompressedBelowRows == 0 {
+		opts.UncompressedBelowRows = compaction.TargetRowsPerFragment // 0: lsm's default, the compaction's
+	}
+	return opts
 }
 
 // compactionFor applies a request's overrides to the worker's compaction config.

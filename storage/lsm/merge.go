@@ -34,6 +34,11 @@ import (
 type MergeOptions struct {
 	MaxGenerations int   // default 8; negative = no limit
 	MaxBytes       int64 // merge memory cap (file bytes x mergeMemoryFactor), default 1 GiB; negative = no limit
+	// UncompressedBelowRows: a merge of fewer rows writes its fragment uncompressed, since
+	// compaction rewrites (and compresses) every fragment under its target with its size tier:
+	// pass the compaction's target rows. Default table.DefaultTargetRowsPerFragment; negative =
+	// always compressed.
+	UncompressedBelowRows int64
 	// OnPhase, when set, is told what the merge is doing (for activity heartbeats).
 	OnPhase func(MergeProgress)
 }
@@ -81,6 +86,9 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = 1 << 30
+	}
+	if opts.UncompressedBelowRows == 0 {
+		opts.UncompressedBelowRows = table.DefaultTargetRowsPerFragment
 	}
 	progress := MergeProgress{Phase: MergePlanning, Shard: shardID}
 	report := func() {
@@ -143,8 +151,9 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	report()
 	first, last := batch[0].Gen, batch[len(batch)-1].Gen
 	up, err := s.tbl.UpsertParts(ctx, parts, table.UpsertOptions{
-		Merge:      true,
-		Watermarks: map[string]uint64{shardID: last},
+		Merge:                 true,
+		Watermarks:            map[string]uint64{shardID: last},
+		UncompressedBelowRows: max(opts.UncompressedBelowRows, 0),
 		Precondition: func(m *table.Manifest) error {
 			if m.WALWatermarks[shardID] >= first {
 				return errAlreadyMerged

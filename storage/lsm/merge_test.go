@@ -1,6 +1,7 @@
 package lsm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/budget"
@@ -381,4 +384,36 @@ func TestAReadOnlyMergerWithTheWritersInstanceIDNeverFencesIt(t *testing.T) {
 	_, err = merger.Delete(context.Background(), []string{"x"})
 	require.ErrorIs(t, err, ErrReadOnly)
 	require.NoError(t, merger.Flush(context.Background()))
+}
+
+// A merge writes a fragment under the compaction's target uncompressed (compaction compresses it
+// with its tier) by default, and compressed when told to always compress.
+func TestAMergesFragmentUnderTheCompactionTargetIsWrittenUncompressed(t *testing.T) {
+	for _, tc := range []struct {
+		opts MergeOptions
+		want compress.Compression
+	}{{MergeOptions{}, compress.Codecs.Uncompressed}, {MergeOptions{UncompressedBelowRows: -1}, compress.Codecs.Lz4Raw}} {
+		e := newEnv(t, objstoretest.NewMemory())
+		s := e.open("owner")
+		sealN(t, s, e, 3)
+		res, err := s.MergeShard(context.Background(), s.Shard(), tc.opts)
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Generations)
+		m, err := s.tbl.Latest(context.Background())
+		require.NoError(t, err)
+		require.Len(t, m.Fragments, 1)
+		data, err := e.objects.Get(context.Background(), m.Fragments[0].Path)
+		require.NoError(t, err)
+		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		require.NoError(t, err)
+		for c := range pf.MetaData().RowGroup(0).NumColumns() {
+			cc, err := pf.MetaData().RowGroup(0).ColumnChunk(c)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cc.Compression(), "options %+v, column %d", tc.opts, c)
+		}
+		require.NoError(t, pf.Close())
+		for i := range 3 {
+			require.EqualValues(t, i, value(t, s, fmt.Sprintf("g%d", i)))
+		}
+	}
 }

@@ -17,6 +17,9 @@ import (
 	"slices"
 )
 
+// DefaultTargetRowsPerFragment is CompactionConfig.TargetRowsPerFragment's default.
+const DefaultTargetRowsPerFragment = 1 << 20
+
 // CompactionConfig tunes Plan.
 type CompactionConfig struct {
 	MinFragments          int   // compact small fragments only when at least this many (default 4)
@@ -40,7 +43,7 @@ func (c CompactionConfig) withDefaults() CompactionConfig {
 		c.MinFragments = 4
 	}
 	if c.TargetRowsPerFragment <= 0 {
-		c.TargetRowsPerFragment = 1 << 20
+		c.TargetRowsPerFragment = DefaultTargetRowsPerFragment
 	}
 	if c.TargetBytesPerFragment <= 0 {
 		c.TargetBytesPerFragment = 64 << 20

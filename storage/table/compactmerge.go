@@ -476,7 +476,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			for slices.ContainsFunc(out.added, func(f Fragment) bool { return f.ID == id }) {
 				id = base.newFragmentID()
 			}
-			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn); err != nil {
+			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn, fragmentCodec); err != nil {
 				return err
 			}
 			fw.index = index

@@ -166,8 +166,21 @@ func appendHashes[T string | []byte](words []uint64, arr interface {
 
 // fragmentCodec compresses fragment pages: LZ4 (raw block format), chosen by measurement
 // (P13-encode-*: the least CPU per row to write and to read of the codecs that compress;
-// docs/format/table.md).
+// docs/format/table.md). Compactions always write it; an upsert writes it unless upsertCodec
+// says otherwise.
 var fragmentCodec = compress.Codecs.Lz4Raw
+
+// upsertCodec is the page codec of an upsert's fragment of n rows: none when n is below
+// uncompressedBelow (a WAL merge passes the compaction's target, so the fragment is a compaction
+// candidate from its commit on, and the compaction that takes it in compresses its rows: LZ4 at
+// the merge too would be paid twice, for bytes kept only until then; the first level of an LSM
+// tree left uncompressed), fragmentCodec otherwise.
+func upsertCodec(n, uncompressedBelow int64) compress.Compression {
+	if n < uncompressedBelow {
+		return compress.Codecs.Uncompressed
+	}
+	return fragmentCodec
+}
 
 // encodeFragmentWith serialises rec (aligned to the table schema) whole as one fragment with
 // the given page codec, in the layout fragments have (benchmarks compare codecs with it; merges

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/storage/arrowutil"
@@ -34,15 +35,15 @@ type fragmentWriter struct {
 }
 
 // newFragmentWriter starts fragment id in t's store, its layout chosen from first (its first row
-// group). The caller ends it with finish or abort.
-func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string) (*fragmentWriter, error) {
+// group), its pages compressed with codec. The caller ends it with finish or abort.
+func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string, codec compress.Compression) (*fragmentWriter, error) {
 	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id)}
 	out, err := newObjectSink(ctx, t, fw.path, -1)
 	if err != nil {
 		return nil, err
 	}
 	fw.out = out
-	opts := fragmentWriterProperties(first, t.mem, fragmentCodec)
+	opts := fragmentWriterProperties(first, t.mem, codec)
 	// Each write is one row group (the merge cuts them), so the row-group bound only guards.
 	opts = append(opts, parquet.WithMaxRowGroupLength(max(first.NumRows(), rowGroupRows)))
 	w, err := pqarrow.NewFileWriter(first.Schema(), out, parquet.NewWriterProperties(opts...),
@@ -115,9 +116,9 @@ func (fw *fragmentWriter) finish(ctx context.Context) (Fragment, []indexEntry, e
 // order) as new fragment id, gathering one row group at a time. The first rows gathered choose
 // the layout (rowGroupLength of them: their buffers hold only them), and the output buffer is
 // sized for the first row group from its Arrow bytes, then for the rest from that group's
-// encoded bytes per row. A returned Fragment with a Path was written (even when err says the
-// store's answer was lost).
-func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
+// encoded bytes per row; its pages are compressed with codec. A returned Fragment with a Path
+// was written (even when err says the store's answer was lost).
+func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string, codec compress.Compression) (Fragment, []indexEntry, error) {
 	// The first sample is about a row group, estimated from the parts' bytes per row (their
 	// buffers may be shared with other rows, so the estimate errs small: wide rows never make a
 	// sample of rowGroupRows of them); when the rows gathered say a row group holds more, the
@@ -138,7 +139,7 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			return Fragment{}, nil, err
 		}
 	}
-	fw, err := newFragmentWriter(ctx, t, id, first, keyColumn)
+	fw, err := newFragmentWriter(ctx, t, id, first, keyColumn, codec)
 	if err != nil {
 		first.Release()
 		return Fragment{}, nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +82,90 @@ func TestAFragmentWrittenByRowGroupsHasRowGroupsOfOneLength(t *testing.T) {
 		require.Equal(t, f.Rows, total)
 		require.NoError(t, pf.Close())
 	}
+}
+
+// An upsert of fewer rows than UncompressedBelowRows (a WAL merge passes the compaction's target)
+// writes its fragment uncompressed, since compaction rewrites it with its size tier; the
+// compaction's output is compressed, a larger upsert's too, and every row reads back the same from
+// each (point reads and scans).
+func TestAMergesSmallFragmentIsUncompressedUntilCompactionCompressesIt(t *testing.T) {
+	ctx := context.Background()
+	store := objstoretest.NewMemory()
+	mem := checkedAlloc(t)
+	tbl := newTestTable(t, store, mem)
+	// codec is the one codec of every column chunk of f.
+	codec := func(f Fragment) compress.Compression {
+		t.Helper()
+		data, err := store.Get(ctx, f.Path)
+		require.NoError(t, err)
+		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		require.NoError(t, err)
+		defer pf.Close()
+		seen := map[compress.Compression]int{}
+		for g := range pf.MetaData().NumRowGroups() {
+			rg := pf.MetaData().RowGroup(g)
+			for c := range rg.NumColumns() {
+				cc, err := rg.ColumnChunk(c)
+				require.NoError(t, err)
+				seen[cc.Compression()]++
+			}
+		}
+		require.Len(t, seen, 1, "%s: column chunks by codec", f.Path)
+		for c := range seen {
+			return c
+		}
+		return 0
+	}
+	want := map[string]row{}
+	upsert := func(first, n int, uncompressedBelow int64) Fragment {
+		t.Helper()
+		in := make([]row, n)
+		for i := range in {
+			in[i] = row{id: fmt.Sprintf("k%05d", first+i), value: int64(i), payload: strings.Repeat("merge text ", 20+i%7), seq: uint64(first + i + 1)}
+			want[in[i].id] = in[i]
+		}
+		rec := batch(mem, in)
+		defer rec.Release()
+		before, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		res, err := tbl.Upsert(ctx, rec, UpsertOptions{Merge: true, UncompressedBelowRows: uncompressedBelow})
+		require.NoError(t, err)
+		for _, f := range res.Manifest.Fragments {
+			if _, old := before.Fragment(f.ID); !old {
+				return f
+			}
+		}
+		t.Fatal("the upsert added no fragment")
+		return Fragment{}
+	}
+	check := func() {
+		t.Helper()
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, scanAll(t, tbl, m))
+		for _, id := range []string{"k00000", "k00777", "k01499"} {
+			rec, err := tbl.Get(ctx, m, id, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, rec.NumRows(), id)
+			require.Equal(t, want[id].payload, rec.Column(rec.Schema().FieldIndices("payload")[0]).ValueStr(0), id)
+			rec.Release()
+		}
+	}
+
+	for at := 0; at < 1500; at += 500 {
+		require.Equal(t, compress.Codecs.Uncompressed, codec(upsert(at, 500, 1000)), "a 500-row merge under a 1,000-row target")
+	}
+	check()
+	big := upsert(1500, 1000, 1000)
+	require.Equal(t, fragmentCodec, codec(big), "a merge that reaches the target is compressed")
+	direct := upsert(2500, 100, 0)
+	require.Equal(t, fragmentCodec, codec(direct), "an upsert that does not ask for it is compressed")
+
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1000, EverySmallFragment: true})
+	require.NoError(t, err)
+	require.Positive(t, res.FragmentsAdded)
+	for _, f := range res.Manifest.Fragments {
+		require.Equal(t, fragmentCodec, codec(f), "fragment %s after compaction", f.Path)
+	}
+	check()
 }

@@ -36,6 +36,10 @@ type UpsertOptions struct {
 	// aborts the upsert with nothing committed (a WAL merge uses it to stop when a racing merge
 	// already advanced the watermark past its generations).
 	Precondition func(base *Manifest) error
+	// UncompressedBelowRows: a fragment of fewer rows is written with uncompressed pages (a WAL
+	// merge passes the compaction's target: compaction rewrites such a fragment, compressed,
+	// with its size tier). 0 compresses every fragment.
+	UncompressedBelowRows int64
 }
 
 // UpsertResult reports what an upsert did.
@@ -416,7 +420,7 @@ func joinColumn(parts []arrow.RecordBatch, c int, mem memory.Allocator) (arrow.A
 // writeRows writes rows of parts (laid end to end; rows already sorted by key) as new fragment
 // id and returns it with its index entries.
 func (p *PreparedUpsert) writeRows(ctx context.Context, parts []arrow.RecordBatch, rows []int64, id uint64, keyColumn string) (Fragment, []indexEntry, error) {
-	frag, entries, err := p.t.writeRowsAsFragment(ctx, parts, rows, id, keyColumn)
+	frag, entries, err := p.t.writeRowsAsFragment(ctx, parts, rows, id, keyColumn, upsertCodec(int64(len(rows)), p.opts.UncompressedBelowRows))
 	if frag.Path != "" {
 		p.addFile(frag.Path)
 	}
