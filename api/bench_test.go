@@ -259,7 +259,9 @@ func BenchmarkP3AppendOverHTTP(b *testing.B) {
 }
 
 // mergeAndIndex brings rollout store name to its steady state: every row sealed, merged into the
-// base table and covered by the key index. It returns the table's manifest.
+// base table (compressed, as compaction leaves a table's rows: a worker's merge of fewer rows than
+// the compaction target is written uncompressed until its tier is compacted) and covered by the
+// key index. It returns the table's manifest.
 func mergeAndIndex(b *testing.B, w *worker, name string) *table.Manifest {
 	ctx := context.Background()
 	s, release, err := w.mgr.Acquire(ctx, catalog.KindRollout, name)
@@ -270,7 +272,7 @@ func mergeAndIndex(b *testing.B, w *worker, name string) *table.Manifest {
 	if err := s.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 1000); err != nil {
+	if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1, UncompressedBelowRows: -1}, 1000); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := s.BuildKeyIndex(ctx); err != nil {

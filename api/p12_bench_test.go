@@ -25,6 +25,11 @@ import (
 	"github.com/strata-store/strata/storage/lsm"
 )
 
+// p12Merge merges everything pending, compressed: this store is never compacted, and its
+// fragments are read as compaction would leave them (a worker's merge under the compaction
+// target is uncompressed until then).
+var p12Merge = lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1, UncompressedBelowRows: -1}
+
 const (
 	p12Clients  = 16
 	p12Batches  = 40 // per client
@@ -136,7 +141,7 @@ func BenchmarkP12Datagen(b *testing.B) {
 				if err := s.Flush(ctx); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.MergeShard(ctx, s.Shard(), lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}); err != nil {
+				if _, err := s.MergeShard(ctx, s.Shard(), p12Merge); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -144,7 +149,7 @@ func BenchmarkP12Datagen(b *testing.B) {
 		if err := s.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Merge(ctx, lsm.MergeOptions{MaxGenerations: -1, MaxBytes: -1}, 100); err != nil {
+		if _, err := s.Merge(ctx, p12Merge, 100); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.BuildKeyIndex(ctx); err != nil {
