@@ -58,8 +58,18 @@ func Concat(schema *arrow.Schema, parts []arrow.RecordBatch, mem memory.Allocato
 	return rec, nil
 }
 
-// Take returns the rows of rec at indices, in that order.
+// Take returns the rows of rec at indices, in that order (copied run by run when they come in long
+// runs: takeruns.go).
 func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
+	parts := []arrow.RecordBatch{rec}
+	if runs, ok := rowRunsOf(parts, indices); ok {
+		return gatherRuns(mem, rec.Schema(), parts, runs, len(indices))
+	}
+	return takeRows(ctx, mem, rec, indices)
+}
+
+// takeRows is Take row by row (Arrow's take kernel).
+func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
 	b := array.NewInt64Builder(mem)
 	b.AppendValues(indices, nil)
 	idx := b.NewArray()

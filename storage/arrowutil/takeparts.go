@@ -14,14 +14,12 @@ import (
 )
 
 // TakeParts is Take over the rows of parts laid end to end (indices count across them; every
-// part has the same schema). Columns of primitive and binary types are gathered from the parts
-// directly (Arrow's chunked take), so a merge of many WAL batches copies each selected value once
-// instead of joining every batch first; a nullable column null in every part becomes a shared
-// all-null array; other types are joined, then taken.
+// part has the same schema). Rows that come in long runs are copied run by run (takeruns.go).
+// Otherwise columns of primitive and binary types are gathered from the parts directly (Arrow's
+// chunked take), so a merge of many WAL batches copies each selected value once instead of
+// joining every batch first; a nullable column null in every part becomes a shared all-null
+// array; other types are joined, then taken.
 func TakeParts(ctx context.Context, mem memory.Allocator, parts []arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
-	if len(parts) == 1 {
-		return Take(ctx, mem, parts[0], indices)
-	}
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("select rows: no records")
 	}
@@ -30,6 +28,17 @@ func TakeParts(ctx context.Context, mem memory.Allocator, parts []arrow.RecordBa
 		if !p.Schema().Equal(schema) {
 			return nil, fmt.Errorf("select rows: the records' schemas differ")
 		}
+	}
+	if runs, ok := rowRunsOf(parts, indices); ok {
+		return gatherRuns(mem, schema, parts, runs, len(indices))
+	}
+	return takePartsRowByRow(ctx, mem, schema, parts, indices)
+}
+
+// takePartsRowByRow is TakeParts with Arrow's take kernels, row by row.
+func takePartsRowByRow(ctx context.Context, mem memory.Allocator, schema *arrow.Schema, parts []arrow.RecordBatch, indices []int64) (arrow.RecordBatch, error) {
+	if len(parts) == 1 {
+		return takeRows(ctx, mem, parts[0], indices)
 	}
 	b := array.NewInt64Builder(mem)
 	b.AppendValues(indices, nil)
