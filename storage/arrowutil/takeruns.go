@@ -1,11 +1,12 @@
 package arrowutil
 
-// Selecting rows that come in runs: a merge's rows are mostly consecutive rows of one WAL batch
-// (each batch is sorted by key when it is sealed), a compaction's mostly consecutive rows of one
-// fragment. Such a selection is copied run by run (each run a slice, the slices concatenated:
-// values and offsets copied in bulk), which costs a fraction of Arrow's row-by-row take (index
-// resolution and a type dispatch per value, a goroutine and channel per call) and treats nested
-// columns like flat ones.
+// Selecting rows that come in runs: a merge takes rows in key order from the appended batches,
+// so wherever a client's ids count up within a batch, key order follows consecutive rows of one
+// batch; a compaction takes consecutive rows of one fragment wherever the fragments' key ranges
+// do not interleave. Such a selection is copied run by run: flat columns buffer by buffer (values,
+// offsets rebased, validity bits), nested ones as slices concatenated. That costs a fraction of
+// Arrow's row-by-row take (index resolution and a type dispatch per value, a goroutine and a
+// channel per call).
 
 import (
 	"fmt"

@@ -407,6 +407,12 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 		h = append(h, c)
 	}
 	heap.Init(&h)
+	// A column null in every row of every source is null in every output row: the output
+	// fragments do not store it.
+	nullEverywhere := make([]bool, len(names))
+	for i, name := range names {
+		nullEverywhere[i] = !slices.ContainsFunc(h, func(c *sourceCursor) bool { return !c.ft.nullEverywhere(name) })
+	}
 
 	var sourceBytes int64
 	for _, f := range sources {
@@ -476,7 +482,7 @@ func (t *Table) mergeSources(ctx context.Context, base *Manifest, sources []Frag
 			for slices.ContainsFunc(out.added, func(f Fragment) bool { return f.ID == id }) {
 				id = base.newFragmentID()
 			}
-			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn, fragmentCodec); err != nil {
+			if fw, err = newFragmentWriter(ctx, t, id, rec, base.KeyColumn, fragmentCodec, nullEverywhere); err != nil {
 				return err
 			}
 			fw.index = index

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,8 +12,10 @@ import (
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
-// TestWriteSampleFragment writes one fragment to $STRATA_FRAGMENT_OUT for external readers
-// (scripts/check-parquet-interop.sh reads it with DuckDB). Skipped unless the variable is set.
+// TestWriteSampleFragment writes two fragments for external readers (scripts/check-parquet-interop.sh
+// reads them with DuckDB): $STRATA_FRAGMENT_OUT holds rows a and b, and the same path with
+// "-sparse" before its extension holds a tombstone of a, whose nullable columns are all null, so
+// that fragment does not store them. Skipped unless the variable is set.
 func TestWriteSampleFragment(t *testing.T) {
 	out := os.Getenv("STRATA_FRAGMENT_OUT")
 	if out == "" {
@@ -21,10 +24,21 @@ func TestWriteSampleFragment(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	store := objstoretest.NewMemory()
 	tbl := newTestTable(t, store, mem)
-	upsertRows(t, tbl, mem, []row{{id: "b", value: 2, payload: "x", seq: 2}, {id: "a", value: 1, payload: "y", seq: 1}})
-	m, err := tbl.Latest(ctx)
-	require.NoError(t, err)
-	data, err := store.Get(ctx, m.Fragments[0].Path)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Clean(out), data, 0o644))
+	write := func(rows []row, path string) {
+		t.Helper()
+		before, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		res := upsertRows(t, tbl, mem, rows)
+		for _, f := range res.Manifest.Fragments {
+			if _, old := before.Fragment(f.ID); !old {
+				data, err := store.Get(ctx, f.Path)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Clean(path), data, 0o644))
+				return
+			}
+		}
+		t.Fatal("the upsert added no fragment")
+	}
+	write([]row{{id: "b", value: 2, payload: "x", seq: 2}, {id: "a", value: 1, payload: "y", seq: 1}}, out)
+	write([]row{{id: "a", seq: 3, tombstone: true}}, strings.TrimSuffix(out, filepath.Ext(out))+"-sparse"+filepath.Ext(out))
 }

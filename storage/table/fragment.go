@@ -424,6 +424,26 @@ func newFooter(md *metadata.FileMetaData) *footer {
 	return &footer{md: md, rowStarts: starts, flatLeaves: leaves, topLeaves: top}
 }
 
+// nullEverywhere reports whether column name is null in every row of the fragment: the fragment
+// does not store it, or it is a flat column whose chunk statistics count a null in every row of
+// every row group (false when they do not say).
+func (f *footer) nullEverywhere(name string) bool {
+	if _, stored := f.topLeaves[name]; !stored {
+		return true
+	}
+	leaf, flat := f.flatLeaves[name]
+	if !flat {
+		return false
+	}
+	for rg := range f.md.NumRowGroups() {
+		meta := f.md.RowGroup(rg)
+		if cc, stats := leafStats(meta, leaf); !nullInEveryRow(meta, cc, stats) {
+			return false
+		}
+	}
+	return true
+}
+
 // rowGroupOf maps a row of the fragment to its row group and the row's offset in it (-1 when the
 // fragment has no such row).
 func (f *footer) rowGroupOf(row int64) (int, int64) {

@@ -7,6 +7,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -28,6 +29,11 @@ type fragmentWriter struct {
 	rows      int64
 	minKey    string
 	maxKey    string
+	// kept are the indices of the columns the fragment stores, schema their fields (kept nil:
+	// every column): a nullable column null in every row the fragment will hold is left out,
+	// and readers take the columns a fragment lacks as null in every row.
+	kept   []int
+	schema *arrow.Schema
 	// index takes each row's key-index entry as its row group is written (a compaction's run
 	// merge); when nil, the entries are kept (entries) and returned by finish.
 	index   func(indexEntry) error
@@ -35,18 +41,33 @@ type fragmentWriter struct {
 }
 
 // newFragmentWriter starts fragment id in t's store, its layout chosen from first (its first row
-// group), its pages compressed with codec. The caller ends it with finish or abort.
-func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string, codec compress.Compression) (*fragmentWriter, error) {
-	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id)}
+// group), its pages compressed with codec. nullEverywhere[i] (nil: none) says column i is null in
+// every row the fragment will hold: such a column, when nullable, is not stored. The caller ends
+// it with finish or abort.
+func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string, codec compress.Compression, nullEverywhere []bool) (*fragmentWriter, error) {
+	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id), schema: first.Schema()}
+	fields := first.Schema().Fields()
+	if leaveOutNullColumns && slices.Contains(nullEverywhere, true) {
+		kept := make([]arrow.Field, 0, len(fields))
+		for i, f := range fields {
+			if !f.Nullable || i >= len(nullEverywhere) || !nullEverywhere[i] {
+				fw.kept, kept = append(fw.kept, i), append(kept, f)
+			}
+		}
+		md := first.Schema().Metadata()
+		fw.schema = arrow.NewSchema(kept, &md)
+	}
 	out, err := newObjectSink(ctx, t, fw.path, -1)
 	if err != nil {
 		return nil, err
 	}
 	fw.out = out
-	opts := fragmentWriterProperties(first, t.mem, codec)
+	stored := fw.project(first)
+	defer stored.Release()
+	opts := fragmentWriterProperties(stored, t.mem, codec)
 	// Each write is one row group (the merge cuts them), so the row-group bound only guards.
 	opts = append(opts, parquet.WithMaxRowGroupLength(max(first.NumRows(), rowGroupRows)))
-	w, err := pqarrow.NewFileWriter(first.Schema(), out, parquet.NewWriterProperties(opts...),
+	w, err := pqarrow.NewFileWriter(fw.schema, out, parquet.NewWriterProperties(opts...),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(t.mem)))
 	if err != nil {
 		out.abort()
@@ -54,6 +75,44 @@ func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.Rec
 	}
 	fw.w = w
 	return fw, nil
+}
+
+// project is rec as the fragment stores it: without the columns it leaves out (rec itself when
+// it leaves out none). The caller releases the result.
+func (fw *fragmentWriter) project(rec arrow.RecordBatch) arrow.RecordBatch {
+	if fw.kept == nil {
+		rec.Retain()
+		return rec
+	}
+	cols := make([]arrow.Array, len(fw.kept))
+	for i, c := range fw.kept {
+		cols[i] = rec.Column(c)
+	}
+	return array.NewRecordBatch(fw.schema, cols, rec.NumRows())
+}
+
+// leaveOutNullColumns: fragments do not store the nullable columns null in every one of their
+// rows. Only tests turn it off, to write fragments as earlier releases did (every column of the
+// schema), which readers still take.
+var leaveOutNullColumns = true
+
+// nullInEveryPart says, for each column of parts (one schema), whether it is null in every row
+// of every part (so in any rows taken from them).
+func nullInEveryPart(parts []arrow.RecordBatch) []bool {
+	if len(parts) == 0 {
+		return nil
+	}
+	nulls := make([]bool, parts[0].NumCols())
+	for c := range nulls {
+		nulls[c] = true
+		for _, p := range parts {
+			if col := p.Column(c); col.NullN() != col.Len() {
+				nulls[c] = false
+				break
+			}
+		}
+	}
+	return nulls
 }
 
 // size is the fragment's encoded bytes so far.
@@ -68,9 +127,13 @@ func (fw *fragmentWriter) abort() {
 	fw.out.abort()
 }
 
-// write appends rec (rows in key order, after every row written before) as a row group.
+// write appends rec (rows in key order, after every row written before; every column of the
+// schema the writer was started with) as a row group.
 func (fw *fragmentWriter) write(rec arrow.RecordBatch) error {
-	if err := fw.w.Write(rec); err != nil {
+	stored := fw.project(rec)
+	err := fw.w.Write(stored)
+	stored.Release()
+	if err != nil {
 		return fmt.Errorf("table: encode fragment: %w", err)
 	}
 	if err := fw.out.failed(); err != nil {
@@ -139,7 +202,7 @@ func (t *Table) writeRowsAsFragment(ctx context.Context, parts []arrow.RecordBat
 			return Fragment{}, nil, err
 		}
 	}
-	fw, err := newFragmentWriter(ctx, t, id, first, keyColumn, codec)
+	fw, err := newFragmentWriter(ctx, t, id, first, keyColumn, codec, nullInEveryPart(parts))
 	if err != nil {
 		first.Release()
 		return Fragment{}, nil, err

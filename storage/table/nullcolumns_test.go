@@ -1,0 +1,131 @@
+package table
+
+import (
+	"context"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+)
+
+// A fragment does not store the nullable columns null in every one of its rows, flat and nested
+// alike, and every read (scans, gets, point reads) takes them as null. A compaction stores a
+// column when any of its sources holds a value in it, and leaves it out when none does.
+func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	allNull := func() bool { return true }
+	someNull := func() bool { return rng.IntN(4) == 0 }
+	every := []string{"id", "n", "f", "ts", "big", "tokens", "tags", "meta", "flag", SeqColumn, TombstoneColumn}
+	nonNullable := []string{"id", "ts", SeqColumn, TombstoneColumn}
+
+	type table struct {
+		*Table
+		want map[string][]string // id -> every user column's value, as text
+	}
+	newTable := func() table {
+		tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+		require.NoError(t, err)
+		return table{tbl, map[string][]string{}}
+	}
+	// upsert writes rows first..first+n of a batch whose nullable columns are null where null
+	// says, and returns the fragment it added.
+	upsert := func(tbl table, first, n int, null func() bool) Fragment {
+		t.Helper()
+		all := typedRowsWith(mem, first+n, rng, null)
+		rec := all.NewSlice(int64(first), int64(first+n))
+		all.Release()
+		defer rec.Release()
+		for i := range n {
+			var values []string
+			for c := range pointReadSchema.NumFields() {
+				values = append(values, rec.Column(c).ValueStr(i))
+			}
+			tbl.want[rec.Column(0).ValueStr(i)] = values
+		}
+		before, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		res, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+		require.NoError(t, err)
+		for _, f := range res.Manifest.Fragments {
+			if _, old := before.Fragment(f.ID); !old {
+				return f
+			}
+		}
+		t.Fatal("the upsert added no fragment")
+		return Fragment{}
+	}
+	stored := func(tbl table, f Fragment) []string {
+		t.Helper()
+		ft, err := tbl.fragmentFooter(ctx, f)
+		require.NoError(t, err)
+		return slices.Sorted(maps.Keys(ft.topLeaves))
+	}
+	// check reads every row back by a scan, and some by gets and point reads.
+	check := func(tbl table) {
+		t.Helper()
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		got := map[string][]string{}
+		require.NoError(t, tbl.Scan(ctx, m, ScanOptions{}, func(rec arrow.RecordBatch) error {
+			require.Equal(t, pointReadSchema.NumFields(), int(rec.NumCols()))
+			for i := range int(rec.NumRows()) {
+				var values []string
+				for c := range pointReadSchema.NumFields() {
+					values = append(values, rec.Column(c).ValueStr(i))
+				}
+				got[values[0]] = values
+			}
+			return nil
+		}))
+		require.Equal(t, tbl.want, got)
+		for _, id := range []string{"k00000", "k00999", "k01000", "k01777"} {
+			if tbl.want[id] == nil {
+				continue
+			}
+			rec, err := tbl.Get(ctx, m, id, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, rec.NumRows(), id)
+			for c := range pointReadSchema.NumFields() {
+				require.Equal(t, tbl.want[id][c], rec.Column(c).ValueStr(0), "%s column %s", id, pointReadSchema.Field(c).Name)
+			}
+			rec.Release()
+		}
+	}
+
+	tbl := newTable()
+	sparse := upsert(tbl, 1000, 1000, allNull)
+	require.Equal(t, slices.Sorted(slices.Values(nonNullable)), stored(tbl, sparse), "a fragment whose nullable columns are all null")
+	dense := upsert(tbl, 0, 1000, someNull)
+	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, dense), "a fragment with values in every column")
+	check(tbl)
+	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1 << 20, EverySmallFragment: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.FragmentsRemoved)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 1)
+	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, m.Fragments[0]), "compacted with a source holding values")
+	check(tbl)
+
+	tbl = newTable()
+	upsert(tbl, 0, 1000, allNull)
+	upsert(tbl, 1000, 1000, allNull)
+	res, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1 << 20, EverySmallFragment: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.FragmentsRemoved)
+	m, err = tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 1)
+	require.Equal(t, slices.Sorted(slices.Values(nonNullable)), stored(tbl, m.Fragments[0]), "compacted from sources that leave the columns out")
+	check(tbl)
+
+	// Point reads of such a fragment answer what decoding its row groups whole does.
+	comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, allNull))
+}
