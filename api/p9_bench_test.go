@@ -143,8 +143,12 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 		// machine a fault costs ~10 µs), which the scans after it do not; how much it pays
 		// depends on what the build left mapped, not on the scan.
 		firstTime := scan("application/vnd.apache.arrow.stream")
+		stopProfile := benchfmt.ProfileCPU("p9-scan-arrow.cpu.pb.gz")
 		arrowTime := scan("application/vnd.apache.arrow.stream")
+		stopProfile()
+		stopProfile = benchfmt.ProfileCPU("p9-scan-json.cpu.pb.gz")
 		jsonTime := scan("")
+		stopProfile()
 		duckTime := p9DuckDB(b, duckDir, fragments, columns)
 
 		rate := func(d time.Duration) float64 { return p9Rows / d.Seconds() }

@@ -291,7 +291,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 		wants := byFragment[id]
 		f, ok := m.Fragment(id)
 		if !ok {
-			continue
+			return nil, fmt.Errorf("table: version %d has no fragment %d", m.Version, id)
 		}
 		ft, err := t.fragmentFooter(ctx, f)
 		if err != nil {
@@ -365,15 +365,11 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			decode = decode[run:]
 		}
 	}
-	all, err := arrowutil.Concat(t.projected.of(m.Schema(), names), parts, t.mem)
-	if err != nil {
-		return nil, err
+	if identity(order, base) { // a single row, or rows already in order: no take
+		return arrowutil.Concat(t.projected.of(m.Schema(), names), parts, t.mem)
 	}
-	if identity(order, all.NumRows()) { // a single row, or rows already in order: no copy
-		return all, nil
-	}
-	defer all.Release()
-	return arrowutil.Take(ctx, t.mem, all, order)
+	// The rows wanted, out of the parts read, in one copy (run by run where they come in runs).
+	return arrowutil.TakeParts(ctx, t.mem, parts, order)
 }
 
 // identity reports whether order is 0, 1, ..., n-1.

@@ -156,6 +156,18 @@ func TestReadRowsOfAKeyRangeInsideRowGroups(t *testing.T) {
 		}
 		rec.Release()
 	}
+	// Rows out of key order, across row groups: one take of the rows read, the right values.
+	shuffled := []RowRef{refs[boundary+5], refs[3], refs[2999], refs[boundary-1], refs[4], refs[boundary+5]}
+	rec, err := tbl.ReadRows(ctx, m, shuffled, []string{"id", "value"})
+	require.NoError(t, err)
+	require.EqualValues(t, len(shuffled), rec.NumRows())
+	for i, r := range shuffled {
+		require.Equal(t, r.Key, rec.Column(0).(*array.String).Value(i), "row %d", i)
+	}
+	rec.Release()
+	// A row of a fragment the version does not have is an error, not some other row.
+	_, err = tbl.ReadRows(ctx, m, []RowRef{refs[0], {Key: "x", Fragment: m.Fragments[0].ID + 100, Row: 0}}, []string{"id"})
+	require.ErrorContains(t, err, "has no fragment")
 }
 
 // A page of a listing (a few consecutive rows of a large row group) decodes and fetches only
