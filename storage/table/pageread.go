@@ -541,10 +541,13 @@ func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.Fi
 	return rp, nil
 }
 
-// nestedAllNull reports whether top-level field name holds only nulls in the row group (every
-// one of its leaves does; false when the fragment does not store it).
+// nestedAllNull reports whether top-level field name holds only nulls in the row group: every one
+// of its leaves does, or the fragment does not store it.
 func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
-	leaves := ft.topLeaves[name]
+	leaves, stored := ft.topLeaves[name]
+	if !stored {
+		return true // the fragment does not store the column: null in every row
+	}
 	for _, l := range leaves {
 		if l >= len(rp.allNull) || !rp.allNull[l] {
 			return false
