@@ -226,3 +226,54 @@ func requireSameValues(t *testing.T, a, b arrow.Array, name string) {
 		require.Equal(t, a.ValueStr(i), b.ValueStr(i), "column %s row %d", name, i)
 	}
 }
+
+// Columns whose arrays lack a buffer they could have (strings that are all empty, with no value
+// bytes at all; a column without a validity bitmap next to one with nulls) are copied run by run
+// all the same.
+func TestTakePartsCopiesRunsOfArraysWithoutOptionalBuffers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "empty", Type: arrow.BinaryTypes.String},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}, nil)
+	const rows = 40
+	part := func(withNulls bool) arrow.RecordBatch {
+		offsets := memory.NewBufferBytes(make([]byte, 4*(rows+1))) // every offset 0
+		empty := array.NewData(arrow.BinaryTypes.String, rows, []*memory.Buffer{nil, offsets, nil}, nil, 0, 0)
+		defer empty.Release()
+		b := array.NewInt32Builder(mem)
+		defer b.Release()
+		for i := range rows {
+			if withNulls && i%3 == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(int32(i))
+			}
+		}
+		n := b.NewArray()
+		defer n.Release()
+		e := array.MakeFromData(empty)
+		defer e.Release()
+		return array.NewRecordBatch(schema, []arrow.Array{e, n}, rows)
+	}
+	parts := []arrow.RecordBatch{part(true), part(false)}
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	var indices []int64
+	for x := int64(10); x < 70; x++ {
+		indices = append(indices, x)
+	}
+	_, ok := rowRunsOf(parts, indices)
+	require.True(t, ok)
+	got, err := TakeParts(context.Background(), mem, parts, indices)
+	require.NoError(t, err)
+	defer got.Release()
+	want, err := takePartsRowByRow(context.Background(), mem, schema, parts, indices)
+	require.NoError(t, err)
+	defer want.Release()
+	require.True(t, array.RecordEqual(want, got), "want %v\ngot  %v", want, got)
+}
