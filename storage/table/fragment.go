@@ -389,7 +389,10 @@ func (t *Table) openFragment(ctx context.Context, f Fragment, access fragmentAcc
 		ft := newFooter(pf.MetaData())
 		cache.Add(t.cache, "footer", f.Path, ft, 4*int64(pf.MetaData().Size())+8*int64(len(ft.rowStarts)))
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, t.mem)
+	// String and binary columns reserve their values' bytes up front, from the row group's
+	// uncompressed size (fragments are written by this package, so the footer is trusted), instead
+	// of growing a buffer by doublings that each allocate, zero and copy.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows, PreAllocBinaryData: true}, t.mem)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("table: open fragment %s: %w", f.Path, err)
