@@ -51,6 +51,18 @@ func formatValue(v float64) string {
 	return fmt.Sprintf("%.3g", v)
 }
 
+// BestOf runs fn n times and returns the shortest run (for single-threaded work, its CPU time
+// with the least interference from the rest of the machine).
+func BestOf(n int, fn func()) time.Duration {
+	best := time.Duration(1 << 62)
+	for range n {
+		start := time.Now()
+		fn()
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
 // Millis converts a duration to fractional milliseconds.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

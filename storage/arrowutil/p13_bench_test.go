@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -41,7 +40,7 @@ func BenchmarkP13TakeRuns(b *testing.B) {
 					}
 				}
 			}
-			copied := bestOf(3, func() {
+			copied := benchfmt.BestOf(3, func() {
 				runs, ok := rowRunsOf(recs, indices)
 				if !ok {
 					runs = nil // below minGatherRun: measured all the same
@@ -60,7 +59,7 @@ func BenchmarkP13TakeRuns(b *testing.B) {
 				}
 				rec.Release()
 			})
-			taken := bestOf(3, func() {
+			taken := benchfmt.BestOf(3, func() {
 				rec, err := takePartsRowByRow(ctx, memory.DefaultAllocator, recs[0].Schema(), recs, indices)
 				if err != nil {
 					b.Fatal(err)
@@ -72,17 +71,6 @@ func BenchmarkP13TakeRuns(b *testing.B) {
 					float64(copied.Nanoseconds())/float64(len(indices)), float64(taken.Nanoseconds())/float64(len(indices))))
 		}
 	}
-}
-
-// bestOf is the shortest of n runs of fn.
-func bestOf(n int, fn func()) time.Duration {
-	best := time.Duration(1 << 62)
-	for range n {
-		start := time.Now()
-		fn()
-		best = min(best, time.Since(start))
-	}
-	return best
 }
 
 // takeBenchRows is n rollout-like rows of part p.

@@ -67,6 +67,17 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 		require.NoError(t, err)
 		return slices.Sorted(maps.Keys(ft.topLeaves))
 	}
+	// compactBoth compacts the table's two fragments into one and returns it.
+	compactBoth := func(tbl table) Fragment {
+		t.Helper()
+		res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1 << 20, EverySmallFragment: true})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.FragmentsRemoved)
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		require.Len(t, m.Fragments, 1)
+		return m.Fragments[0]
+	}
 	// check reads every row back by a scan, and some by gets and point reads.
 	check := func(tbl table) {
 		t.Helper()
@@ -118,25 +129,13 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	flat, nested := splitPageColumns(m.Schema(), ft, rp, names)
 	require.Equal(t, names, flat)
 	require.Empty(t, nested)
-	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1 << 20, EverySmallFragment: true})
-	require.NoError(t, err)
-	require.Equal(t, 2, res.FragmentsRemoved)
-	m, err = tbl.Latest(ctx)
-	require.NoError(t, err)
-	require.Len(t, m.Fragments, 1)
-	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, m.Fragments[0]), "compacted with a source holding values")
+	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, compactBoth(tbl)), "compacted with a source holding values")
 	check(tbl)
 
 	tbl = newTable()
 	upsert(tbl, 0, 1000, allNull)
 	upsert(tbl, 1000, 1000, allNull)
-	res, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1 << 20, EverySmallFragment: true})
-	require.NoError(t, err)
-	require.Equal(t, 2, res.FragmentsRemoved)
-	m, err = tbl.Latest(ctx)
-	require.NoError(t, err)
-	require.Len(t, m.Fragments, 1)
-	require.Equal(t, slices.Sorted(slices.Values(nonNullable)), stored(tbl, m.Fragments[0]), "compacted from sources that leave the columns out")
+	require.Equal(t, slices.Sorted(slices.Values(nonNullable)), stored(tbl, compactBoth(tbl)), "compacted from sources that leave the columns out")
 	check(tbl)
 
 	// Point reads of such a fragment answer what decoding its row groups whole does.

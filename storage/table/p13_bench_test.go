@@ -34,13 +34,13 @@ func BenchmarkP13FragmentCodecs(b *testing.B) {
 	for b.Loop() {
 		for _, c := range codecs {
 			var data []byte
-			encode := bestOf(3, func() {
+			encode := benchfmt.BestOf(3, func() {
 				var err error
 				if data, err = encodeFragmentWith(rec, memory.DefaultAllocator, c.codec); err != nil {
 					b.Fatal(err)
 				}
 			})
-			decode := bestOf(3, func() {
+			decode := benchfmt.BestOf(3, func() {
 				pf, err := file.NewParquetReader(bytes.NewReader(data))
 				if err != nil {
 					b.Fatal(err)
@@ -66,17 +66,6 @@ func BenchmarkP13FragmentCodecs(b *testing.B) {
 			benchfmt.Report("P13-bytes-"+c.name, float64(len(data))/rows, "B", "fragment bytes per row")
 		}
 	}
-}
-
-// bestOf runs fn n times and returns the shortest run (single-threaded work: its CPU time).
-func bestOf(n int, fn func()) time.Duration {
-	best := time.Duration(1 << 62)
-	for range n {
-		start := time.Now()
-		fn()
-		best = min(best, time.Since(start))
-	}
-	return best
 }
 
 // p13Rows builds rollout-like rows: a sorted unique id, a rollout id shared by 100 rows, a role
