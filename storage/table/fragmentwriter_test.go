@@ -126,17 +126,7 @@ func TestAMergesSmallFragmentIsUncompressedUntilCompactionCompressesIt(t *testin
 		}
 		rec := batch(mem, in)
 		defer rec.Release()
-		before, err := tbl.Latest(ctx)
-		require.NoError(t, err)
-		res, err := tbl.Upsert(ctx, rec, UpsertOptions{Merge: true, UncompressedBelowRows: uncompressedBelow})
-		require.NoError(t, err)
-		for _, f := range res.Manifest.Fragments {
-			if _, old := before.Fragment(f.ID); !old {
-				return f
-			}
-		}
-		t.Fatal("the upsert added no fragment")
-		return Fragment{}
+		return upsertAddingFragment(t, tbl, rec, UpsertOptions{Merge: true, UncompressedBelowRows: uncompressedBelow})
 	}
 	check := func() {
 		t.Helper()

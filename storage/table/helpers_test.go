@@ -94,6 +94,23 @@ func upsertRows(t testing.TB, tbl *Table, mem memory.Allocator, rows []row) Upse
 	return res
 }
 
+// upsertAddingFragment upserts rec with opts and returns the fragment the upsert added (fatal when
+// it added none).
+func upsertAddingFragment(t testing.TB, tbl *Table, rec arrow.RecordBatch, opts UpsertOptions) Fragment {
+	t.Helper()
+	before, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	res, err := tbl.Upsert(context.Background(), rec, opts)
+	require.NoError(t, err)
+	for _, f := range res.Manifest.Fragments {
+		if _, old := before.Fragment(f.ID); !old {
+			return f
+		}
+	}
+	t.Fatal("the upsert added no fragment")
+	return Fragment{}
+}
+
 // scanAll returns every live row of m by id.
 func scanAll(t testing.TB, tbl *Table, m *Manifest) map[string]row {
 	t.Helper()

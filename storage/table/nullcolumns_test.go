@@ -49,17 +49,7 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 			}
 			tbl.want[rec.Column(0).ValueStr(i)] = values
 		}
-		before, err := tbl.Latest(ctx)
-		require.NoError(t, err)
-		res, err := tbl.Upsert(ctx, rec, UpsertOptions{})
-		require.NoError(t, err)
-		for _, f := range res.Manifest.Fragments {
-			if _, old := before.Fragment(f.ID); !old {
-				return f
-			}
-		}
-		t.Fatal("the upsert added no fragment")
-		return Fragment{}
+		return upsertAddingFragment(t, tbl.Table, rec, UpsertOptions{})
 	}
 	stored := func(tbl table, f Fragment) []string {
 		t.Helper()
