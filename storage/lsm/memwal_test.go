@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/shard"
 )
@@ -201,12 +202,27 @@ func TestManyPendingGenerationsWarnOncePerInterval(t *testing.T) {
 
 // A large append is written to the WAL from its own column buffers (no copy of its rows), next to
 // small appends in the same group: after a crash its rows replay intact, and merge intact, in
-// both WAL layouts.
+// both WAL layouts, and in segments on a local filesystem (whose large writes bypass the page
+// cache).
 func TestALargeAppendWrittenFromItsOwnBuffersReplaysAndMergesIntact(t *testing.T) {
-	for name, layout := range map[string]func(*Options){"segments": withSegments, "entry objects": withEntryObjects} {
+	local := func(t *testing.T) objstore.Store {
+		s, err := objstore.NewLocal(t.TempDir())
+		require.NoError(t, err)
+		return s
+	}
+	memory := func(*testing.T) objstore.Store { return objstoretest.NewMemory() }
+	for name, c := range map[string]struct {
+		layout  func(*Options)
+		objects func(*testing.T) objstore.Store
+	}{
+		"segments":                       {withSegments, memory},
+		"entry objects":                  {withEntryObjects, memory},
+		"segments on a local filesystem": {withSegments, local},
+	} {
+		layout := c.layout
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			e := newInPlaceEnv(t, objstoretest.NewMemory())
+			e := newInPlaceEnv(t, c.objects(t))
 			a := e.open("a", layout, func(o *Options) { o.Writer.GroupCommitWindow = 20 * time.Millisecond })
 			big := strings.Repeat("0123456789abcdef", 8<<10) // 128 KiB per row: a 4 MiB column
 			b := array.NewRecordBuilder(e.mem, userSchema)

@@ -1,9 +1,11 @@
-// Local in-place writes: pwrite into the object's file, fdatasync to make them durable (the name
-// was made durable when the object was created).
+// Local in-place writes: pwrite into the object's file (the whole blocks of large writes directly,
+// see directwrite.go), fdatasync to make them durable (the name was made durable when the object
+// was created).
 package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -19,16 +21,24 @@ func (l *Local) OpenWriter(ctx context.Context, key string) (ObjectWriter, error
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open writer %s: %w", key, mapErr(key, err))
 	}
-	return &localWriter{f: f}, nil
+	return &localWriter{f: f, direct: openDirect(p)}, nil
 }
 
 // localWriter is safe for concurrent use: pwrite and fdatasync need no shared offset.
-type localWriter struct{ f *os.File }
+type localWriter struct {
+	f      *os.File
+	direct *directWriter // the same file opened for direct writes; nil when refused
+}
 
 func (w *localWriter) WriteAt(ctx context.Context, p []byte, off int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return w.direct.writeAt(p, off, w.writeBuffered)
+}
+
+// writeBuffered writes p at off through the page cache.
+func (w *localWriter) writeBuffered(p []byte, off int64) error {
 	_, err := w.f.WriteAt(p, off)
 	return err
 }
@@ -40,4 +50,6 @@ func (w *localWriter) Sync(ctx context.Context) error {
 	return datasync(w.f)
 }
 
-func (w *localWriter) Close() error { return w.f.Close() }
+func (w *localWriter) Close() error {
+	return errors.Join(w.direct.close(), w.f.Close())
+}

@@ -8,6 +8,7 @@ package shard
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -116,10 +117,32 @@ func (m *memtable) sortedRefs() ([]string, []rowRef) {
 	return keys, refs
 }
 
+// cloneKeys replaces keys with copies that share one allocation of their own.
+func cloneKeys(keys []string) {
+	var n int
+	for _, k := range keys {
+		n += len(k)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+	}
+	all, off := b.String(), 0
+	for i, k := range keys {
+		keys[i] = all[off : off+len(k)]
+		off += len(k)
+	}
+}
+
 // keyFile describes the memtable as an entry-backed generation: its newest row per key, sorted
-// by key, located by (entry, row) in the WAL entries that hold it (and where each entry is).
+// by key, located by (entry, row) in the WAL entries that hold it (and where each entry is). Its
+// keys are copies: the memtable's keys point into the appended batches' buffers (request bodies),
+// and the key file outlives them in the object cache, where it would keep every body it has a
+// key of in memory.
 func (m *memtable) keyFile() *KeyFile {
 	keys, refs := m.sortedRefs()
+	cloneKeys(keys)
 	gk := &KeyFile{Keys: keys, Seqs: make([]uint64, len(refs)), Tombs: make([]bool, len(refs)),
 		entry: make([]uint32, len(refs)), row: make([]uint32, len(refs))}
 	entryOf := make([]uint32, len(m.batches)) // batch -> index into gk.entries
