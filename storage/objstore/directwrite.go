@@ -16,7 +16,7 @@
 //   - Sync (fdatasync on the buffered descriptor) covers both: fdatasync makes every completed
 //     write to the file durable, whichever descriptor made it.
 //   - When the filesystem refuses direct I/O (it cannot be opened so, or a direct write fails
-//     with EINVAL, e.g. a device whose blocks are larger than 4 KiB) the writer writes through
+//     with EINVAL or EOPNOTSUPP, e.g. a device whose blocks are larger than 4 KiB) the writer writes through
 //     the page cache from then on; nothing is lost, only the saving.
 //
 // Memory: the staging buffers are process-wide, at most maxDirectChunks of directChunkBytes
@@ -150,7 +150,7 @@ func (d *directWriter) writeBlocks(p []byte, off int64) (int, error) {
 	for done < len(p) {
 		n := copy(chunk, p[done:])
 		if err := d.writeDirect(chunk[:n], off+int64(done)); err != nil {
-			if errors.Is(err, syscall.EINVAL) {
+			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EOPNOTSUPP) {
 				d.disabled.Store(true)
 				return done, nil
 			}
