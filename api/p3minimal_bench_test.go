@@ -122,7 +122,7 @@ func startP3Minimal(b *testing.B, dir string) *p3Minimal {
 	if err := logStore.PutIfAbsent(b.Context(), "segment.wal", nil); err != nil {
 		b.Fatal(err)
 	}
-	f, err := logStore.OpenWriter(b.Context(), "segment.wal")
+	f, err := logStore.OpenWriter(b.Context(), "segment.wal", objstore.WriterOptions{Direct: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -71,7 +71,7 @@ type failingFrames struct {
 func (f *failingFrames) WritesInPlace() bool { return objstore.WritesInPlace(f.Store) }
 
 func (f *failingFrames) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, f.Store, key)
+	w, err := objstore.OpenWriter(ctx, f.Store, key, objstore.WriterOptions{})
 	return &failingFrameWriter{ObjectWriter: w, marker: f.marker}, err
 }
 

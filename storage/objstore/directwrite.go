@@ -1,6 +1,9 @@
-// Direct writes for large in-place writes on a local filesystem: the whole 4 KiB blocks of a
-// large WriteAt bypass the page cache (O_DIRECT), staged through a few reusable aligned buffers;
-// the partial blocks at either end are written through the page cache as before.
+// Direct writes for large in-place writes on a local filesystem, for writers opened with
+// WriterOptions.Direct: the whole 4 KiB blocks of a large WriteAt bypass the page cache
+// (O_DIRECT), staged through a few reusable aligned buffers; the partial blocks at either end are
+// written through the page cache as before. The WAL's segments ask for it (written once, read
+// back only by a claim's replay or a merge); table fragments and index runs do not (reads want
+// them soon after they are written, and a direct write waits for the device).
 //
 // Why: a buffered pwrite copies every byte into page-cache pages the kernel must first find,
 // zero-fill on a virtual machine's first touch and later write back, which on small machines

@@ -64,7 +64,7 @@ func TestLargeWritesReadBackExactlyWhateverTheirAlignment(t *testing.T) {
 	s, err := NewLocal(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, s.PutIfAbsent(ctx, "seg", nil))
-	w, err := s.OpenWriter(ctx, "seg")
+	w, err := s.OpenWriter(ctx, "seg", WriterOptions{Direct: true})
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var want []byte
@@ -116,7 +116,7 @@ func TestARefusedDirectWriteFallsBackToThePageCache(t *testing.T) {
 	s, err := NewLocal(dir)
 	require.NoError(t, err)
 	require.NoError(t, s.PutIfAbsent(ctx, "seg", nil))
-	ow, err := s.OpenWriter(ctx, "seg")
+	ow, err := s.OpenWriter(ctx, "seg", WriterOptions{Direct: true})
 	require.NoError(t, err)
 	defer ow.Close()
 	w := ow.(*localWriter)

@@ -31,7 +31,15 @@ type ObjectWriter interface {
 // whether this one does (a wrapper answers for the store it wraps).
 type InPlaceWriter interface {
 	WritesInPlace() bool
-	OpenWriter(ctx context.Context, key string) (ObjectWriter, error)
+	OpenWriter(ctx context.Context, key string, opts WriterOptions) (ObjectWriter, error)
+}
+
+// WriterOptions tune an in-place writer.
+type WriterOptions struct {
+	// Direct asks for the whole blocks of large writes to bypass the page cache where the store
+	// can (a local filesystem on Linux, see directwrite.go): for bytes written once and seldom
+	// read back, such as WAL segments. Stores without a page cache ignore it.
+	Direct bool
 }
 
 // WritesInPlace reports whether s supports OpenWriter.
@@ -41,10 +49,10 @@ func WritesInPlace(s Store) bool {
 }
 
 // OpenWriter opens key in s for in-place writes, or fails with ErrUnsupported.
-func OpenWriter(ctx context.Context, s Store, key string) (ObjectWriter, error) {
+func OpenWriter(ctx context.Context, s Store, key string, opts WriterOptions) (ObjectWriter, error) {
 	w, ok := s.(InPlaceWriter)
 	if !ok || !w.WritesInPlace() {
 		return nil, fmt.Errorf("%w: in-place writes (%T)", ErrUnsupported, s)
 	}
-	return w.OpenWriter(ctx, key)
+	return w.OpenWriter(ctx, key, opts)
 }

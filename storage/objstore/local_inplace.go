@@ -1,6 +1,6 @@
-// Local in-place writes: pwrite into the object's file (the whole blocks of large writes directly,
-// see directwrite.go), fdatasync to make them durable (the name was made durable when the object
-// was created).
+// Local in-place writes: pwrite into the object's file (the whole blocks of large writes directly
+// when the writer asks, see directwrite.go), fdatasync to make them durable (the name was made
+// durable when the object was created).
 package objstore
 
 import (
@@ -12,7 +12,7 @@ import (
 
 func (l *Local) WritesInPlace() bool { return true }
 
-func (l *Local) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+func (l *Local) OpenWriter(ctx context.Context, key string, opts WriterOptions) (ObjectWriter, error) {
 	p, err := l.path(ctx, key)
 	if err != nil {
 		return nil, err
@@ -21,13 +21,17 @@ func (l *Local) OpenWriter(ctx context.Context, key string) (ObjectWriter, error
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open writer %s: %w", key, mapErr(key, err))
 	}
-	return &localWriter{f: f, direct: openDirect(p)}, nil
+	w := &localWriter{f: f}
+	if opts.Direct {
+		w.direct = openDirect(p)
+	}
+	return w, nil
 }
 
 // localWriter is safe for concurrent use: pwrite and fdatasync need no shared offset.
 type localWriter struct {
 	f      *os.File
-	direct *directWriter // the same file opened for direct writes; nil when refused
+	direct *directWriter // the same file opened for direct writes; nil when not asked for or refused
 }
 
 func (w *localWriter) WriteAt(ctx context.Context, p []byte, off int64) error {

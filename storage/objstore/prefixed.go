@@ -106,10 +106,10 @@ func (p *Prefixed) ReadRangeInto(ctx context.Context, key string, offset int64, 
 
 func (p *Prefixed) WritesInPlace() bool { return WritesInPlace(p.inner) }
 
-func (p *Prefixed) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
+func (p *Prefixed) OpenWriter(ctx context.Context, key string, opts WriterOptions) (ObjectWriter, error) {
 	k, err := p.full(key)
 	if err != nil {
 		return nil, err
 	}
-	return OpenWriter(ctx, p.inner, k)
+	return OpenWriter(ctx, p.inner, k, opts)
 }

@@ -100,8 +100,8 @@ func (c *ProgressCounting) ReadRangeInto(ctx context.Context, key string, offset
 func (c *ProgressCounting) WritesInPlace() bool { return WritesInPlace(c.inner) }
 
 // OpenWriter opens the wrapped store's writer; its writes and syncs are counted too.
-func (c *ProgressCounting) OpenWriter(ctx context.Context, key string) (ObjectWriter, error) {
-	w, err := OpenWriter(ctx, c.inner, key)
+func (c *ProgressCounting) OpenWriter(ctx context.Context, key string, opts WriterOptions) (ObjectWriter, error) {
+	w, err := OpenWriter(ctx, c.inner, key, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func TestProgressCountsCallsAndBytesOfItsContextOnly(t *testing.T) {
 	require.EqualValues(t, 5+5+2, bytes)
 
 	require.NoError(t, s.PutIfAbsent(ctx, "b", nil))
-	w, err := objstore.OpenWriter(ctx, s, "b")
+	w, err := objstore.OpenWriter(ctx, s, "b", objstore.WriterOptions{})
 	require.NoError(t, err)
 	require.NoError(t, w.WriteAt(ctx, []byte("xyz"), 0))
 	require.NoError(t, w.Sync(ctx))

@@ -123,7 +123,7 @@ func (w *Writer) openSegment(ctx context.Context, pos uint64) (*activeSegment, e
 		abandon()
 		return nil, fmt.Errorf("shard: create WAL segment %s: %w", key, err)
 	}
-	file, err := objstore.OpenWriter(ctx, w.a.Objects, key)
+	file, err := objstore.OpenWriter(ctx, w.a.Objects, key, objstore.WriterOptions{Direct: true})
 	if err != nil {
 		abandon()
 		return nil, fmt.Errorf("shard: open WAL segment %s: %w", key, err)

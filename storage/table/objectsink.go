@@ -56,7 +56,7 @@ func newObjectSink(ctx context.Context, t *Table, path string, expected int64) (
 	if err := t.store.PutIfAbsent(ctx, path, nil); err != nil {
 		return nil, fmt.Errorf("table: create %s: %w", path, err)
 	}
-	w, err := objstore.OpenWriter(ctx, t.store, path)
+	w, err := objstore.OpenWriter(ctx, t.store, path, objstore.WriterOptions{})
 	if err != nil {
 		t.deleteFiles([]string{path})
 		return nil, fmt.Errorf("table: open %s: %w", path, err)

@@ -77,8 +77,8 @@ func (c *Counting) Stat(ctx context.Context, key string) (objstore.ObjectInfo, e
 
 func (c *Counting) WritesInPlace() bool { return objstore.WritesInPlace(c.Inner) }
 
-func (c *Counting) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, c.Inner, key)
+func (c *Counting) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, c.Inner, key, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -224,8 +224,8 @@ func (f *Faulty) WritesInPlace() bool { return objstore.WritesInPlace(f.Inner) }
 
 // OpenWriter opens a writer whose WriteAt and Sync go through the rules and count as writes
 // for the crash point (a crash mid-segment leaves what was written before it).
-func (f *Faulty) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, f.Inner, key)
+func (f *Faulty) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, f.Inner, key, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func (m *Memory) SetModTime(key string, t time.Time) {
 
 func (m *Memory) WritesInPlace() bool { return true }
 
-func (m *Memory) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
+func (m *Memory) OpenWriter(ctx context.Context, key string, _ objstore.WriterOptions) (objstore.ObjectWriter, error) {
 	if _, err := m.get(ctx, key); err != nil {
 		return nil, err
 	}

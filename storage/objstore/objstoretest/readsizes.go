@@ -50,6 +50,6 @@ func (r *ReadSizes) ReadRangeInto(ctx context.Context, key string, offset int64,
 
 func (r *ReadSizes) WritesInPlace() bool { return objstore.WritesInPlace(r.Store) }
 
-func (r *ReadSizes) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	return objstore.OpenWriter(ctx, r.Store, key)
+func (r *ReadSizes) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
+	return objstore.OpenWriter(ctx, r.Store, key, opts)
 }

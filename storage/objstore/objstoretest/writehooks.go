@@ -28,8 +28,8 @@ func (h *WriteHooks) PutIfAbsent(ctx context.Context, key string, data []byte) e
 
 func (h *WriteHooks) WritesInPlace() bool { return objstore.WritesInPlace(h.Store) }
 
-func (h *WriteHooks) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, h.Store, key)
+func (h *WriteHooks) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, h.Store, key, opts)
 	if err != nil {
 		return nil, err
 	}
