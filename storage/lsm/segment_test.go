@@ -68,10 +68,12 @@ type failingFrames struct {
 	marker []byte
 }
 
+var _ objstore.InPlaceWriter = (*failingFrames)(nil)
+
 func (f *failingFrames) WritesInPlace() bool { return objstore.WritesInPlace(f.Store) }
 
-func (f *failingFrames) OpenWriter(ctx context.Context, key string) (objstore.ObjectWriter, error) {
-	w, err := objstore.OpenWriter(ctx, f.Store, key, objstore.WriterOptions{})
+func (f *failingFrames) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
+	w, err := objstore.OpenWriter(ctx, f.Store, key, opts)
 	return &failingFrameWriter{ObjectWriter: w, marker: f.marker}, err
 }
 

@@ -42,6 +42,10 @@ type WriterOptions struct {
 	Direct bool
 }
 
+// The stores and wrappers here that may write in place: a method whose signature drifted from
+// the interface would silently lose the capability, so the compiler checks it.
+var _ = []InPlaceWriter{(*Local)(nil), (*Prefixed)(nil), (*ProgressCounting)(nil)}
+
 // WritesInPlace reports whether s supports OpenWriter.
 func WritesInPlace(s Store) bool {
 	w, ok := s.(InPlaceWriter)

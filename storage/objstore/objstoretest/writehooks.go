@@ -26,6 +26,9 @@ func (h *WriteHooks) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	return h.Store.PutIfAbsent(ctx, key, data)
 }
 
+// The test stores and wrappers that may write in place (the compiler checks their OpenWriter).
+var _ = []objstore.InPlaceWriter{(*Memory)(nil), (*WriteHooks)(nil), (*ReadSizes)(nil), (*Counting)(nil), (*Faulty)(nil)}
+
 func (h *WriteHooks) WritesInPlace() bool { return objstore.WritesInPlace(h.Store) }
 
 func (h *WriteHooks) OpenWriter(ctx context.Context, key string, opts objstore.WriterOptions) (objstore.ObjectWriter, error) {
