@@ -19,8 +19,8 @@
 //   - Sync (fdatasync on the buffered descriptor) covers both: fdatasync makes every completed
 //     write to the file durable, whichever descriptor made it.
 //   - When the filesystem refuses direct I/O (it cannot be opened so, or a direct write fails
-//     with EINVAL or EOPNOTSUPP, e.g. a device whose blocks are larger than 4 KiB) the writer writes through
-//     the page cache from then on; nothing is lost, only the saving.
+//     with EINVAL or EOPNOTSUPP, e.g. a device whose blocks are larger than 4 KiB) the writer
+//     writes through the page cache from then on; nothing is lost, only the saving.
 //
 // Memory: the staging buffers are process-wide, at most maxDirectChunks of directChunkBytes
 // each (allocated on first use and kept); a write that finds none free is written through the

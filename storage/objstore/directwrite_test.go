@@ -76,7 +76,7 @@ func TestLargeWritesReadBackExactlyWhateverTheirAlignment(t *testing.T) {
 	for len(want) < 40<<20 {
 		n := 1 + rng.IntN(3000) // small pieces: framing, metadata
 		if rng.IntN(3) == 0 {
-			n = minDirectBytes + rng.IntN(9<<20) // large column buffers, most past a staging buffer
+			n = minDirectBytes + rng.IntN(9<<20) // large column buffers, some past a staging buffer
 		}
 		p := make([]byte, n)
 		for i := range p {
