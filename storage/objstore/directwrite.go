@@ -9,7 +9,9 @@
 // zero-fill on a virtual machine's first touch and later write back, which on small machines
 // costs more CPU than the copy itself (a 64 MiB WAL frame took 130-400 ms through the cache on
 // a 2-core VM, against 15-70 ms written directly from a warm aligned buffer). The disk does the
-// same work either way.
+// same work either way. The cost: what was written directly is not in the page cache, so a merge
+// reads a segment's frames from the disk (once), where a buffered write might still have them
+// cached.
 //
 // Rules that keep it correct:
 //   - A block is written directly only when the one WriteAt call covers it whole, so no block is
