@@ -31,6 +31,7 @@ func TestAKill9DuringLargeAppendsLosesNoAcknowledgedRow(t *testing.T) {
 			"STRATA_INSTANCE_ID=crash-1", fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", port),
 			"STRATA_FLUSH_INTERVAL=1h", "STRATA_LOG_LEVEL=warn"}}
 	p.start()
+	t.Cleanup(p.stop) // whichever run is the last (stopping one that has exited does nothing)
 	waitHealthy(t, base)
 	resp, err := http.Post(base+"/api/v1/rollouts", "application/json", strings.NewReader(`{"name":"crash"}`))
 	require.NoError(t, err)
@@ -107,5 +108,4 @@ func TestAKill9DuringLargeAppendsLosesNoAcknowledgedRow(t *testing.T) {
 		require.NotNil(t, got.Record, "acknowledged row %s is gone after the crash", id)
 		require.True(t, got.Record.Content == content(id), "row %s came back with other content", id)
 	}
-	p.stop()
 }
