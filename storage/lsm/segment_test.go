@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/storage/objstore"
@@ -364,4 +366,51 @@ func TestMergedWALSegmentsAreReclaimedWithoutASizeRoll(t *testing.T) {
 		require.EqualValues(t, round, value(t, merger, fmt.Sprintf("r%d-0000", round)))
 	}
 	require.EqualValues(t, 9, value(t, merger, "tail"))
+}
+
+// A seal rolls the segment only when the active one holds rows of what it sealed: when a size
+// roll came between the sealed memtable's last frame and the seal's commit, the segment that roll
+// started is kept, rather than closed after a single frame.
+func TestASealAfterASizeRollKeepsTheSegmentThatRollStarted(t *testing.T) {
+	ctx := context.Background()
+	sealing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	objects := &objstoretest.WriteHooks{Store: objstoretest.NewMemory(), BeforePut: func(key string, _ []byte) func() {
+		if strings.HasSuffix(key, ".keys") { // the seal's key file: hold the seal here once
+			once.Do(func() { close(sealing); <-release })
+		}
+		return nil
+	}}
+	e := newInPlaceEnv(t, objects)
+	s := e.open("w", segmentBytes(64<<10))
+	appendPayload := func(id string, size int) {
+		b := array.NewRecordBuilder(e.mem, userSchema)
+		defer b.Release()
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.Int64Builder).Append(1)
+		b.Field(2).(*array.StringBuilder).Append(strings.Repeat("x", size))
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		_, err := s.Append(ctx, rec)
+		require.NoError(t, err)
+	}
+	segments := func() int { return len(objectsUnder(t, e.objects, shard.SegmentPrefix(s.Shard()))) }
+
+	appendPayload("a", 30<<10) // the first segment
+	sealed := make(chan error, 1)
+	go func() { sealed <- s.Flush(ctx) }() // seals "a"
+	<-sealing
+	appendPayload("b", 40<<10) // past 64 KiB with "a": a size roll starts the second segment
+	require.Equal(t, 2, segments())
+	close(release)
+	require.NoError(t, <-sealed)
+	appendPayload("c", 1<<10) // fits beside "b", which the seal did not take: no roll
+	require.Equal(t, 2, segments(), "the segment holding only unsealed rows was kept")
+
+	require.NoError(t, s.Flush(ctx)) // seals "b" and "c", which the second segment holds
+	appendPayload("d", 1<<10)
+	require.Equal(t, 3, segments(), "a seal of rows in the active segment rolls it")
+	for id, want := range map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1} {
+		require.EqualValues(t, want, value(t, s, id))
+	}
 }

@@ -76,14 +76,15 @@ func (a *activeSegment) ref() SegmentRef {
 
 // reserveFrame places the frame of the group at pos (a payload of n bytes) in the active
 // segment, first starting a new segment when there is none, it is broken, the frame would take
-// it past SegmentBytes, or a seal asked for a roll (so that the sealed rows' segment can be
-// deleted once they are merged, instead of waiting for the size roll). Only the reservation
+// it past SegmentBytes, or it holds rows a seal has made a generation of (see rollBelow: so that
+// the sealed rows' segment can be deleted once they are merged, instead of waiting for the size
+// roll). Only the reservation
 // token's holder calls it. The caller calls seg.writes.Done() when its group is finished.
 func (w *Writer) reserveFrame(ctx context.Context, pos uint64, n int) (*activeSegment, int64, error) {
 	seg := w.seg
 	size := frameSize(n)
 	if seg == nil || seg.failedAtOrBefore(seg.size) || (seg.size > 0 && seg.size+size > w.opts.SegmentBytes) ||
-		(seg.size > 0 && w.rollSegment.Swap(false)) {
+		(seg.size > 0 && seg.first < w.rollBelow.Load()) {
 		next, err := w.openSegment(ctx, pos)
 		if err != nil {
 			return nil, 0, err

@@ -120,12 +120,14 @@ type Writer struct {
 	stopped chan struct{} // closed when the committer exits
 	sealMu  sync.Mutex    // serialises seals
 	sealing atomic.Bool
-	// rollSegment asks the next frame reservation for a new segment: set by each seal that made
-	// a generation, so a segment holds the rows of few generations and goes once they are merged.
-	rollSegment atomic.Bool
-	pending     atomic.Int64   // sealed generations pending merge, as of the last manifest read
-	gc          *collector     // carries out every WAL deletion of this writer; stopped by close
-	bg          sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
+	// rollBelow asks frame reservations for a new segment while the active one starts below it:
+	// each seal that made a generation raises it past its memtable's last position, so a segment
+	// holds the rows of few generations and goes once they are merged. A segment that starts
+	// after the sealed rows (a size roll came first) holds none of them and is kept.
+	rollBelow atomic.Uint64
+	pending   atomic.Int64   // sealed generations pending merge, as of the last manifest read
+	gc        *collector     // carries out every WAL deletion of this writer; stopped by close
+	bg        sync.WaitGroup // segment retirements and size-triggered seals; close waits for them
 }
 
 // Enqueue hands a stamped record (laid out as the table schema, with _seq and _tombstone) to the
@@ -568,7 +570,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	w.gc.delete(segmentKeys(w.shard, refNames(segGarbage))...)
 	w.pending.Store(int64(len(next.Generations)))
 	if gen.KeysPath != "" && w.segments {
-		w.rollSegment.Store(true)
+		w.rollBelow.Store(max(w.rollBelow.Load(), m.lastPos+1)) // seals are serialised (sealMu)
 	}
 	if gen.KeysPath != "" && w.cfg.OnSeal != nil {
 		w.cfg.OnSeal(len(next.Generations))
