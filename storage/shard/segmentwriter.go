@@ -78,8 +78,8 @@ func (a *activeSegment) ref() SegmentRef {
 // segment, first starting a new segment when there is none, it is broken, the frame would take
 // it past SegmentBytes, or it holds rows a seal has made a generation of (see rollBelow: so that
 // the sealed rows' segment can be deleted once they are merged, instead of waiting for the size
-// roll). Only the reservation
-// token's holder calls it. The caller calls seg.writes.Done() when its group is finished.
+// roll). Only the reservation token's holder calls it. The caller calls seg.writes.Done() when
+// its group is finished.
 func (w *Writer) reserveFrame(ctx context.Context, pos uint64, n int) (*activeSegment, int64, error) {
 	seg := w.seg
 	size := frameSize(n)
