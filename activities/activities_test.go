@@ -232,6 +232,48 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 	require.Zero(t, st.CompactableFragments, "after the compaction a plan would do nothing: no more compactions are queued")
 }
 
+// A store that stopped receiving rows with its last merge's fragment uncompressed (under the
+// compaction target, alone in its tier) is reported compactable once its table has been idle for
+// CompressIdleAfter, and the Compact activity rewrites that fragment compressed; until then, and
+// after, nothing is queued.
+func TestAnIdleStoresUncompressedFragmentIsCompactedOnItsOwn(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.seed(t, "quiet", 1, 50)
+	ref := workflows.StoreRef{Kind: "rollout", Name: "quiet"}
+	_, err := f.env().ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	compactable := func() int {
+		t.Helper()
+		_, err := f.env().ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: ref})
+		require.NoError(t, err)
+		st, err := f.cat.GetStoreStats(ctx, catalog.KindRollout, "quiet")
+		require.NoError(t, err)
+		require.Equal(t, 1, st.Fragments)
+		return st.CompactableFragments
+	}
+	f.acts.Compaction = table.CompactionConfig{} // the worker's defaults: idle after 30 minutes
+	require.Zero(t, compactable(), "just merged: not idle")
+
+	f.acts.Compaction = table.CompactionConfig{CompressIdleAfter: time.Nanosecond}
+	require.Equal(t, 1, compactable(), "idle: its one uncompressed fragment is a candidate")
+	val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
+	require.NoError(t, err)
+	var res workflows.ActivityResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 1, res.FragmentsRemoved)
+	require.Equal(t, 1, res.FragmentsAdded)
+	require.Zero(t, compactable(), "compressed now: nothing more to do")
+
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindRollout, "quiet")
+	require.NoError(t, err)
+	defer release()
+	m, err := s.TableManifest(ctx)
+	require.NoError(t, err)
+	require.False(t, m.Fragments[0].Uncompressed)
+	require.EqualValues(t, 50, m.Rows())
+}
+
 func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // DefaultTargetRowsPerFragment is CompactionConfig.TargetRowsPerFragment's default.
@@ -36,7 +37,17 @@ type CompactionConfig struct {
 	// EverySmallFragment rewrites every small fragment together instead of one size tier (an
 	// operator's explicit compaction: "compact what is small now", whatever the rewriting costs).
 	EverySmallFragment bool
+	// CompressIdleAfter: once the table's latest version is this old (no merge, compaction or
+	// other commit since), every fragment written uncompressed is rewritten compressed, alone if
+	// it is the only one, instead of waiting for a size tier that an idle table never fills
+	// (default DefaultCompressIdleAfter; negative: never).
+	CompressIdleAfter time.Duration
+	// Now is the time the plan is made at (zero: the clock's).
+	Now time.Time
 }
+
+// DefaultCompressIdleAfter is CompactionConfig.CompressIdleAfter's default.
+const DefaultCompressIdleAfter = 30 * time.Minute
 
 func (c CompactionConfig) withDefaults() CompactionConfig {
 	if c.MinFragments <= 0 {
@@ -54,7 +65,18 @@ func (c CompactionConfig) withDefaults() CompactionConfig {
 	if c.MaxSourceFragments <= 0 {
 		c.MaxSourceFragments = 32
 	}
+	if c.CompressIdleAfter == 0 {
+		c.CompressIdleAfter = DefaultCompressIdleAfter
+	}
+	if c.Now.IsZero() {
+		c.Now = time.Now()
+	}
 	return c
+}
+
+// idle reports whether m's table has had no commit for CompressIdleAfter (c with defaults).
+func (c CompactionConfig) idle(m *Manifest) bool {
+	return c.CompressIdleAfter > 0 && !m.CreatedAt.IsZero() && c.Now.Sub(m.CreatedAt) >= c.CompressIdleAfter
 }
 
 // CompactionPlan names the fragments one pass rewrites; empty means nothing to do.
@@ -68,8 +90,10 @@ type CompactionPlan struct {
 // DeletionRatio, and small fragments (fewer live rows than TargetRowsPerFragment) as one size
 // tier: all of them but the largest ones that hold more than twice the live rows of every smaller
 // fragment together (unless under TargetRowsPerFragment/256 rows, which cost next to nothing to
-// rewrite), once the tier has MinFragments (every small fragment with EverySmallFragment). At
-// most MaxSourceFragments, smallest first.
+// rewrite), once the tier has MinFragments (every small fragment with EverySmallFragment); and,
+// once the table is idle (CompressIdleAfter), every fragment written uncompressed, each a
+// candidate on its own like one with many deletions. At most MaxSourceFragments: those taken on
+// their own first, then the small ones, smallest first.
 //
 // The tier bounds the rewriting: a fragment is rewritten only together with at least half its
 // rows again, so a row is rewritten O(log n) times, where compacting every small fragment
@@ -78,10 +102,13 @@ type CompactionPlan struct {
 func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 	cfg = cfg.withDefaults()
 	plan := CompactionPlan{Version: m.Version, Config: cfg}
-	var heavy, small []Fragment
+	idle := cfg.idle(m)
+	var heavy, small []Fragment // heavy: candidates on their own
 	for _, f := range m.Fragments {
 		switch {
 		case !cfg.KeepDeletions && f.Rows > 0 && float64(f.DeletedRows)/float64(f.Rows) >= cfg.DeletionRatio:
+			heavy = append(heavy, f)
+		case idle && f.Uncompressed:
 			heavy = append(heavy, f)
 		case f.LiveRows() < cfg.TargetRowsPerFragment:
 			small = append(small, f)

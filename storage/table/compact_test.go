@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -42,6 +43,43 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 	keep := cfg
 	keep.KeepDeletions = true
 	require.Empty(t, PlanCompaction(m, keep).Sources, "keeping deletions, not even a wholly deleted fragment is a candidate on its own")
+}
+
+// An idle table's fragments written uncompressed are each a candidate on their own, so a table
+// that stopped growing before its tier filled still ends compressed; a busy table's wait for
+// their tier, and fragments not marked uncompressed (compressed ones, or those of manifests
+// written before the mark existed) are never taken for it.
+func TestAnIdleTablesUncompressedFragmentsAreCandidatesOnTheirOwn(t *testing.T) {
+	committed := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	m := frags(500, 300, 2_000_000)
+	m.CreatedAt = committed
+	m.Fragments[0].Uncompressed = true
+	at := func(d time.Duration) CompactionConfig {
+		return CompactionConfig{TargetRowsPerFragment: 1000, Now: committed.Add(d)}
+	}
+	require.Empty(t, PlanCompaction(m, at(time.Minute)).Sources, "busy: the tier is not full")
+	require.Empty(t, PlanCompaction(m, at(DefaultCompressIdleAfter-time.Second)).Sources)
+	require.Equal(t, []uint64{1}, PlanCompaction(m, at(DefaultCompressIdleAfter)).Sources,
+		"idle: the uncompressed fragment alone; the compressed small one waits for its tier")
+
+	never := at(24 * time.Hour)
+	never.CompressIdleAfter = -1
+	require.Empty(t, PlanCompaction(m, never).Sources, "a negative CompressIdleAfter turns it off")
+
+	sooner := at(2 * time.Minute)
+	sooner.CompressIdleAfter = time.Minute
+	require.Equal(t, []uint64{1}, PlanCompaction(m, sooner).Sources)
+
+	m.Fragments[0].Uncompressed = false
+	require.Empty(t, PlanCompaction(m, at(24*time.Hour)).Sources, "nothing marked uncompressed")
+
+	// With a tier due as well, both go in one pass, the lone candidates first within the cap.
+	m = frags(10, 20, 30, 40, 50_000, 60_000)
+	m.CreatedAt = committed
+	m.Fragments[4].Uncompressed, m.Fragments[5].Uncompressed = true, true
+	cfg := at(time.Hour)
+	cfg.TargetRowsPerFragment, cfg.MaxSourceFragments = 100_000, 4
+	require.Equal(t, []uint64{1, 2, 5, 6}, PlanCompaction(m, cfg).Sources)
 }
 
 // Small fragments are compacted as a size tier: a fragment much larger than the others waits

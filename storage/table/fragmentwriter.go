@@ -38,6 +38,8 @@ type fragmentWriter struct {
 	// merge); when nil, the entries are kept (entries) and returned by finish.
 	index   func(indexEntry) error
 	entries []indexEntry
+	// uncompressed: the pages are written without compression (recorded in the Fragment).
+	uncompressed bool
 }
 
 // newFragmentWriter starts fragment id in t's store, its layout chosen from first (its first row
@@ -45,7 +47,8 @@ type fragmentWriter struct {
 // every row the fragment will hold: such a column, when nullable, is not stored. The caller ends
 // it with finish or abort.
 func newFragmentWriter(ctx context.Context, t *Table, id uint64, first arrow.RecordBatch, keyColumn string, codec compress.Compression, nullEverywhere []bool) (*fragmentWriter, error) {
-	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id), schema: first.Schema()}
+	fw := &fragmentWriter{id: id, keyColumn: keyColumn, path: fragmentPath(id), schema: first.Schema(),
+		uncompressed: codec == compress.Codecs.Uncompressed}
 	fields := first.Schema().Fields()
 	if leaveOutNullColumns && slices.Contains(nullEverywhere, true) {
 		kept := make([]arrow.Field, 0, len(fields))
@@ -168,7 +171,8 @@ func (fw *fragmentWriter) finish(ctx context.Context) (Fragment, []indexEntry, e
 		fw.out.abort()
 		return Fragment{}, nil, fmt.Errorf("table: encode fragment: %w", err)
 	}
-	f := Fragment{ID: fw.id, Path: fw.path, Rows: fw.rows, Bytes: fw.out.size(), MinKey: fw.minKey, MaxKey: fw.maxKey}
+	f := Fragment{ID: fw.id, Path: fw.path, Rows: fw.rows, Bytes: fw.out.size(), MinKey: fw.minKey, MaxKey: fw.maxKey,
+		Uncompressed: fw.uncompressed}
 	if err := fw.out.store(ctx); err != nil {
 		return f, nil, err
 	}

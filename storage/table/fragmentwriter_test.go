@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
@@ -93,29 +95,7 @@ func TestAMergesSmallFragmentIsUncompressedUntilCompactionCompressesIt(t *testin
 	store := objstoretest.NewMemory()
 	mem := checkedAlloc(t)
 	tbl := newTestTable(t, store, mem)
-	// codec is the one codec of every column chunk of f.
-	codec := func(f Fragment) compress.Compression {
-		t.Helper()
-		data, err := store.Get(ctx, f.Path)
-		require.NoError(t, err)
-		pf, err := file.NewParquetReader(bytes.NewReader(data))
-		require.NoError(t, err)
-		defer pf.Close()
-		seen := map[compress.Compression]int{}
-		for g := range pf.MetaData().NumRowGroups() {
-			rg := pf.MetaData().RowGroup(g)
-			for c := range rg.NumColumns() {
-				cc, err := rg.ColumnChunk(c)
-				require.NoError(t, err)
-				seen[cc.Compression()]++
-			}
-		}
-		require.Len(t, seen, 1, "%s: column chunks by codec", f.Path)
-		for c := range seen {
-			return c
-		}
-		return 0
-	}
+	codec := func(f Fragment) compress.Compression { t.Helper(); return fragmentCodecOf(t, store, f) }
 	want := map[string]row{}
 	upsert := func(first, n int, uncompressedBelow int64) Fragment {
 		t.Helper()
@@ -158,4 +138,73 @@ func TestAMergesSmallFragmentIsUncompressedUntilCompactionCompressesIt(t *testin
 		require.Equal(t, fragmentCodec, codec(f), "fragment %s after compaction", f.Path)
 	}
 	check()
+}
+
+// A merge's uncompressed fragment is marked so in the manifest, and once the table has been idle
+// for CompressIdleAfter the worker's compaction plan (the sweep's: tiers of MinFragments) takes
+// it alone and rewrites it compressed; every row reads the same before and after.
+func TestAnIdleTablesMergedFragmentIsRewrittenCompressed(t *testing.T) {
+	ctx := context.Background()
+	store := objstoretest.NewMemory()
+	mem := checkedAlloc(t)
+	clock := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	tbl, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem, Now: func() time.Time { return clock }})
+	require.NoError(t, err)
+	in := make([]row, 700)
+	want := map[string]row{}
+	for i := range in {
+		in[i] = row{id: fmt.Sprintf("k%05d", i), value: int64(i), payload: strings.Repeat("idle text ", 10+i%5), seq: uint64(i + 1)}
+		want[in[i].id] = in[i]
+	}
+	rec := batch(mem, in)
+	merged := upsertAddingFragment(t, tbl, rec, UpsertOptions{Merge: true, UncompressedBelowRows: 1000})
+	rec.Release()
+	require.True(t, merged.Uncompressed, "the manifest says the merge wrote it uncompressed")
+	require.Equal(t, compress.Codecs.Uncompressed, fragmentCodecOf(t, store, merged))
+
+	sweep := CompactionConfig{TargetRowsPerFragment: 1000} // the worker's: MinFragments 4
+	clock = clock.Add(DefaultCompressIdleAfter / 2)
+	sweep.Now = clock
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Empty(t, PlanCompaction(m, sweep).Sources, "not idle long enough")
+
+	clock = clock.Add(DefaultCompressIdleAfter)
+	sweep.Now = clock
+	res, err := tbl.Compact(ctx, sweep)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.FragmentsRemoved)
+	require.Len(t, res.Manifest.Fragments, 1)
+	f := res.Manifest.Fragments[0]
+	require.False(t, f.Uncompressed)
+	require.Equal(t, fragmentCodec, fragmentCodecOf(t, store, f))
+	require.Less(t, f.Bytes, merged.Bytes)
+	require.Equal(t, want, scanAll(t, tbl, res.Manifest))
+
+	sweep.Now = clock.Add(24 * time.Hour)
+	require.Empty(t, PlanCompaction(res.Manifest, sweep).Sources, "nothing left to compress")
+}
+
+// fragmentCodecOf is the one codec of every column chunk of fragment f.
+func fragmentCodecOf(t *testing.T, store objstore.Store, f Fragment) compress.Compression {
+	t.Helper()
+	data, err := store.Get(context.Background(), f.Path)
+	require.NoError(t, err)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	defer pf.Close()
+	seen := map[compress.Compression]int{}
+	for g := range pf.MetaData().NumRowGroups() {
+		rg := pf.MetaData().RowGroup(g)
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			require.NoError(t, err)
+			seen[cc.Compression()]++
+		}
+	}
+	require.Len(t, seen, 1, "%s: column chunks by codec", f.Path)
+	for c := range seen {
+		return c
+	}
+	return 0
 }

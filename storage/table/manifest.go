@@ -50,6 +50,10 @@ type Fragment struct {
 	Bytes          int64  `json:"bytes"`
 	MinKey         string `json:"min_key"`
 	MaxKey         string `json:"max_key"`
+	// Uncompressed: the fragment's pages were written without compression (a WAL merge's
+	// fragment under the compaction target); compaction rewrites it compressed, with its size
+	// tier or once the table is idle (CompactionConfig.CompressIdleAfter).
+	Uncompressed bool `json:"uncompressed,omitempty"`
 }
 
 // LiveRows is the number of rows not deleted.
