@@ -1,7 +1,9 @@
-// Compaction: rewrite small fragments and fragments with many deleted rows into fewer, fuller
-// ones, materialising deletions, with the key index extended over the result.
+// Compaction: rewrite small fragments, fragments with many deleted rows and an idle table's
+// uncompressed fragments into fewer, fuller, compressed ones, materialising deletions, with the
+// key index extended over the result.
 //
-// PlanCompaction is pure (a function of a manifest and a config). ExecuteCompaction rewrites the
+// PlanCompaction is pure (a function of a manifest and a config; the config's Now, when unset,
+// is read from the clock). ExecuteCompaction rewrites the
 // planned fragments once and commits by CAS. If another writer committed meanwhile, the rewrite
 // is rebased onto the new manifest when every source fragment is still there with the same
 // deletion vector (so no row it copied was replaced or deleted since); otherwise it is redone
