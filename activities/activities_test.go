@@ -234,8 +234,8 @@ func TestCompactCleanupAndStatsActivities(t *testing.T) {
 
 // A store that stopped receiving rows with its last merge's fragment uncompressed (under the
 // compaction target, alone in its tier) is reported compactable once its table has been idle for
-// CompressIdleAfter, and the Compact activity rewrites that fragment compressed; until then, and
-// after, nothing is queued.
+// CompressIdleAfter (and the fragment is large enough to be worth it), and the Compact activity
+// rewrites that fragment compressed; until then, and after, nothing is queued.
 func TestAnIdleStoresUncompressedFragmentIsCompactedOnItsOwn(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
@@ -256,6 +256,8 @@ func TestAnIdleStoresUncompressedFragmentIsCompactedOnItsOwn(t *testing.T) {
 	require.Zero(t, compactable(), "just merged: not idle")
 
 	f.acts.Compaction = table.CompactionConfig{CompressIdleAfter: time.Nanosecond}
+	require.Zero(t, compactable(), "idle, but its one uncompressed fragment is under the default 1 MiB floor")
+	f.acts.Compaction.CompressIdleMinBytes = 1
 	require.Equal(t, 1, compactable(), "idle: its one uncompressed fragment is a candidate")
 	val, err := f.env().ExecuteActivity(f.acts.Compact, workflows.ActivityInput{Store: ref})
 	require.NoError(t, err)

@@ -54,7 +54,7 @@ func (c *temporalConfig) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
 	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")
 	fs.Int64Var(&c.Compaction.TargetRowsPerFragment, "compact-target-rows", table.DefaultTargetRowsPerFragment, "rows per fragment compaction aims for (smaller fragments are candidates, and a merge of fewer rows writes its fragment uncompressed: compaction compresses it)")
-	fs.DurationVar(&c.Compaction.CompressIdleAfter, "compact-idle-after", table.DefaultCompressIdleAfter, "a store whose table has had no commit this long has every fragment a merge wrote uncompressed compacted (compressed), without waiting for its size tier (negative: never)")
+	fs.DurationVar(&c.Compaction.CompressIdleAfter, "compact-idle-after", table.DefaultCompressIdleAfter, "a store whose table has had no commit this long has every fragment of 1 MiB or more that a merge wrote uncompressed compacted (compressed), without waiting for its size tier (negative: never)")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", 30*time.Second, "interval of the strata-sweep Temporal Schedule; it and the hourly strata-registry-cleanup are created at worker start if missing, and updated when this changed (0 = leave them alone)")
 }
 

@@ -40,10 +40,13 @@ type CompactionConfig struct {
 	// operator's explicit compaction: "compact what is small now", whatever the rewriting costs).
 	EverySmallFragment bool
 	// CompressIdleAfter: once the table's latest version is this old (no merge, compaction or
-	// other commit since), every fragment written uncompressed is rewritten compressed, alone if
-	// it is the only one, instead of waiting for a size tier that an idle table never fills
-	// (default DefaultCompressIdleAfter; negative: never).
+	// other commit since), every fragment written uncompressed with at least CompressIdleMinBytes
+	// is rewritten compressed, alone if it is the only one, instead of waiting for a size tier
+	// that an idle table never fills (default DefaultCompressIdleAfter; negative: never).
 	CompressIdleAfter time.Duration
+	// CompressIdleMinBytes: a smaller uncompressed fragment is not worth a compaction (and the
+	// version and cleanup that follow) on its own (default 1 MiB).
+	CompressIdleMinBytes int64
 	// Now is the time the plan is made at (zero: the clock's).
 	Now time.Time
 }
@@ -70,6 +73,9 @@ func (c CompactionConfig) withDefaults() CompactionConfig {
 	if c.CompressIdleAfter == 0 {
 		c.CompressIdleAfter = DefaultCompressIdleAfter
 	}
+	if c.CompressIdleMinBytes <= 0 {
+		c.CompressIdleMinBytes = 1 << 20
+	}
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
@@ -93,8 +99,8 @@ type CompactionPlan struct {
 // tier: all of them but the largest ones that hold more than twice the live rows of every smaller
 // fragment together (unless under TargetRowsPerFragment/256 rows, which cost next to nothing to
 // rewrite), once the tier has MinFragments (every small fragment with EverySmallFragment); and,
-// once the table is idle (CompressIdleAfter), every fragment written uncompressed, each a
-// candidate on its own like one with many deletions. At most MaxSourceFragments: those taken on
+// once the table is idle (CompressIdleAfter), every fragment written uncompressed (of at least
+// CompressIdleMinBytes), each a candidate on its own like one with many deletions. At most MaxSourceFragments: those taken on
 // their own first, then the small ones, smallest first.
 //
 // The tier bounds the rewriting: a fragment is rewritten only together with at least half its
@@ -110,7 +116,7 @@ func PlanCompaction(m *Manifest, cfg CompactionConfig) CompactionPlan {
 		switch {
 		case !cfg.KeepDeletions && f.Rows > 0 && float64(f.DeletedRows)/float64(f.Rows) >= cfg.DeletionRatio:
 			heavy = append(heavy, f)
-		case idle && f.Uncompressed:
+		case idle && f.Uncompressed && f.Bytes >= cfg.CompressIdleMinBytes:
 			heavy = append(heavy, f)
 		case f.LiveRows() < cfg.TargetRowsPerFragment:
 			small = append(small, f)

@@ -47,13 +47,13 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 
 // An idle table's fragments written uncompressed are each a candidate on their own, so a table
 // that stopped growing before its tier filled still ends compressed; a busy table's wait for
-// their tier, and fragments not marked uncompressed (compressed ones, or those of manifests
-// written before the mark existed) are never taken for it.
+// their tier, and fragments too small to be worth it or not marked uncompressed (compressed
+// ones, or those of manifests written before the mark existed) are never taken for it.
 func TestAnIdleTablesUncompressedFragmentsAreCandidatesOnTheirOwn(t *testing.T) {
 	committed := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	m := frags(500, 300, 2_000_000)
 	m.CreatedAt = committed
-	m.Fragments[0].Uncompressed = true
+	m.Fragments[0].Uncompressed, m.Fragments[0].Bytes = true, 1<<20
 	at := func(d time.Duration) CompactionConfig {
 		return CompactionConfig{TargetRowsPerFragment: 1000, Now: committed.Add(d)}
 	}
@@ -70,13 +70,20 @@ func TestAnIdleTablesUncompressedFragmentsAreCandidatesOnTheirOwn(t *testing.T) 
 	sooner.CompressIdleAfter = time.Minute
 	require.Equal(t, []uint64{1}, PlanCompaction(m, sooner).Sources)
 
+	m.Fragments[0].Bytes = 1<<20 - 1
+	require.Empty(t, PlanCompaction(m, at(24*time.Hour)).Sources, "under CompressIdleMinBytes: not worth a compaction")
+	small := at(24 * time.Hour)
+	small.CompressIdleMinBytes = 1000
+	require.Equal(t, []uint64{1}, PlanCompaction(m, small).Sources)
+
 	m.Fragments[0].Uncompressed = false
-	require.Empty(t, PlanCompaction(m, at(24*time.Hour)).Sources, "nothing marked uncompressed")
+	require.Empty(t, PlanCompaction(m, small).Sources, "nothing marked uncompressed")
 
 	// With a tier due as well, both go in one pass, the lone candidates first within the cap.
 	m = frags(10, 20, 30, 40, 50_000, 60_000)
 	m.CreatedAt = committed
 	m.Fragments[4].Uncompressed, m.Fragments[5].Uncompressed = true, true
+	m.Fragments[4].Bytes, m.Fragments[5].Bytes = 5<<20, 6<<20
 	cfg := at(time.Hour)
 	cfg.TargetRowsPerFragment, cfg.MaxSourceFragments = 100_000, 4
 	require.Equal(t, []uint64{1, 2, 5, 6}, PlanCompaction(m, cfg).Sources)

@@ -162,7 +162,8 @@ func TestAnIdleTablesMergedFragmentIsRewrittenCompressed(t *testing.T) {
 	require.True(t, merged.Uncompressed, "the manifest says the merge wrote it uncompressed")
 	require.Equal(t, compress.Codecs.Uncompressed, fragmentCodecOf(t, store, merged))
 
-	sweep := CompactionConfig{TargetRowsPerFragment: 1000} // the worker's: MinFragments 4
+	// The worker's plan (MinFragments 4), with a byte floor this small fragment passes.
+	sweep := CompactionConfig{TargetRowsPerFragment: 1000, CompressIdleMinBytes: 1}
 	clock = clock.Add(DefaultCompressIdleAfter / 2)
 	sweep.Now = clock
 	m, err := tbl.Latest(ctx)
