@@ -3,12 +3,11 @@
 // key index extended over the result.
 //
 // PlanCompaction is pure (a function of a manifest and a config; the config's Now, when unset,
-// is read from the clock). ExecuteCompaction rewrites the
-// planned fragments once and commits by CAS. If another writer committed meanwhile, the rewrite
-// is rebased onto the new manifest when every source fragment is still there with the same
-// deletion vector (so no row it copied was replaced or deleted since); otherwise it is redone
-// against the new manifest, so an upsert committed during a compaction is neither lost nor
-// resurrected.
+// is read from the clock). ExecuteCompaction rewrites the planned fragments once and commits by
+// CAS. If another writer committed meanwhile, the rewrite is rebased onto the new manifest when
+// every source fragment is still there with the same deletion vector (so no row it copied was
+// replaced or deleted since); otherwise it is redone against the new manifest, so an upsert
+// committed during a compaction is neither lost nor resurrected.
 package table
 
 import (
@@ -100,8 +99,8 @@ type CompactionPlan struct {
 // fragment together (unless under TargetRowsPerFragment/256 rows, which cost next to nothing to
 // rewrite), once the tier has MinFragments (every small fragment with EverySmallFragment); and,
 // once the table is idle (CompressIdleAfter), every fragment written uncompressed (of at least
-// CompressIdleMinBytes), each a candidate on its own like one with many deletions. At most MaxSourceFragments: those taken on
-// their own first, then the small ones, smallest first.
+// CompressIdleMinBytes), each a candidate on its own like one with many deletions. At most
+// MaxSourceFragments: those taken on their own first, then the small ones, smallest first.
 //
 // The tier bounds the rewriting: a fragment is rewritten only together with at least half its
 // rows again, so a row is rewritten O(log n) times, where compacting every small fragment

@@ -47,8 +47,8 @@ func TestPlanIsBoundedAndPure(t *testing.T) {
 
 // An idle table's fragments written uncompressed are each a candidate on their own, so a table
 // that stopped growing before its tier filled still ends compressed; a busy table's wait for
-// their tier, and fragments too small to be worth it or not marked uncompressed (compressed
-// ones, or those of manifests written before the mark existed) are never taken for it.
+// their tier, and fragments too small to be worth it, or not marked uncompressed (compressed
+// ones, and those of manifests written before the mark existed), are never taken for it.
 func TestAnIdleTablesUncompressedFragmentsAreCandidatesOnTheirOwn(t *testing.T) {
 	committed := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	m := frags(500, 300, 2_000_000)
