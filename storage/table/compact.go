@@ -178,11 +178,15 @@ type CompactionResult struct {
 // errSourcesChanged: a source fragment was removed or had rows deleted after it was read.
 var errSourcesChanged = errors.New("compaction sources changed")
 
-// Compact plans against the latest manifest and executes the plan.
+// Compact plans against the latest manifest and executes the plan. A config without Now is
+// planned at the table's clock, the one its manifests' CreatedAt come from.
 func (t *Table) Compact(ctx context.Context, cfg CompactionConfig) (CompactionResult, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return CompactionResult{}, err
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = t.now()
 	}
 	return t.ExecuteCompaction(ctx, PlanCompaction(m, cfg))
 }

@@ -147,7 +147,8 @@ func TestAnIdleTablesMergedFragmentIsRewrittenCompressed(t *testing.T) {
 	ctx := context.Background()
 	store := objstoretest.NewMemory()
 	mem := checkedAlloc(t)
-	clock := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	// A clock of its own, far from the real one: Compact must judge idleness by it.
+	clock := time.Date(2100, 1, 1, 10, 0, 0, 0, time.UTC)
 	tbl, err := Create(ctx, store, testSchema, "id", Options{Allocator: mem, Now: func() time.Time { return clock }})
 	require.NoError(t, err)
 	in := make([]row, 700)
@@ -171,7 +172,7 @@ func TestAnIdleTablesMergedFragmentIsRewrittenCompressed(t *testing.T) {
 	require.Empty(t, PlanCompaction(m, sweep).Sources, "not idle long enough")
 
 	clock = clock.Add(DefaultCompressIdleAfter)
-	sweep.Now = clock
+	sweep.Now = time.Time{} // Compact plans at the table's clock
 	res, err := tbl.Compact(ctx, sweep)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.FragmentsRemoved)
