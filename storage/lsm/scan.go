@@ -110,6 +110,10 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 	cursor := opts.After
 	chunk := max(limit, 256)
 	for out.rows() < limit {
+		// A filtered scan may read many chunks to fill one page: a done request stops it here.
+		if err := ctx.Err(); err != nil {
+			return ScanPage{}, err
+		}
 		var base []table.RowRef
 		pastRange := false
 		err := s.tbl.KeysAfter(ctx, snap.Table, cursor, func(r table.RowRef) bool {
@@ -327,7 +331,7 @@ func (p *pageBuilder) addSlice(ctx context.Context, snap *Snapshot, live []versi
 		return err
 	}
 	defer rec.Release()
-	sel, err := selectRows(rec, filters, p.where, limit-p.n)
+	sel, err := selectRows(ctx, rec, filters, p.where, limit-p.n)
 	if err != nil {
 		return err
 	}
@@ -474,7 +478,7 @@ func (s *Store) checkFilters(filters map[string]any) error {
 
 // selectRows returns the indices of rec's first (at most max) rows that satisfy every equality
 // filter, evaluated column by column.
-func selectRows(rec arrow.RecordBatch, filters map[string]any, where predicate.Expr, max int) ([]int64, error) {
+func selectRows(ctx context.Context, rec arrow.RecordBatch, filters map[string]any, where predicate.Expr, max int) ([]int64, error) {
 	n := int(rec.NumRows())
 	keep := make([]bool, n)
 	for i := range keep {
@@ -482,7 +486,7 @@ func selectRows(rec arrow.RecordBatch, filters map[string]any, where predicate.E
 	}
 	if where != nil {
 		var err error
-		if keep, err = predicate.Select(where, rec); err != nil {
+		if keep, err = predicate.Select(ctx, where, rec); err != nil {
 			return nil, err
 		}
 	}

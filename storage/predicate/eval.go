@@ -4,10 +4,10 @@
 package predicate
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,7 +15,7 @@ import (
 
 // Expr is a parsed predicate. It is immutable and safe for concurrent use.
 type Expr interface {
-	eval(rec arrow.RecordBatch) ([]int8, error)
+	eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error)
 	mayMatch(st Stats) bool
 	columns(into map[string]bool)
 	String() string
@@ -75,9 +75,13 @@ type value struct {
 	isFloat bool
 }
 
-// Select evaluates e over rec: keep[i] is true where the predicate is true.
-func Select(e Expr, rec arrow.RecordBatch) ([]bool, error) {
-	v, err := e.eval(rec)
+// Select evaluates e over rec: keep[i] is true where the predicate is true. The work stops with
+// ctx's error once ctx is done (checked between terms and, in the costly ones, between rows).
+func Select(ctx context.Context, e Expr, rec arrow.RecordBatch) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := e.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -114,12 +118,15 @@ type andExpr struct{ l, r Expr }
 type orExpr struct{ l, r Expr }
 type notExpr struct{ e Expr }
 
-func (e *andExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
-	l, err := e.l.eval(rec)
+func (e *andExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
+	l, err := e.l.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.r.eval(rec)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := e.r.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +141,15 @@ func (e *andExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
 	return l, nil
 }
 
-func (e *orExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
-	l, err := e.l.eval(rec)
+func (e *orExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
+	l, err := e.l.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.r.eval(rec)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := e.r.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +164,8 @@ func (e *orExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
 	return l, nil
 }
 
-func (e *notExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
-	v, err := e.e.eval(rec)
+func (e *notExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
+	v, err := e.e.eval(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +190,7 @@ func (e *notExpr) String() string            { return "NOT " + e.e.String() }
 // nullCmpExpr is a comparison with NULL: unknown for every row.
 type nullCmpExpr struct{}
 
-func (nullCmpExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
+func (nullCmpExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	v := make([]int8, rec.NumRows())
 	for i := range v {
 		v[i] = vNull
@@ -329,7 +339,7 @@ func uintGetter(arr arrow.Array) (func(int) uint64, bool) {
 	return nil, false
 }
 
-func (e *cmpExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
+func (e *cmpExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	arr, err := columnOf(rec, e.col)
 	if err != nil {
 		return nil, err
@@ -356,6 +366,36 @@ type inExpr struct {
 	col    *column
 	values []value
 	negate bool
+	// strs / ints hold the list's non-null values when the column is a string / an integer or
+	// timestamp column and every value is exact, so a row costs one lookup, not one comparison
+	// per value.
+	strs map[string]struct{}
+	ints map[int64]struct{}
+}
+
+// index builds e's lookup set where the column's kind allows one.
+func (e *inExpr) index() {
+	switch e.col.kind {
+	case kindString:
+		e.strs = make(map[string]struct{}, len(e.values))
+		for _, v := range e.values {
+			if !v.null {
+				e.strs[v.s] = struct{}{}
+			}
+		}
+	case kindInt, kindTimestamp:
+		ints := make(map[int64]struct{}, len(e.values))
+		for _, v := range e.values {
+			if v.null {
+				continue
+			}
+			if v.isFloat {
+				return // a fractional literal: compared one by one
+			}
+			ints[v.i] = struct{}{}
+		}
+		e.ints = ints
+	}
 }
 
 func (e *inExpr) columns(s map[string]bool) { s[e.col.name] = true }
@@ -371,28 +411,19 @@ func (e *inExpr) String() string {
 	return fmt.Sprintf("%s %sIN (%s)", e.col.name, not, strings.Join(parts, ", "))
 }
 
-func (e *inExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
+func (e *inExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	arr, err := columnOf(rec, e.col)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]int8, arr.Len())
 	listHasNull := false
-	matched := make([]bool, arr.Len())
 	for _, v := range e.values {
-		if v.null {
-			listHasNull = true
-			continue
-		}
-		c, err := compareAt(arr, e.col.kind, v)
-		if err != nil {
-			return nil, err
-		}
-		for i := range matched {
-			if !matched[i] && !arr.IsNull(i) && c(i) == 0 {
-				matched[i] = true
-			}
-		}
+		listHasNull = listHasNull || v.null
+	}
+	matched, err := e.matches(ctx, arr)
+	if err != nil {
+		return nil, err
 	}
 	for i := range out {
 		switch {
@@ -410,6 +441,47 @@ func (e *inExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
 	return out, nil
 }
 
+// matches reports, per non-null row, whether its value is in the list.
+func (e *inExpr) matches(ctx context.Context, arr arrow.Array) ([]bool, error) {
+	matched := make([]bool, arr.Len())
+	if text, ok := arr.(interface{ Value(int) string }); ok && e.strs != nil {
+		for i := range matched {
+			_, matched[i] = e.strs[text.Value(i)]
+		}
+		return matched, nil
+	}
+	if e.ints != nil {
+		get, ok := intGetter(arr)
+		if ts, isTS := arr.(*array.Timestamp); isTS {
+			get, ok = func(i int) int64 { return int64(ts.Value(i)) }, true
+		}
+		if ok {
+			for i := range matched {
+				_, matched[i] = e.ints[get(i)]
+			}
+			return matched, nil
+		}
+	}
+	for _, v := range e.values { // at most MaxInValues comparisons per row
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if v.null {
+			continue
+		}
+		c, err := compareAt(arr, e.col.kind, v)
+		if err != nil {
+			return nil, err
+		}
+		for i := range matched {
+			if !matched[i] && !arr.IsNull(i) && c(i) == 0 {
+				matched[i] = true
+			}
+		}
+	}
+	return matched, nil
+}
+
 type isNullExpr struct {
 	col    *column
 	negate bool
@@ -423,7 +495,7 @@ func (e *isNullExpr) String() string {
 	return e.col.name + " IS NULL"
 }
 
-func (e *isNullExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
+func (e *isNullExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	arr, err := columnOf(rec, e.col)
 	if err != nil {
 		return nil, err
@@ -440,6 +512,7 @@ func (e *isNullExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
 type likeExpr struct {
 	col     *column
 	pattern string
+	match   *likeMatcher
 	negate  bool
 }
 
@@ -452,7 +525,10 @@ func (e *likeExpr) String() string {
 	return fmt.Sprintf("%s %sLIKE '%s'", e.col.name, not, strings.ReplaceAll(e.pattern, "'", "''"))
 }
 
-func (e *likeExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
+// likeCheckBytes is how many bytes of values LIKE matches between two looks at the context.
+const likeCheckBytes = 1 << 20
+
+func (e *likeExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	arr, err := columnOf(rec, e.col)
 	if err != nil {
 		return nil, err
@@ -462,62 +538,24 @@ func (e *likeExpr) eval(rec arrow.RecordBatch) ([]int8, error) {
 		return nil, fmt.Errorf("predicate: LIKE on a %s column", arr.DataType())
 	}
 	out := make([]int8, arr.Len())
+	matched := 0
 	for i := range out {
-		switch {
-		case arr.IsNull(i):
+		if arr.IsNull(i) {
 			out[i] = vNull
-		case like(text.Value(i), e.pattern) != e.negate:
+			continue
+		}
+		v := text.Value(i)
+		if matched += len(v) + 1; matched > likeCheckBytes {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			matched = 0
+		}
+		if e.match.match(v) != e.negate {
 			out[i] = vTrue
 		}
 	}
 	return out, nil
-}
-
-// like matches s against a SQL LIKE pattern: % any run of characters, _ one character, a
-// backslash makes the next character literal.
-func like(s, pattern string) bool {
-	for len(pattern) > 0 {
-		p, n := utf8.DecodeRuneInString(pattern)
-		switch p {
-		case '%':
-			rest := pattern[n:]
-			for len(rest) > 0 && rest[0] == '%' {
-				rest = rest[1:]
-			}
-			if rest == "" {
-				return true
-			}
-			for i := 0; i <= len(s); {
-				if like(s[i:], rest) {
-					return true
-				}
-				if i == len(s) {
-					break
-				}
-				_, m := utf8.DecodeRuneInString(s[i:])
-				i += m
-			}
-			return false
-		case '_':
-			if s == "" {
-				return false
-			}
-			_, m := utf8.DecodeRuneInString(s)
-			s, pattern = s[m:], pattern[n:]
-			continue
-		case '\\':
-			if len(pattern) > n {
-				pattern = pattern[n:]
-				p, n = utf8.DecodeRuneInString(pattern)
-			}
-		}
-		c, m := utf8.DecodeRuneInString(s)
-		if s == "" || c != p {
-			return false
-		}
-		s, pattern = s[m:], pattern[n:]
-	}
-	return s == ""
 }
 
 // likePrefix is the literal text a pattern starts with (before any wildcard).

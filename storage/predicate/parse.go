@@ -29,10 +29,15 @@ var comparisons = map[string]bool{"=": true, "==": true, "!=": true, "<>": true,
 // ErrInvalid marks a predicate that does not parse or does not fit the schema.
 var ErrInvalid = errors.New("invalid filter")
 
-// MaxLength bounds a predicate's text; MaxDepth its nesting.
+// Bounds on a predicate, so evaluating one costs a bounded amount of work per row: MaxLength
+// bounds its text, MaxDepth its nesting, MaxTerms its comparisons (IN, LIKE, BETWEEN and IS
+// each count as one), MaxInValues one IN list, MaxPatternLength one LIKE pattern.
 const (
-	MaxLength = 64 << 10
-	MaxDepth  = 64
+	MaxLength        = 64 << 10
+	MaxDepth         = 64
+	MaxTerms         = 128
+	MaxInValues      = 4096
+	MaxPatternLength = 1024
 )
 
 func errf(format string, args ...any) error {
@@ -142,6 +147,7 @@ type parser struct {
 	i      int
 	schema *arrow.Schema
 	depth  int
+	terms  int // comparisons parsed so far (bounded by MaxTerms)
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -316,6 +322,9 @@ func (p *parser) pred() (Expr, error) {
 		}
 		return e, p.expect(")")
 	}
+	if p.terms++; p.terms > MaxTerms {
+		return nil, errf("the filter has more than %d comparisons", MaxTerms)
+	}
 	left, err := p.operand()
 	if err != nil {
 		return nil, err
@@ -358,7 +367,9 @@ func (p *parser) pred() (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			e.values = append(e.values, v)
+			if e.values = append(e.values, v); len(e.values) > MaxInValues {
+				return nil, errf("an IN list holds at most %d values", MaxInValues)
+			}
 			if p.op(")") {
 				break
 			}
@@ -366,6 +377,7 @@ func (p *parser) pred() (Expr, error) {
 				return nil, err
 			}
 		}
+		e.index()
 		return e, nil
 	case p.keyword("BETWEEN"):
 		if !left.isCol {
@@ -399,7 +411,10 @@ func (p *parser) pred() (Expr, error) {
 			p.i--
 			return nil, p.unexpected("a 'pattern'")
 		}
-		return &likeExpr{col: left.col, pattern: t.text, negate: negate}, nil
+		if len(t.text) > MaxPatternLength {
+			return nil, errf("a LIKE pattern is at most %d bytes", MaxPatternLength)
+		}
+		return &likeExpr{col: left.col, pattern: t.text, match: compileLike(t.text), negate: negate}, nil
 	}
 	if negate {
 		return nil, p.unexpected("IN, LIKE or BETWEEN")
