@@ -528,3 +528,68 @@ func TestSweepSendsRequestsConcurrently(t *testing.T) {
 	require.Equal(t, 4, res.Queued[workflows.OpMergeWAL])
 	require.GreaterOrEqual(t, peak.Load(), int32(2))
 }
+
+// Registry cleanup reports a deleted store it cannot purge (here: registered under a location
+// this server does not have) and goes on with the others; a purge never deletes the data of a
+// store registered inside the purged one's directory, and an orphaned directory holding a
+// registered store is never adopted.
+func TestRegistryCleanupSkipsWhatItCannotPurgeAndNeverCrossesAnotherStore(t *testing.T) {
+	f := newFixture(t, 0)
+	f.acts.Metrics = activities.NewMetrics(nil)
+	ctx := context.Background()
+	f.seed(t, "outer", 1, 3)
+	outer, err := f.cat.GetStore(ctx, catalog.KindRollout, "outer")
+	require.NoError(t, err)
+	root := outer.URI[:strings.LastIndex(outer.URI, "/rollout/")]
+
+	// Registered before prefixes were checked: a store inside outer's directory, with data.
+	inner, _, err := f.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: catalog.KindRollout, Name: "inner", URI: outer.URI + "/rollout/inner.0123456789abcdef"})
+	require.NoError(t, err)
+	innerFile := filepath.Join(strings.TrimPrefix(inner.URI, "file://"), "data.bin")
+	require.NoError(t, os.MkdirAll(filepath.Dir(innerFile), 0o755))
+	require.NoError(t, os.WriteFile(innerFile, []byte("inner's"), 0o644))
+	// A store this server cannot reach.
+	_, _, err = f.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: catalog.KindRollout, Name: "unreachable", URI: "s3://other-bucket/rollout/unreachable.0123456789abcdef"})
+	require.NoError(t, err)
+	for _, name := range []string{"unreachable", "outer"} {
+		_, err = f.cat.SoftDeleteStore(ctx, catalog.KindRollout, name)
+		require.NoError(t, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+
+	for run := range 2 {
+		val, err := f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{Grace: time.Millisecond})
+		require.NoError(t, err, "one store that cannot be purged does not fail the run")
+		var res workflows.RegistryCleanupResult
+		require.NoError(t, val.Get(&res))
+		require.Equal(t, 1, res.PurgeFailures, "run %d", run)
+		require.Len(t, res.PurgeFailed, 1)
+		require.Contains(t, res.PurgeFailed[0], "rollout/unreachable")
+		if run == 0 {
+			require.Equal(t, 1, res.StoresPurged, "outer is purged")
+		}
+	}
+	left, err := f.cat.ListDeletedStores(ctx, time.Now().Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Equal(t, "unreachable", left[0].Name)
+	data, err := os.ReadFile(innerFile)
+	require.NoError(t, err, "the purge of outer left inner's data alone")
+	require.Equal(t, "inner's", string(data))
+	_, err = f.cat.GetStore(ctx, catalog.KindRollout, "inner")
+	require.NoError(t, err)
+
+	// An orphaned directory that holds a registered store is reported, never adopted.
+	holder := strings.TrimPrefix(root, "file://") + "/rollout/holder.0123456789abcdef"
+	require.NoError(t, os.MkdirAll(holder, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(holder, "x"), []byte("x"), 0o644))
+	_, _, err = f.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: catalog.KindRollout, Name: "held", URI: root + "/rollout/holder.0123456789abcdef/rollout/held.0123456789abcdef"})
+	require.NoError(t, err)
+	val, err := f.env().ExecuteActivity(f.acts.RegistryCleanup, workflows.RegistryCleanupInput{AdoptOrphans: true})
+	require.NoError(t, err)
+	var res workflows.RegistryCleanupResult
+	require.NoError(t, val.Get(&res))
+	require.Contains(t, res.OrphanURIs, root+"/rollout/holder.0123456789abcdef")
+	_, err = f.cat.GetStore(ctx, catalog.KindRollout, "holder")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "not adopted")
+}

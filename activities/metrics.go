@@ -16,8 +16,9 @@ import (
 
 // Metrics are the maintenance activities' Prometheus collectors.
 type Metrics struct {
-	runs     *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	runs         *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	purgeFailure prometheus.Counter
 }
 
 // NewMetrics registers the collectors with reg (nil: unregistered, still counted).
@@ -32,11 +33,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Duration of maintenance activity attempts by activity type.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 		}, []string{"activity"}),
+		purgeFailure: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_registry_purge_failures_total",
+			Help: "Deleted stores registry cleanup could not purge (each is reported, logged and tried again after the others).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.duration)
+		reg.MustRegister(m.runs, m.duration, m.purgeFailure)
 	}
 	return m
+}
+
+// purgeFailed counts a store registry cleanup could not purge.
+func (m *Metrics) purgeFailed() {
+	if m != nil {
+		m.purgeFailure.Inc()
+	}
 }
 
 // observe records one attempt of the activity running in ctx.

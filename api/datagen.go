@@ -70,6 +70,11 @@ func (h *handlers) createDatagen(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if len(req.StorageOptions) > 0 {
+		if err := h.mayChooseStorage(c); err != nil {
+			return err
+		}
+	}
 	var options []byte
 	if req.StorageOptions != nil {
 		options, _ = json.Marshal(req.StorageOptions)

@@ -30,6 +30,7 @@ const (
 	CodeOverloaded      = "OVERLOADED"
 	CodeTimeout         = "REQUEST_TIMEOUT"
 	CodeUnauthorized    = "UNAUTHORIZED"
+	CodeForbidden       = "FORBIDDEN" // authenticated, but the token does not allow this request
 	CodeMethodNotAllow  = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
 	CodeUnavailable     = "UNAVAILABLE" // a dependency (the PostgreSQL catalog, Temporal) is down: retry

@@ -35,7 +35,6 @@ type RowsPage struct {
 type genericOptions struct {
 	StorageOptions map[string]string `json:"storage_options,omitempty"`
 	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
-	ExistOK        bool              `json:"exist_ok,omitempty"` // see CreateStoreRequest
 }
 
 func (h *handlers) registerGeneric(g *routeGroup) {
@@ -58,6 +57,11 @@ func (h *handlers) createGeneric(c echo.Context) error {
 	}
 	if len(req.Schema) == 0 {
 		return invalid("schema is required")
+	}
+	if len(req.StorageOptions) > 0 {
+		if err := h.mayChooseStorage(c); err != nil {
+			return err
+		}
 	}
 	options, _ := json.Marshal(genericOptions{StorageOptions: req.StorageOptions, SealOnAdd: req.SealOnAdd})
 	st, created, err := h.deps.Stores.Create(c.Request().Context(), catalog.KindGeneric, req.Name, req.Schema, options)

@@ -93,6 +93,11 @@ func (h *handlers) createRollout(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
+	if len(req.StorageOptions) > 0 {
+		if err := h.mayChooseStorage(c); err != nil {
+			return err
+		}
+	}
 	options, _ := json.Marshal(req.StorageOptions)
 	if req.StorageOptions == nil {
 		options = nil

@@ -40,6 +40,9 @@ type Deps struct {
 	APIToken  string           // when set, data routes need "Authorization: Bearer <token>"
 	// AdminToken, when set, is required by the admin routes (/api/v1/admin/...).
 	AdminToken string
+	// CallerStorageOptions lets a request with the API token create a store with storage_options
+	// (a storage location and a prefix); otherwise that takes the admin token.
+	CallerStorageOptions bool
 	// Maintenance reaches the stores' maintenance workflows (nil: admin maintenance answers 503
 	// and the compact route compacts in the handler).
 	Maintenance Maintainer
@@ -110,7 +113,7 @@ func New(d Deps) *echo.Echo {
 	open.GET("/api/v1/openapi.json", h.openAPI)
 	open.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	if d.Stores != nil {
-		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
+		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken, d.AdminToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerRollouts(data)
 		h.registerGeneric(data)
 		h.registerDatagen(data)
@@ -132,20 +135,40 @@ func adminToken(d Deps) string {
 	return d.APIToken
 }
 
-// bearerAuth requires "Authorization: Bearer <token>" when token is set.
-func bearerAuth(token string) echo.MiddlewareFunc {
+// bearerAuth requires "Authorization: Bearer <token>" when token is set; also (a non-empty one)
+// is accepted too: the admin token opens the data routes as well.
+func bearerAuth(token string, also ...string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if token == "" {
 				return next(c)
 			}
 			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			accepted := ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+			for _, t := range also {
+				accepted = accepted || (ok && t != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1)
+			}
+			if !accepted {
 				return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing or wrong bearer token"}
 			}
 			return next(c)
 		}
 	}
+}
+
+// mayChooseStorage answers 403 unless the request may create a store with storage options: with
+// the admin token (or the API token when the operator allows it, or when no admin token is set).
+func (h *handlers) mayChooseStorage(c echo.Context) error {
+	token := adminToken(h.deps)
+	if token == "" || h.deps.CallerStorageOptions {
+		return nil
+	}
+	got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
+			Message: "storage_options choose where a store lives: that takes the admin token (or a server started with --caller-storage-options)"}
+	}
+	return nil
 }
 
 type handlers struct {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -33,6 +34,28 @@ func FuzzNormalizeJSON(f *testing.F) {
 		}
 		if s, _ := json.Marshal(v); strings.Contains(string(s), `\u0000`) {
 			t.Fatalf("accepted a NUL: %q", out)
+		}
+	})
+}
+
+// Every URI ValidateURI accepts reads back as itself, names no empty, "." or ".." segment and
+// carries no query (connection options) or user.
+func FuzzValidateURI(f *testing.F) {
+	for _, s := range []string{"s3://bucket/p/rollout/x.0123456789abcdef", "file:///data/rollout/x", "s3://a b/x", "file:///a%2Fb", "s3://b..c/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if ValidateURI(s) != nil {
+			return
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.String() != s || u.RawQuery != "" || u.User != nil {
+			t.Fatalf("accepted %q, which does not read back as itself", s)
+		}
+		for _, seg := range strings.Split(strings.Trim(u.Path, "/"), "/") {
+			if seg == "" || seg == "." || seg == ".." || len(seg) > 255 {
+				t.Fatalf("accepted %q with segment %q", s, seg)
+			}
 		}
 	})
 }

@@ -105,8 +105,8 @@ func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, 
 	if err := ValidateName(def.Name); err != nil {
 		return Store{}, false, err
 	}
-	if def.URI == "" {
-		return Store{}, false, fmt.Errorf("%w: store %s/%s has no URI", ErrInvalid, def.Kind, def.Name)
+	if err := ValidateURI(def.URI); err != nil {
+		return Store{}, false, err
 	}
 	schema, err := normalizeJSON("schema", def.Schema, "")
 	if err != nil {
@@ -225,7 +225,7 @@ func (c *Catalog) ListStores(ctx context.Context, kind Kind, opts ListOptions) (
 	if err != nil {
 		return StorePage{}, errorf("catalog: list %s stores: %w", kind, err)
 	}
-	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	stores, err := pgx.CollectRows(rows, scanStoreRow)
 	if err != nil {
 		return StorePage{}, errorf("catalog: list %s stores: %w", kind, err)
 	}
@@ -271,7 +271,8 @@ func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (
 }
 
 // ListDeletedStores returns up to limit stores (of every kind) deleted before olderThan, oldest
-// deletion first: the work list of registry cleanup.
+// deletion first, stores whose last purge failed after all others (least recently failed first):
+// the work list of registry cleanup.
 func (c *Catalog) ListDeletedStores(ctx context.Context, olderThan time.Time, limit int) ([]Store, error) {
 	if limit <= 0 {
 		limit = 100
@@ -279,11 +280,11 @@ func (c *Catalog) ListDeletedStores(ctx context.Context, olderThan time.Time, li
 	rows, err := c.pool.Query(ctx, `
 		SELECT `+storeColumns+` FROM stores
 		WHERE deleted_at IS NOT NULL AND deleted_at < $1
-		ORDER BY deleted_at, kind, name LIMIT $2`, olderThan, limit)
+		ORDER BY purge_failed_at NULLS FIRST, deleted_at, kind, name LIMIT $2`, olderThan, limit)
 	if err != nil {
 		return nil, errorf("catalog: list deleted stores: %w", err)
 	}
-	stores, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	stores, err := pgx.CollectRows(rows, scanStoreRow)
 	if err != nil {
 		return nil, errorf("catalog: list deleted stores: %w", err)
 	}
@@ -299,6 +300,15 @@ func (c *Catalog) PurgeStore(ctx context.Context, id uuid.UUID) error {
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: no deleted store with id %s", ErrNotFound, id)
+	}
+	return nil
+}
+
+// MarkPurgeFailed records that purging the deleted store id failed just now (see
+// ListDeletedStores).
+func (c *Catalog) MarkPurgeFailed(ctx context.Context, id uuid.UUID) error {
+	if _, err := c.pool.Exec(ctx, `UPDATE stores SET purge_failed_at = now() WHERE id = $1 AND deleted_at IS NOT NULL`, id); err != nil {
+		return errorf("catalog: mark purge of %s failed: %w", id, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,9 +33,12 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	DataURL  string      // where every store lives: an object store URL (objstore.Open) or a local directory
-	Capacity int         // open stores kept resident (default 2000)
-	Store    lsm.Options // process-wide clock, budget, metrics, instance id
+	DataURL string // where stores live by default: an object store URL (objstore.Open) or a local directory
+	// Locations are the operator's further storage locations, chosen by name at store creation
+	// (storage_options.location); none may lie inside another or inside DataURL.
+	Locations []Location
+	Capacity  int         // open stores kept resident (default 2000)
+	Store     lsm.Options // process-wide clock, budget, metrics, instance id
 	// WrapObjects, when set, wraps the data directory's object store (fault injection and I/O
 	// accounting in tests; the e2e build's slow fragment writes).
 	WrapObjects func(objstore.Store) objstore.Store
@@ -59,8 +63,11 @@ type Manager struct {
 	dirs    objstore.DirLister // the same store, unwrapped, for listing datasets (nil: it cannot)
 	rootURL string             // where stores live: the data URL without connection options
 	dataURL string             // the data URL as configured (connection options included)
-	cfg     Config
-	log     *slog.Logger
+	// locations are where stores may live: the data URL ("default", first; its objects are
+	// root) and the operator's named locations, each opened once by New.
+	locations []*location
+	cfg       Config
+	log       *slog.Logger
 
 	mu      sync.Mutex // guards cache (and the handles' refs/evicted flags)
 	cache   *lru.Cache[string, *handle]
@@ -102,26 +109,29 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	root, err := objstore.Open(context.Background(), u.String())
+	m := &Manager{cat: cat, dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
+	def, dirs, err := m.openLocation(DefaultLocation, u.String())
 	if err != nil {
 		return nil, err
 	}
-	objects := root
-	if !objstore.WritesInPlace(root) {
-		// An object store (S3): objects never change once written, so reads are cached in the
-		// process's object cache; a local disk has the page cache already.
-		objects = objstore.WithReadCache(root, cfg.Store.Table.Cache, rewrittenKey)
+	m.root, m.dirs, m.rootURL = def.objects, dirs, def.rootURL
+	m.locations = []*location{def}
+	for _, l := range cfg.Locations {
+		if err := validateLocationName(l.Name); err != nil || l.Name == DefaultLocation {
+			return nil, fmt.Errorf("storage location name %q: 1-32 characters of [a-z0-9_-], not %q", l.Name, DefaultLocation)
+		}
+		if slices.ContainsFunc(m.locations, func(o *location) bool { return o.name == l.Name }) {
+			return nil, fmt.Errorf("storage location %q is named twice", l.Name)
+		}
+		loc, _, err := m.openLocation(l.Name, l.URL)
+		if err != nil {
+			return nil, err
+		}
+		m.locations = append(m.locations, loc)
 	}
-	if cfg.WrapObjects != nil {
-		objects = cfg.WrapObjects(root)
+	if err := checkLocationsApart(m.locations); err != nil {
+		return nil, err
 	}
-	// Every call is counted in the progress its context carries (the maintenance watchdog's).
-	objects = objstore.WithProgress(objects)
-	dirs, _ := root.(objstore.DirLister)
-	// Stores' URIs name where they live, not how to connect: no query (endpoint, region, ...).
-	location := *u
-	location.RawQuery, location.ForceQuery = "", false
-	m := &Manager{cat: cat, root: objects, dirs: dirs, rootURL: location.String(), dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
 	m.cache, _ = lru.NewWithEvict[string, *handle](cfg.Capacity, m.onEvict)
 	if cfg.RequestMerge != nil {
 		if cfg.MergeAfterGenerations <= 0 {
@@ -267,11 +277,12 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 	if err != nil {
 		return catalog.Store{}, false, err
 	}
-	storage, err := storageOptionsOf(options)
+	opts, err := decodeStoreOptions(kind, options)
 	if err != nil {
 		return catalog.Store{}, false, err
 	}
-	if err := validateStorageOptions(storage); err != nil {
+	loc, err := m.validateStorageOptions(opts.Storage)
+	if err != nil {
 		return catalog.Store{}, false, err
 	}
 	if kind == catalog.KindGeneric {
@@ -285,7 +296,7 @@ func (m *Manager) Create(ctx context.Context, kind catalog.Kind, name string, sc
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	uri := fmt.Sprintf("%s/%s/%s.%s", m.locationFor(storage), kind, name, hex.EncodeToString(rnd[:]))
+	uri := fmt.Sprintf("%s/%s/%s.%s", storeBase(loc, opts.Storage), kind, name, hex.EncodeToString(rnd[:]))
 	st, created, err := m.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: kind, Name: name, URI: uri, Schema: schemaSpec, Options: options})
 	if err != nil {
 		return st, false, err
@@ -365,7 +376,8 @@ func (m *Manager) Close(ctx context.Context) error {
 }
 
 // Purge deletes the data of a soft-deleted store, then its registry row. It deletes as it goes
-// and can be re-run after an interruption; a live store is never purged.
+// and can be re-run after an interruption; a live store is never purged, and nothing of another
+// registered store (one whose directory lies inside this one's) is ever deleted.
 func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	if st.DeletedAt == nil {
 		return 0, fmt.Errorf("%w: store %s/%s is live", catalog.ErrConflict, st.Kind, st.Name)
@@ -374,17 +386,37 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	nested, err := m.cat.StoresWithin(ctx, st.URI, maxNestedStores+1)
+	if err != nil {
+		return 0, err
+	}
+	if len(nested) > maxNestedStores {
+		return 0, fmt.Errorf("%w: store %s/%s holds more than %d other stores' directories; purge them first", catalog.ErrConflict, st.Kind, st.Name, maxNestedStores)
+	}
+	var keep []string // key prefixes (within st) of the stores registered inside it
+	for _, n := range nested {
+		keep = append(keep, strings.TrimPrefix(n.URI, st.URI+"/")+"/")
+	}
 	objs, err := objstore.ListAll(ctx, objects, "")
 	if err != nil {
 		return 0, err
 	}
+	deleted := 0
 	for _, o := range objs {
-		if err := objects.Delete(ctx, o.Key); err != nil {
-			return 0, err
+		if slices.ContainsFunc(keep, func(p string) bool { return strings.HasPrefix(o.Key, p) }) {
+			continue
 		}
+		if err := objects.Delete(ctx, o.Key); err != nil {
+			return deleted, err
+		}
+		deleted++
 	}
-	return len(objs), m.cat.PurgeStore(ctx, st.ID)
+	return deleted, m.cat.PurgeStore(ctx, st.ID)
 }
+
+// maxNestedStores bounds the registered stores a purge steps around inside a store's directory
+// (only stores registered before prefixes were checked can be nested at all).
+const maxNestedStores = 1000
 
 // DataURL is the data URL the manager was configured with, canonical (a local directory as
 // file:///abs), connection options included.
@@ -443,6 +475,14 @@ func (m *Manager) Adopt(ctx context.Context, o Orphan) (bool, error) {
 	i := strings.LastIndexByte(o.Dir, '.')
 	if i <= 0 {
 		return false, nil
+	}
+	// A directory that holds a registered store, or lies inside one, is that store's: adopting it
+	// would let a later purge of the adopted store delete the other's data.
+	if inside, err := m.cat.StoresWithin(ctx, o.URI, 1); err != nil || len(inside) > 0 {
+		return false, err
+	}
+	if _, holds, err := m.cat.StoreContaining(ctx, o.URI); err != nil || holds {
+		return false, err
 	}
 	_, created, err := m.cat.CreateStore(ctx, catalog.StoreDefinition{Kind: o.Kind, Name: o.Dir[:i], URI: o.URI})
 	if errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) {

@@ -260,33 +260,40 @@ func TestStoresLiveOnS3(t *testing.T) {
 	require.Empty(t, left, "nothing of the purged store is left in the bucket")
 }
 
-// storage_options put a store under another prefix or in a bucket of its own (reached with the
-// endpoint, region and path style given, never with credentials from the request); unknown keys
-// are refused before anything is registered.
-func TestStorageOptionsPlaceAStore(t *testing.T) {
+// storage_options choose among the operator's storage locations (by name) and a sub-path under
+// one: a store created in the named location "elsewhere" lives there and is found there by any
+// process configured with that location; options that would choose a host, a bucket or a
+// credential, unknown keys, and prefixes that could nest one store inside another are refused
+// before anything is registered; a process without the location answers a storage fault for
+// the store, never a request to some other place.
+func TestStorageOptionsChooseAnOperatorLocation(t *testing.T) {
 	ctx := context.Background()
 	cat, err := catalog.Open(ctx, testenv.Database(t))
 	require.NoError(t, err)
 	t.Cleanup(cat.Close)
-	dataURL := testenv.S3(t)
-	m, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "api"}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dataURL, elsewhereURL := testenv.S3(t), testenv.S3(t)
+	locations := []Location{{Name: "elsewhere", URL: elsewhereURL}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := New(cat, Config{DataURL: dataURL, Locations: locations, Store: lsm.Options{Instance: "api"}}, nil, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
-	u, err := url.Parse(dataURL)
-	require.NoError(t, err)
-	q := u.Query()
+	require.Equal(t, []string{"default", "elsewhere"}, m.Locations())
 
-	for _, bad := range []string{`{"aws_access_key_id": "AKIA"}`, `{"prefix": "../up"}`, `{"prefix": "a?b"}`, `{"prefix": "a#b"}`, `{"endpoint": "http://h:1"}`,
-		`{"bucket": "b", "path_style": "maybe"}`, `{"bucket": ""}`, `{"prefix": 3}`} {
+	for _, bad := range []string{`{"aws_access_key_id": "AKIA"}`, `{"prefix": "../up"}`, `{"prefix": "a?b"}`, `{"prefix": "a#b"}`,
+		`{"endpoint": "http://169.254.169.254:80"}`, `{"bucket": "b"}`, `{"bucket": "b", "endpoint": "http://127.0.0.1:1", "path_style": "true"}`,
+		`{"region": "r"}`, `{"prefix": 3}`, `{"location": "nowhere"}`, `{"prefix": "rollout/b.x"}`, `{"prefix": "team/generic"}`,
+		`{"prefix": "a/victim.0123456789abcdef"}`, `{"prefix": "` + strings.Repeat("x", 300) + `"}`, `{"prefix": "a b"}`,
+		`{"prefix": "a%zz"}`, `{"prefix": "_versions"}`, `{"prefix": "a/b/c/d/e/f/g/h/i"}`, `{"seal_on_add": "x", "secret": "y"}`} {
 		_, _, err := m.Create(ctx, catalog.KindRollout, "bad", nil, []byte(bad))
 		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
 	}
 	_, err = cat.GetStore(ctx, catalog.KindRollout, "bad")
 	require.ErrorIs(t, err, catalog.ErrNotFound, "a refused definition registers nothing")
 
-	elsewhere := fmt.Sprintf(`{"bucket": %q, "prefix": "elsewhere-%d", "endpoint": %q, "region": %q, "path_style": "true"}`,
-		u.Host, time.Now().UnixNano(), q.Get("endpoint"), q.Get("region"))
-	for name, options := range map[string]string{"prefixed": `{"prefix": "team-a/stores"}`, "own-bucket": elsewhere} {
+	u, err := url.Parse(elsewhereURL)
+	require.NoError(t, err)
+	u.RawQuery = ""
+	for name, options := range map[string]string{"prefixed": `{"prefix": "team-a/stores"}`, "elsewhere": `{"location": "elsewhere", "prefix": "p"}`} {
 		st, created, err := m.Create(ctx, catalog.KindRollout, name, nil, []byte(options))
 		require.NoError(t, err, name)
 		require.True(t, created)
@@ -294,15 +301,15 @@ func TestStorageOptionsPlaceAStore(t *testing.T) {
 		if name == "prefixed" {
 			require.Contains(t, st.URI, "/team-a/stores/rollout/prefixed.")
 		} else {
-			require.True(t, strings.HasPrefix(st.URI, "s3://"+u.Host+"/elsewhere-"), st.URI)
+			require.True(t, strings.HasPrefix(st.URI, u.String()+"/p/rollout/elsewhere."), st.URI)
 		}
 		s, release, err := m.Acquire(ctx, catalog.KindRollout, name)
 		require.NoError(t, err)
 		appendOne(t, s, "row-1")
 		require.NoError(t, s.Flush(ctx))
 		release()
-		// Another process finds it through the catalog row alone.
-		other, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "reader", ReadOnly: true}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		// Another process configured with the same locations finds it through the catalog row.
+		other, err := New(cat, Config{DataURL: dataURL, Locations: locations, Store: lsm.Options{Instance: "reader", ReadOnly: true}}, nil, log)
 		require.NoError(t, err)
 		r, release, err := other.Acquire(ctx, catalog.KindRollout, name)
 		require.NoError(t, err)
@@ -313,24 +320,69 @@ func TestStorageOptionsPlaceAStore(t *testing.T) {
 		release()
 		require.NoError(t, other.Close(ctx))
 	}
+
+	// A process without the location cannot open the store there: a storage fault, no request.
+	bare, err := New(cat, Config{DataURL: dataURL, Store: lsm.Options{Instance: "bare", ReadOnly: true}}, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bare.Close(ctx) })
+	_, _, err = bare.Acquire(ctx, catalog.KindRollout, "elsewhere")
+	require.ErrorIs(t, err, objstore.ErrUnavailable)
 }
 
-func TestStorageOptionsAreFoundInBothOptionShapes(t *testing.T) {
-	for raw, want := range map[string]map[string]string{
-		``:                nil,
-		`null`:            nil,
-		`{"prefix": "p"}`: {"prefix": "p"},
-		`{"storage_options": {"prefix": "p"}, "seal_on_add": true}`: {"prefix": "p"},
-		`{"seal_on_add": false}`:                                    nil,
-		`{"storage_options": null, "seal_on_add": true}`:            nil,
+// Locations are checked at start: well-formed names, no location inside another.
+func TestLocationsMayNotOverlap(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, locs := range [][]Location{
+		{{Name: "inner", URL: "file://" + dir + "/inner"}},
+		{{Name: "a", URL: "file://" + t.TempDir()}, {Name: "a", URL: "file://" + t.TempDir()}},
+		{{Name: "default", URL: "file://" + t.TempDir()}},
+		{{Name: "Bad Name", URL: "file://" + t.TempDir()}},
 	} {
-		got, err := storageOptionsOf([]byte(raw))
-		require.NoError(t, err, raw)
-		require.Equal(t, want, got, raw)
+		_, err := New(cat, Config{DataURL: "file://" + dir, Locations: locs}, nil, log)
+		require.Error(t, err, "%v", locs)
 	}
-	for _, bad := range []string{`[1]`, `{"prefix": 1}`, `{"storage_options": "x", "seal_on_add": true}`} {
-		_, err := storageOptionsOf([]byte(bad))
-		require.ErrorIs(t, err, catalog.ErrInvalid, bad)
+	got, err := ParseLocations("a=file:///x, b=s3://bucket/p?endpoint=http://h:9000&region=r")
+	require.NoError(t, err)
+	require.Equal(t, []Location{{"a", "file:///x"}, {"b", "s3://bucket/p?endpoint=http://h:9000&region=r"}}, got)
+	for _, bad := range []string{"a", "a=", "default=file:///x", "a=file:///x,a=file:///y", "A=file:///x", "a=ftp://h/x"} {
+		_, err := ParseLocations(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// Options are decoded for the store's kind with unknown keys refused: a rollout's options are
+// its storage options; a generic store's carry storage_options and seal_on_add.
+func TestStoreOptionsAreDecodedPerKind(t *testing.T) {
+	for _, c := range []struct {
+		kind catalog.Kind
+		raw  string
+		want storeOptions
+	}{
+		{catalog.KindRollout, ``, storeOptions{}},
+		{catalog.KindRollout, `null`, storeOptions{}},
+		{catalog.KindRollout, `{"prefix": "p"}`, storeOptions{Storage: map[string]string{"prefix": "p"}}},
+		{catalog.KindGeneric, `{"storage_options": {"prefix": "p"}, "seal_on_add": true}`, storeOptions{Storage: map[string]string{"prefix": "p"}, SealOnAdd: true}},
+		{catalog.KindGeneric, `{"seal_on_add": false}`, storeOptions{}},
+		{catalog.KindGeneric, `{"storage_options": null, "seal_on_add": true}`, storeOptions{SealOnAdd: true}},
+	} {
+		got, err := decodeStoreOptions(c.kind, []byte(c.raw))
+		require.NoError(t, err, c.raw)
+		require.Equal(t, c.want, got, c.raw)
+	}
+	for _, bad := range []struct {
+		kind catalog.Kind
+		raw  string
+	}{
+		{catalog.KindRollout, `[1]`}, {catalog.KindRollout, `{"prefix": 1}`}, {catalog.KindGeneric, `{"storage_options": "x", "seal_on_add": true}`},
+		{catalog.KindGeneric, `{"storage_options": {}, "secret": "x"}`}, {catalog.KindGeneric, `{"prefix": "p"}`},
+	} {
+		_, err := decodeStoreOptions(bad.kind, []byte(bad.raw))
+		require.ErrorIs(t, err, catalog.ErrInvalid, bad.raw)
 	}
 }
 

@@ -50,6 +50,10 @@ type RegistryCleanupResult struct {
 	Orphans            int      `json:"orphans"`               // datasets with no registry row
 	OrphanURIs         []string `json:"orphan_uris,omitempty"` // the first 100 of them
 	OrphansAdopted     int      `json:"orphans_adopted,omitempty"`
+	// PurgeFailures counts the deleted stores this run could not purge (each is tried again
+	// after the others next run); PurgeFailed names the first 100 of them with the error.
+	PurgeFailures int      `json:"purge_failures,omitempty"`
+	PurgeFailed   []string `json:"purge_failed,omitempty"`
 }
 
 // RegistryCleanup is the workflow function.

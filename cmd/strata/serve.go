@@ -43,6 +43,8 @@ type serveConfig struct {
 	ListenAddr         string
 	DatabaseURL        string
 	DataURL            string
+	StorageLocations   string
+	CallerStorageOpts  bool
 	InstanceID         string
 	StoreCacheCapacity int
 	FlushInterval      time.Duration
@@ -85,6 +87,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token required by the admin API (empty = no auth)")
+	fs.BoolVar(&c.CallerStorageOpts, "caller-storage-options", false, "let requests with the API token create stores with storage_options (a location and a prefix); by default that takes the admin token")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
@@ -102,6 +105,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 func (c *serveConfig) registerStores(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", DefaultDatabaseURL, "PostgreSQL URL of the catalog")
 	fs.StringVar(&c.DataURL, "data-url", "file://.data/stores", "where store data lives: file://<dir> or a directory path")
+	fs.StringVar(&c.StorageLocations, "storage-locations", "", "further places stores may live, as name=url pairs separated by commas (name=s3://bucket/prefix?endpoint=..&region=..&profile=..): a store created with storage_options {\"location\": \"<name>\"} lives there; callers can never name a host, bucket or credential")
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
@@ -156,6 +160,9 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	if _, err := objstore.ParseURL(cfg.DataURL); err != nil {
 		return fmt.Errorf("--data-url: %w", err)
 	}
+	if _, err := storecache.ParseLocations(cfg.StorageLocations); err != nil {
+		return fmt.Errorf("--storage-locations: %w", err)
+	}
 	// Listen first: a busy port fails at once, and while the catalog cannot be opened (PostgreSQL
 	// down at start) health answers "degraded" and every route 503, instead of the worker exiting
 	// and being unable to come back until PostgreSQL does.
@@ -195,7 +202,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}()
 	tc := rt.temporal
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
-		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
 		Memory: rt.memory,
 		Temporal: api.PingFunc(func(ctx context.Context) error {
@@ -308,8 +315,13 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			}
 		}
 	}
+	locations, err := storecache.ParseLocations(cfg.StorageLocations)
+	if err != nil {
+		return nil, fmt.Errorf("--storage-locations: %w", err)
+	}
 	mgr, err := storecache.New(cat, storecache.Config{
 		DataURL:      cfg.DataURL,
+		Locations:    locations,
 		Capacity:     cfg.StoreCacheCapacity,
 		WrapObjects:  objectsWrapper(),
 		RequestMerge: requestMerge, MergeAfterGenerations: cfg.MergeAfterGens,

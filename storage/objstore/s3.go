@@ -9,7 +9,8 @@
 //
 // Configuration follows AWS conventions — credentials and region from the environment, shared
 // config files or instance roles; AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 for the endpoint — and
-// the URL's query overrides them: s3://bucket/prefix?endpoint=http://host:port&region=r&path_style=true.
+// the URL's query overrides them: s3://bucket/prefix?endpoint=http://host:port&region=r&path_style=true
+// (&profile=name: the credentials of that shared-config profile).
 // Credentials never appear in URLs, errors or logs.
 //
 // Another backend (GCS, Azure Blob) is one more file like this one: a Store over its client whose
@@ -46,6 +47,9 @@ type S3Options struct {
 	Endpoint  string // overrides AWS_ENDPOINT_URL(_S3)
 	Region    string // overrides AWS_REGION (default us-east-1 when nothing sets one)
 	PathStyle bool   // bucket in the path (most S3-compatible servers), not the host name
+	// Profile names the shared-config profile whose credentials this store uses (default: the
+	// environment's chain), so each configured location can have credentials of its own.
+	Profile string
 	// CallTimeout bounds each call, retries included (default 30s); MaxAttempts bounds the
 	// attempts of one call (default 4).
 	CallTimeout time.Duration
@@ -59,7 +63,7 @@ type S3Options struct {
 }
 
 // S3URLOptions are the query parameters an s3:// URL may carry.
-var S3URLOptions = []string{"endpoint", "region", "path_style"}
+var S3URLOptions = []string{"endpoint", "region", "path_style", "profile"}
 
 // ParseS3URL reads s3://bucket/prefix?endpoint=..&region=..&path_style=true; unknown query
 // parameters are an error.
@@ -84,6 +88,8 @@ func ParseS3URL(u *url.URL) (S3Options, error) {
 			o.Endpoint = v
 		case "region":
 			o.Region = v
+		case "profile":
+			o.Profile = v
 		case "path_style":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -124,7 +130,11 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 	if o.PartConcurrency <= 0 {
 		o.PartConcurrency = 4
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	var loadOpts []func(*config.LoadOptions) error
+	if o.Profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.Profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: AWS configuration: %w", err)
 	}

@@ -1,0 +1,73 @@
+package api_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/api"
+)
+
+// No request can make the server talk to a host the operator did not configure: storage options
+// naming an endpoint or a bucket (the loopback, a metadata address, any listener) are refused
+// before anything is registered, and the listener never sees a request.
+func TestStorageOptionsNeverReachAHostTheOperatorDidNotConfigure(t *testing.T) {
+	var hits atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }), ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	endpoint := "http://" + ln.Addr().String()
+
+	c := newCluster(t)
+	w := c.worker("w1")
+	for _, body := range []string{
+		`{"name": "x", "storage_options": {"bucket": "b", "endpoint": "` + endpoint + `", "path_style": "true"}}`,
+		`{"name": "x", "storage_options": {"bucket": "b"}}`,
+		`{"name": "x", "storage_options": {"endpoint": "http://169.254.169.254"}}`,
+		`{"name": "x", "storage_options": {"location": "` + endpoint + `"}}`,
+		`{"name": "x", "storage_options": {"aws_access_key_id": "AKIA", "aws_secret_access_key": "s"}}`,
+		`{"name": "x", "storage_options": {"prefix": "rollout/b.x"}}`,
+	} {
+		for _, route := range []string{"/api/v1/rollouts", "/api/v1/datagen"} {
+			status, code := errCode(t, w, "POST", route, body)
+			require.Equal(t, http.StatusBadRequest, status, "%s %s", route, body)
+			require.Equal(t, api.CodeInvalidRequest, code)
+		}
+		generic := strings.Replace(body, `"name": "x",`, `"name": "x", "schema": {"columns": [["id", "string"]]},`, 1)
+		status, _ := errCode(t, w, "POST", "/api/v1/generic", generic)
+		require.Equal(t, http.StatusBadRequest, status, generic)
+	}
+	require.Zero(t, hits.Load(), "the listener was never reached")
+	status, _ := errCode(t, w, "GET", "/api/v1/rollouts/x", nil)
+	require.Equal(t, http.StatusNotFound, status, "nothing was registered")
+}
+
+// Choosing where a store lives takes the admin token unless the operator allows the API token.
+func TestStorageOptionsTakeTheAdminToken(t *testing.T) {
+	c := newCluster(t)
+	create := func(w *worker, token, name string) int {
+		req := httptest.NewRequest("POST", "/api/v1/rollouts", strings.NewReader(`{"name": "`+name+`", "storage_options": {"location": "default", "prefix": "team-a"}}`))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	w := c.worker("w1", func(d *api.Deps) { d.APIToken, d.AdminToken = "data", "admin" })
+	require.Equal(t, http.StatusForbidden, create(w, "data", "a"))
+	require.Equal(t, http.StatusUnauthorized, create(w, "other", "a"))
+	require.Equal(t, http.StatusCreated, create(w, "admin", "a"), "the admin token opens the data routes too")
+	open := c.worker("w2", func(d *api.Deps) { d.APIToken, d.AdminToken, d.CallerStorageOptions = "data", "admin", true })
+	require.Equal(t, http.StatusCreated, create(open, "data", "b"))
+	only := c.worker("w3", func(d *api.Deps) { d.APIToken = "data" })
+	require.Equal(t, http.StatusCreated, create(only, "data", "c"), "with no admin token the API token is the admin's")
+}
