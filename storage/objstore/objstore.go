@@ -73,7 +73,14 @@ func Validate(key string) error {
 	return nil
 }
 
-// ListAll collects every object under prefix, page by page.
+// MaxListObjects bounds what one ListAll collects: a listing past it (a store holding more
+// objects than any store Strata writes, or a server that never ends a listing) is a storage
+// fault, not an ever-growing slice.
+const MaxListObjects = 10_000_000
+
+// ListAll collects every object under prefix, page by page. A store's listing must move forward
+// (each page after the previous one, keys under prefix) and end within MaxListObjects objects;
+// otherwise the listing fails with ErrUnavailable.
 func ListAll(ctx context.Context, s Store, prefix string) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	after := ""
@@ -82,13 +89,24 @@ func ListAll(ctx context.Context, s Store, prefix string) ([]ObjectInfo, error) 
 		if err != nil {
 			return nil, err
 		}
+		if len(out)+len(page.Objects) > MaxListObjects {
+			return nil, fmt.Errorf("objstore: listing %q: more than %d objects: %w", prefix, MaxListObjects, ErrUnavailable)
+		}
 		out = append(out, page.Objects...)
 		if page.Next == "" {
 			return out, nil
 		}
+		if page.Next <= after || !strings.HasPrefix(page.Next, prefix) {
+			return nil, fmt.Errorf("objstore: listing %q: the store's pages do not move forward: %w", prefix, ErrUnavailable)
+		}
 		after = page.Next
 	}
 }
+
+// MaxObjectBytes bounds one object read whole: the largest object Strata writes is a WAL entry
+// or a fragment, well below it. An object store that declares or sends more is misbehaving, and
+// the read fails with ErrUnavailable before anything that size is allocated.
+const MaxObjectBytes = 4 << 30
 
 // ClampRange cuts a GetRange request (offset, length) to an object of size bytes, for Store
 // implementations: a range past the end is cut short; a negative one is an error.

@@ -226,12 +226,37 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s.mapErr("get", key, err)
 	}
 	defer out.Body.Close()
-	var buf bytes.Buffer
-	if out.ContentLength != nil && *out.ContentLength > 0 {
-		buf.Grow(int(*out.ContentLength))
+	return readBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectBytes, func(err error) error { return s.mapErr("get", key, err) })
+}
+
+// preallocateMax is the most a read allocates ahead of the bytes arriving, whatever the object
+// store declared: past it the buffer grows with the data actually received.
+const preallocateMax = 64 << 20
+
+// readBody reads an object's body of declared length (-1 or 0: unknown) of at most max bytes.
+// A declared length over max, a body longer than max or than declared, or one shorter than
+// declared is an ErrUnavailable fault; memory follows the bytes received, never the declaration.
+func readBody(body io.Reader, declared, max int64, mapErr func(error) error) ([]byte, error) {
+	if declared > max {
+		return nil, fmt.Errorf("objstore: the object store declares a %d-byte object, over the %d-byte bound: %w", declared, max, ErrUnavailable)
 	}
-	if _, err := io.Copy(&buf, out.Body); err != nil {
-		return nil, s.mapErr("get", key, err)
+	var buf bytes.Buffer
+	if declared > 0 {
+		buf.Grow(int(min(declared, preallocateMax)))
+	}
+	limit := max
+	if declared > 0 {
+		limit = declared
+	}
+	n, err := buf.ReadFrom(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	switch {
+	case n > limit:
+		return nil, fmt.Errorf("objstore: the object store sent more than the %d bytes it declared or allowed: %w", limit, ErrUnavailable)
+	case declared > 0 && n < declared:
+		return nil, fmt.Errorf("objstore: the object store sent %d of the %d bytes it declared: %w", n, declared, ErrUnavailable)
 	}
 	return buf.Bytes(), nil
 }
@@ -263,11 +288,16 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		return nil, s.mapErr("get range of", key, err)
 	}
 	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, length))
-	if err != nil {
+	declared := aws.ToInt64(out.ContentLength)
+	if declared > length {
+		return nil, fmt.Errorf("objstore: get range of %s: the object store declares %d bytes for a %d-byte range: %w", key, declared, length, ErrUnavailable)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(min(length, preallocateMax)))
+	if _, err := buf.ReadFrom(io.LimitReader(out.Body, length)); err != nil {
 		return nil, s.mapErr("get range of", key, err)
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 func (s *S3) Put(ctx context.Context, key string, data []byte) error {
@@ -327,8 +357,14 @@ func (s *S3) List(ctx context.Context, prefix, startAfter string, limit int) (Li
 	if err != nil {
 		return ListPage{}, s.mapErr("list", prefix, err)
 	}
+	if len(out.Contents) > limit {
+		return ListPage{}, fmt.Errorf("objstore: s3 list %s: %d objects in a page of at most %d: %w", prefix, len(out.Contents), limit, ErrUnavailable)
+	}
 	var page ListPage
 	for _, o := range out.Contents {
+		if !strings.HasPrefix(aws.ToString(o.Key), s.prefix+prefix) {
+			return ListPage{}, fmt.Errorf("objstore: s3 list %s: the server answered a key outside the prefix: %w", prefix, ErrUnavailable)
+		}
 		info := ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), s.prefix), Size: aws.ToInt64(o.Size)}
 		if o.LastModified != nil {
 			info.ModTime = *o.LastModified
@@ -373,12 +409,18 @@ func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	return info, nil
 }
 
+// maxDirPages bounds a directory listing (1,000 directories a page: 10 million stores of a kind).
+const maxDirPages = 10_000
+
 // ListDirs returns the immediate sub-prefixes under prefix (a delimiter listing).
 func (s *S3) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	p := s.prefix + strings.TrimSuffix(prefix, "/") + "/"
 	var out []string
 	var token *string
-	for {
+	for pages := 0; ; pages++ {
+		if pages >= maxDirPages {
+			return nil, fmt.Errorf("objstore: s3 list %s: more than %d pages of directories: %w", prefix, maxDirPages, ErrUnavailable)
+		}
 		cctx, cancel := s.call(ctx)
 		page, err := s.client.ListObjectsV2(cctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &p, Delimiter: aws.String("/"), ContinuationToken: token})
 		cancel()
@@ -390,6 +432,9 @@ func (s *S3) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 		}
 		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
 			return out, nil
+		}
+		if token != nil && *token == *page.NextContinuationToken {
+			return nil, fmt.Errorf("objstore: s3 list %s: the server repeats its continuation token: %w", prefix, ErrUnavailable)
 		}
 		token = page.NextContinuationToken
 	}

@@ -3,8 +3,14 @@ package objstore_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,4 +161,61 @@ func TestS3UploadsLargeObjectsInParts(t *testing.T) {
 	got, err = s.Get(ctx, "big/replaced")
 	require.NoError(t, err)
 	require.Len(t, got, 6<<20)
+}
+
+// An object store that lies about sizes or never ends a listing cannot make a reader allocate
+// what it declares or loop forever: each answer is a storage fault (ErrUnavailable).
+func TestS3AnswersThatLieAboutSizesOrNeverEndAreFaults(t *testing.T) {
+	const listPage = `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name><Prefix>%s</Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys>` +
+		`<IsTruncated>true</IsTruncated><Contents><Key>%s</Key><Size>1</Size></Contents><NextContinuationToken>same</NextContinuationToken>` +
+		`<CommonPrefixes><Prefix>d/x/</Prefix></CommonPrefixes></ListBucketResult>`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		switch {
+		case r.Method == http.MethodGet && q.Has("list-type"):
+			w.Header().Set("Content-Type", "application/xml")
+			key := "l/k"
+			if q.Get("prefix") == "d/" {
+				key = "d/x/k"
+			}
+			if q.Get("start-after") == "l/k" {
+				key = "l/a" // backwards
+			}
+			fmt.Fprintf(w, listPage, q.Get("prefix"), key)
+		case strings.HasSuffix(r.URL.Path, "/huge"):
+			w.Header().Set("Content-Length", strconv.FormatInt(1<<40, 10))
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("tiny"))
+		case strings.HasSuffix(r.URL.Path, "/short"):
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("tiny"))
+		default:
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ok"))
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	s, err := objstore.NewS3(context.Background(), objstore.S3Options{Bucket: "b", Endpoint: srv.URL, PathStyle: true, CallTimeout: 2 * time.Second, MaxAttempts: 1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = s.Get(ctx, "huge")
+	require.ErrorIs(t, err, objstore.ErrUnavailable, "a 1 TiB declaration")
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "nothing near the declared size was allocated")
+	_, err = s.Get(ctx, "short")
+	require.Error(t, err, "a body shorter than declared")
+	got, err := s.Get(ctx, "fine")
+	require.NoError(t, err)
+	require.Equal(t, "ok", string(got))
+	_, err = objstore.ListAll(ctx, s, "l/")
+	require.ErrorIs(t, err, objstore.ErrUnavailable, "a listing that goes backwards")
+	_, err = s.ListDirs(ctx, "d")
+	require.ErrorIs(t, err, objstore.ErrUnavailable, "a listing that repeats its token")
+	_, err = s.List(ctx, "elsewhere/", "", 10)
+	require.ErrorIs(t, err, objstore.ErrUnavailable, "keys outside the prefix asked for")
 }
