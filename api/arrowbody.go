@@ -5,10 +5,12 @@ package api
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -64,6 +66,32 @@ func readArrowBody(body []byte, mem memory.Allocator, decodedLimit int64) (arrow
 		return nil, invalid("no rows to add")
 	}
 	return rec, nil
+}
+
+// checkJSONColumns refuses a batch whose JSON columns (kinds' JSONColumns) hold a value that is
+// not exactly one JSON document: an Arrow append must store what a JSON append would.
+func checkJSONColumns(rec arrow.RecordBatch, jsonColumns map[string]bool) error {
+	schema := rec.Schema()
+	for ci := range schema.NumFields() {
+		f := schema.Field(ci)
+		if !jsonColumns[f.Name] {
+			continue
+		}
+		text, ok := rec.Column(ci).(interface{ Value(int) string })
+		if !ok {
+			continue // the schema check names the wrong type
+		}
+		arr := rec.Column(ci)
+		for i := range arr.Len() {
+			if arr.IsNull(i) {
+				continue
+			}
+			if v := text.Value(i); !json.Valid(unsafe.Slice(unsafe.StringData(v), len(v))) {
+				return invalid("column %q row %d: not a JSON document (%s holds JSON, as in a JSON append)", f.Name, i, f.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // withRolloutDefaults adds lance-context's defaults for absent rollout columns: problem_id =

@@ -480,6 +480,9 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 		return err
 	}
 	defer rec.Release()
+	if err := checkJSONColumns(rec, kinds.RolloutJSONColumns); err != nil {
+		return err
+	}
 	withDefaults, err := withRolloutDefaults(rec, h.mem)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -46,6 +47,17 @@ func (c codec) newRowEncoder(rec arrow.RecordBatch, always map[string]bool) *row
 	return e
 }
 
+// appendJSONDocument appends a JSON column's value: the document itself when it is one valid
+// JSON value (every append path checks that), else — a value that reached storage some other way
+// — the text as a JSON string, so no stored value can inject members or records into an answer
+// or make it unparseable.
+func appendJSONDocument(dst []byte, v string) []byte {
+	if json.Valid(unsafe.Slice(unsafe.StringData(v), len(v))) {
+		return append(dst, v...)
+	}
+	return appendQuoted(dst, v)
+}
+
 // appendRow appends row i as a JSON object to dst.
 func (e *rowEncoder) appendRow(dst []byte, i int) []byte {
 	dst = append(dst, '{')
@@ -76,12 +88,12 @@ func valueEncoder(arr arrow.Array, rawJSON bool) func(dst []byte, i int) []byte 
 	switch a := arr.(type) {
 	case *array.String:
 		if rawJSON {
-			return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
+			return func(dst []byte, i int) []byte { return appendJSONDocument(dst, a.Value(i)) }
 		}
 		return func(dst []byte, i int) []byte { return appendQuoted(dst, a.Value(i)) }
 	case *array.LargeString:
 		if rawJSON {
-			return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
+			return func(dst []byte, i int) []byte { return appendJSONDocument(dst, a.Value(i)) }
 		}
 		return func(dst []byte, i int) []byte { return appendQuoted(dst, a.Value(i)) }
 	case *array.Boolean:

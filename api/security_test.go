@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
 )
 
 // No request can make the server talk to a host the operator did not configure: storage options
@@ -70,4 +75,78 @@ func TestStorageOptionsTakeTheAdminToken(t *testing.T) {
 	require.Equal(t, http.StatusCreated, create(open, "data", "b"))
 	only := c.worker("w3", func(d *api.Deps) { d.APIToken = "data" })
 	require.Equal(t, http.StatusCreated, create(only, "data", "c"), "with no admin token the API token is the admin's")
+}
+
+// metadata holds one JSON document on every path: an Arrow append whose metadata is not one is
+// refused before anything is durable, and a value that reached storage some other way is served
+// as a JSON string, never spliced into the answer.
+func TestMetadataIsOneJSONDocumentOnEveryPath(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "m"}, nil))
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "metadata", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	strs := func(v ...string) arrow.Array {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		b.AppendValues(v, nil)
+		return b.NewArray()
+	}
+	for _, bad := range []string{`{"a":1},"x":{"b":2}`, `{"a":1}]}`, `{`, `1 2`, ``} {
+		ids, runs, meta := strs("bad"), strs("t"), strs(bad)
+		rec := postArrow(w, "/api/v1/rollouts/m/records", ipcOf(t, schema, []arrow.Array{ids, runs, meta}))
+		ids.Release()
+		runs.Release()
+		meta.Release()
+		require.Equal(t, http.StatusBadRequest, rec.Code, "%q: %s", bad, rec.Body)
+	}
+	ids, runs, meta := strs("good"), strs("t"), strs(`{"k": [1, 2]}`)
+	rec := postArrow(w, "/api/v1/rollouts/m/records", ipcOf(t, schema, []arrow.Array{ids, runs, meta}))
+	ids.Release()
+	runs.Release()
+	meta.Release()
+	require.Equal(t, http.StatusCreated, rec.Code, "%s", rec.Body)
+	requireServesAndHolds(t, w, "m", "good")
+
+	// A value stored below the API (an older server, a hand-written batch): still one JSON value.
+	s, release, err := w.mgr.Acquire(context.Background(), catalog.KindRollout, "m")
+	require.NoError(t, err)
+	var user []arrow.Field
+	for _, f := range s.Schema().Fields() {
+		if !strings.HasPrefix(f.Name, "_") {
+			user = append(user, f)
+		}
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(user, nil))
+	for i, f := range user {
+		switch f.Name {
+		case "id":
+			b.Field(i).(*array.StringBuilder).Append("raw")
+		case "rollout_id", "problem_id":
+			b.Field(i).(*array.StringBuilder).Append("t")
+		case "metadata":
+			b.Field(i).(*array.StringBuilder).Append(`{"a":1},"injected":{"b":2}`)
+		default:
+			if f.Nullable {
+				b.Field(i).AppendNull()
+			} else {
+				b.Field(i).AppendEmptyValue()
+			}
+		}
+	}
+	raw := b.NewRecordBatch()
+	b.Release()
+	_, err = s.Append(context.Background(), raw)
+	raw.Release()
+	release()
+	require.NoError(t, err)
+	var got struct {
+		Record map[string]any `json:"record"`
+	}
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/m/records/raw", nil, &got))
+	require.Equal(t, `{"a":1},"injected":{"b":2}`, got.Record["metadata"])
+	require.NotContains(t, got.Record, "injected")
+	var page api.RecordsPage
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/m/records?limit=10", nil, &page))
+	require.Len(t, page.Records, 2)
 }
