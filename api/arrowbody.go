@@ -37,7 +37,10 @@ func readArrowBody(body []byte, mem memory.Allocator, decodedLimit int64) (arrow
 	if err != nil {
 		if errors.Is(err, arrowutil.ErrTooLarge) {
 			return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge,
-				Message: "the Arrow IPC stream declares more data than the body holds or the body limit allows"}
+				Message: "the Arrow IPC stream decodes to more data than the request may (compressed buffers count as decoded)"}
+		}
+		if errors.Is(err, arrowutil.ErrTruncated) {
+			return nil, invalid("invalid Arrow IPC stream: a message declares more bytes than the body holds")
 		}
 		// The library's message may quote internals (panics it recovered): say what was wrong.
 		return nil, invalid("invalid Arrow IPC stream: the body is not a well-formed Arrow IPC stream (schema message, record batches, optional end-of-stream marker)")

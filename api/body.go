@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -20,6 +22,11 @@ import (
 // rejecting unknown fields and trailing data. Append bodies do not come here: they stream into
 // Arrow builders (rowstream.go).
 func decodeBody(c echo.Context, v any) error {
+	// A JSON route takes JSON only: a browser page can send a cross-site text/plain or form POST
+	// without asking first, never an application/json one.
+	if ct := c.Request().Header.Get(echo.HeaderContentType); !isJSON(ct) {
+		return unsupportedMediaType(ct, echo.MIMEApplicationJSON)
+	}
 	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxDocumentBytes+1))
 	if err != nil {
 		if limit := bodyLimitError(err); limit != nil {
@@ -69,6 +76,12 @@ func bodyLimitError(err error) error {
 		return errBodyTooLarge
 	}
 	return nil
+}
+
+// unsupportedMediaType is the 415 of a body in a content type the route does not take.
+func unsupportedMediaType(ct string, want ...string) error {
+	return &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMediaType,
+		Message: fmt.Sprintf("unsupported content type %q: send %s", ct, strings.Join(want, " or "))}
 }
 
 // errBodyTooLarge is answered with 413.

@@ -91,7 +91,7 @@ func (h *handlers) createDatagen(c echo.Context) error {
 func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) {
 	ct := c.Request().Header.Get(echo.HeaderContentType)
 	if !isJSON(ct) && !isArrowStream(ct) {
-		return nil, invalid("unsupported content type %q: send application/json or application/vnd.apache.arrow.stream", ct)
+		return nil, unsupportedMediaType(ct, echo.MIMEApplicationJSON, MIMEArrowStream)
 	}
 	body, err := readBody(c)
 	if err != nil {

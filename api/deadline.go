@@ -8,14 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 )
 
 // WithDeadline serves next with each request's context ending after timeout (0 = no deadline).
 // The handler runs in its own goroutine; if it has not started its answer when the deadline
-// passes, the client gets 503 `UNAVAILABLE` with Retry-After and the connection is closed, and
+// passes, the client gets 503 `DEADLINE_EXCEEDED` (no Retry-After) and the connection is closed, and
 // whatever the handler writes later is dropped (the goroutine ends when its blocked call does).
 // A handler that has started answering (a streaming response) is waited for: its status is
 // already sent, and its writes are bounded by the server's write timeouts.
@@ -32,13 +31,18 @@ func WithDeadline(next http.Handler, timeout time.Duration) http.Handler {
 			defer func() { done <- recover() }()
 			next.ServeHTTP(dw, r.WithContext(ctx))
 		}()
+		// The deadline's own timer, not ctx.Done(): the server also cancels the request's context
+		// when reading the connection fails (a body that stalled past the idle timeout), and the
+		// handler answers that itself (408), promptly, since its context is done.
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
 		select {
 		case p := <-done:
 			if p != nil {
 				panic(p)
 			}
 			return
-		case <-ctx.Done():
+		case <-timer.C:
 		}
 		dw.mu.Lock()
 		if dw.wroteHeader {
@@ -53,10 +57,11 @@ func WithDeadline(next http.Handler, timeout time.Duration) http.Handler {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Connection", "close")
-		h.Set("Retry-After", strconv.Itoa(int(max(time.Second, timeout/10)/time.Second)))
+		// No Retry-After and its own code: the handler may still finish (an append may still
+		// become durable), so a client checks before it sends the request again.
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: CodeUnavailable,
-			Message: "the request did not finish within the request deadline (" + timeout.String() + "); retry"}})
+		_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: CodeDeadlineExceeded,
+			Message: "the request did not finish within the request deadline (" + timeout.String() + "); it may still take effect: check before retrying"}})
 	})
 }
 

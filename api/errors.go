@@ -33,7 +33,12 @@ const (
 	CodeForbidden       = "FORBIDDEN" // authenticated, but the token does not allow this request
 	CodeMethodNotAllow  = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
-	CodeUnavailable     = "UNAVAILABLE" // a dependency (the PostgreSQL catalog, Temporal) is down: retry
+	// CodeUnsupportedMediaType: the body's Content-Type is not one the route takes (415).
+	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	// CodeDeadlineExceeded: the request did not finish within the request deadline; it may still
+	// take effect, so a client must check before it retries (no Retry-After).
+	CodeDeadlineExceeded = "DEADLINE_EXCEEDED"
+	CodeUnavailable      = "UNAVAILABLE" // a dependency (the PostgreSQL catalog, Temporal) is down: retry
 	// CodeStorageUnavailable: the store's storage failed (disk full, I/O error, permission,
 	// timeout); retry after Retry-After, an operator may have to act.
 	CodeStorageUnavailable = "STORAGE_UNAVAILABLE"
@@ -90,6 +95,8 @@ func errorFor(err error) *APIError {
 			code = CodeUnauthorized
 		case http.StatusRequestTimeout:
 			code = CodeTimeout
+		case http.StatusUnsupportedMediaType:
+			code = CodeUnsupportedMediaType
 		case http.StatusServiceUnavailable:
 			code = CodeOverloaded
 		default:

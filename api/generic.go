@@ -128,7 +128,7 @@ func genericSpec(st catalog.Store) (kinds.GenericSpec, error) {
 
 func (h *handlers) addGenericRows(c echo.Context) error {
 	if ct := c.Request().Header.Get(echo.HeaderContentType); !isJSON(ct) {
-		return invalid("unsupported content type %q: send application/json", ct)
+		return unsupportedMediaType(ct, echo.MIMEApplicationJSON)
 	}
 	body, err := readBody(c)
 	if err != nil {

@@ -310,7 +310,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 			return err
 		}
 	default:
-		return invalid("unsupported content type %q: send application/json or multipart/form-data", ct)
+		return unsupportedMediaType(ct, echo.MIMEApplicationJSON, echo.MIMEMultipartForm, MIMEArrowStream)
 	}
 	defer rec.Release()
 	ids := stringColumn(rec, "id")

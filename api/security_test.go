@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,4 +151,52 @@ func TestMetadataIsOneJSONDocumentOnEveryPath(t *testing.T) {
 	var page api.RecordsPage
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/m/records?limit=10", nil, &page))
 	require.Len(t, page.Records, 2)
+}
+
+// A plain web page cannot change anything: JSON routes take application/json only (415 for the
+// text/plain and form bodies a page may send unasked), a cross-origin browser request that would
+// change state is 403, and with --allowed-hosts a Host the server is not known by is 403.
+func TestBrowsersAndUnknownHostsCannotReachTheAPI(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	send := func(w *worker, method, path, ct, body string, headers ...string) (int, string) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if ct != "" {
+			req.Header.Set(echo.HeaderContentType, ct)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		if i := slices.Index(headers, "Host"); i >= 0 {
+			req.Host = headers[i+1]
+		}
+		rec := httptest.NewRecorder()
+		w.e.ServeHTTP(rec, req)
+		var env api.ErrorBody
+		_ = json.Unmarshal(rec.Body.Bytes(), &env)
+		return rec.Code, env.Error.Code
+	}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
+		for _, path := range []string{"/api/v1/rollouts", "/api/v1/generic", "/api/v1/datagen", "/api/v1/admin/rollout/a/maintenance"} {
+			status, code := send(w, "POST", path, ct, `{"name": "csrf", "op": "cleanup_versions"}`)
+			require.Equal(t, http.StatusUnsupportedMediaType, status, "%s %q", path, ct)
+			require.Equal(t, api.CodeUnsupportedMediaType, code)
+		}
+	}
+	status, _ := send(w, "POST", "/api/v1/rollouts", "application/json", `{"name": "csrf"}`, "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _ = send(w, "POST", "/api/v1/rollouts", "application/json", `{"name": "csrf"}`, "Origin", "http://evil.example")
+	require.Equal(t, http.StatusForbidden, status, "Origin against Host")
+	status, _ = send(w, "GET", "/api/v1/rollouts", "", "", "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+	require.Equal(t, http.StatusOK, status, "reads are safe methods")
+	status, _ = send(w, "POST", "/api/v1/rollouts", "application/json", `{"name": "same"}`, "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusCreated, status)
+
+	only := c.worker("w2", func(d *api.Deps) { d.AllowedHosts = []string{"strata.internal", "127.0.0.1"} })
+	status, _ = send(only, "GET", "/api/v1/health", "", "", "Host", "attacker.example:3000")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _ = send(only, "GET", "/api/v1/health", "", "", "Host", "strata.internal:3000")
+	require.Equal(t, http.StatusOK, status)
+	status, _ = send(only, "GET", "/api/v1/health", "", "", "Host", "127.0.0.1")
+	require.Equal(t, http.StatusOK, status)
 }

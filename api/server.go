@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storecache"
 )
@@ -43,6 +46,9 @@ type Deps struct {
 	// CallerStorageOptions lets a request with the API token create a store with storage_options
 	// (a storage location and a prefix); otherwise that takes the admin token.
 	CallerStorageOptions bool
+	// AllowedHosts, when set, are the only Host header values (without port) answered; others
+	// get 403 (a defence against DNS rebinding).
+	AllowedHosts []string
 	// Maintenance reaches the stores' maintenance workflows (nil: admin maintenance answers 503
 	// and the compact route compacts in the handler).
 	Maintenance Maintainer
@@ -96,6 +102,7 @@ func New(d Deps) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(metrics.middleware)
 	e.Use(bodyIdleTimeout(d.BodyIdleTimeout, bodyTimeouts))
+	e.Use(allowedHostsGuard(d.AllowedHosts), crossOriginGuard())
 
 	limit, err := bytes.Parse(d.BodyLimit)
 	if err != nil || limit <= 0 {
@@ -201,36 +208,30 @@ func (h *handlers) health(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	resp := HealthResponse{Status: "ok", Version: h.deps.Version}
-	probe := func(p func(context.Context) error) <-chan string {
+	// Health is open to anyone: a failure is named by its kind, never by the hosts, users or
+	// paths its error carries (those are logged).
+	probe := func(what string, p func(context.Context) error) <-chan string {
 		out := make(chan string, 1)
 		go func() {
 			if err := p(ctx); err != nil {
-				out <- err.Error()
+				if h.deps.Log != nil {
+					h.deps.Log.Warn("health probe failed", "dependency", what, "err", err)
+				}
+				out <- "failing: " + faultKind(err)
 				return
 			}
 			out <- "ok"
 		}()
 		return out
 	}
-	catalogDone := probe(h.deps.Catalog.Ping)
+	catalogDone := probe("catalog", h.deps.Catalog.Ping)
 	var storageDone, temporalDone <-chan string
 	if h.deps.Stores != nil {
-		// Health is open to anyone: the storage failure is named by its kind, never by the
-		// server's paths that the error carries.
-		storageDone = probe(func(ctx context.Context) error {
-			err := h.deps.Stores.ProbeStorage(ctx)
-			if err == nil {
-				return nil
-			}
-			if fault := objstore.Fault(err); fault != "" {
-				return errors.New("failing: " + fault)
-			}
-			return errors.New("failing: the data directory did not answer a write, read and delete")
-		})
+		storageDone = probe("storage", h.deps.Stores.ProbeStorage)
 		resp.FencedStores = h.deps.Stores.FencedStores()
 	}
 	if h.deps.Temporal != nil {
-		temporalDone = probe(h.deps.Temporal.Ping)
+		temporalDone = probe("temporal", h.deps.Temporal.Ping)
 	}
 	resp.Catalog = <-catalogDone
 	if storageDone != nil {
@@ -249,7 +250,9 @@ func (h *handlers) health(c echo.Context) error {
 // registerPprof serves net/http/pprof's handlers under the admin group's debug/pprof/.
 func registerPprof(admin *routeGroup) {
 	admin.GET("/debug/pprof/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
-	admin.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	admin.GET("/debug/pprof/cmdline", func(c echo.Context) error { // flag names only: values may be secrets
+		return c.String(http.StatusOK, strings.Join(redactedArgs(os.Args), "\x00"))
+	})
 	admin.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
 	admin.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
 	admin.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
@@ -259,22 +262,59 @@ func registerPprof(admin *routeGroup) {
 	})
 }
 
+// redactedArgs is a command line with every value elided: flags keep their names ("--api-token"),
+// values (tokens, database URLs with passwords) become "…".
+func redactedArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case i == 0:
+			out[i] = a
+		case strings.HasPrefix(a, "-"):
+			name, _, hasValue := strings.Cut(a, "=")
+			out[i] = name
+			if hasValue {
+				out[i] += "=…"
+			}
+		default:
+			out[i] = "…"
+		}
+	}
+	return out
+}
+
 // PingFunc adapts a function to Pinger.
 type PingFunc func(ctx context.Context) error
 
 // Ping calls f.
 func (f PingFunc) Ping(ctx context.Context) error { return f(ctx) }
 
+// faultKind names what kind of failure err is, in words that carry nothing of the deployment.
+func faultKind(err error) string {
+	switch {
+	case objstore.Fault(err) != "":
+		return objstore.Fault(err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within the probe's timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case catalog.IsUnavailable(err):
+		return "unreachable"
+	}
+	return "error"
+}
+
 // Starting is what a worker serves while it cannot yet open the catalog (PostgreSQL down at
-// start): health answers 503 "degraded" with the reason, every other route 503 UNAVAILABLE with
-// Retry-After. The worker replaces it with New's handler as soon as the catalog opens.
-func Starting(version string, reason func() string) http.Handler {
+// start): health answers 503 "degraded" (the reason is in the worker's log, never in the open
+// answer), every other route 503 UNAVAILABLE with Retry-After. The worker replaces it with New's
+// handler as soon as the catalog opens.
+func Starting(version string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "2")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		if r.URL.Path == "/api/v1/health" {
-			_ = json.NewEncoder(w).Encode(HealthResponse{Status: "degraded", Version: version, Catalog: "starting: " + reason()})
+			_ = json.NewEncoder(w).Encode(HealthResponse{Status: "degraded", Version: version, Catalog: "starting: not reachable yet"})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: CodeUnavailable,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,11 +96,26 @@ func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
 // not need it.
 func TestHealthReportsTemporalWithoutFailingOnIt(t *testing.T) {
 	e := api.New(api.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: fakePinger{},
-		Registry: prometheus.NewRegistry(), Version: "test", Temporal: fakePinger{errors.New("connection refused")}})
+		Registry: prometheus.NewRegistry(), Version: "test", Temporal: fakePinger{fmt.Errorf("dial tcp 10.1.2.3:7233: %w", syscall.ECONNREFUSED)}})
 	rec := do(e, http.MethodGet, "/api/v1/health")
 	require.Equal(t, http.StatusOK, rec.Code)
 	var body api.HealthResponse
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 	require.Equal(t, "ok", body.Status)
-	require.Contains(t, body.Temporal, "connection refused")
+	require.Equal(t, "failing: connection refused", body.Temporal, "the kind of fault, never the host")
+}
+
+// Health is open: it names kinds of faults, never the hosts, users or paths their errors carry.
+func TestHealthNamesFaultKindsNeverHostsOrUsers(t *testing.T) {
+	secretErr := errors.New(`failed to connect to host=db.internal user=strata database=strata: password authentication failed`)
+	h, _ := newServer(t, secretErr)
+	rec := do(h, http.MethodGet, "/api/v1/health")
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	for _, leak := range []string{"db.internal", "user=", "strata:", "password"} {
+		require.NotContains(t, rec.Body.String(), leak)
+	}
+	rec = httptest.NewRecorder()
+	api.Starting("test").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/health", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Contains(t, rec.Body.String(), "starting")
 }

@@ -286,7 +286,7 @@ func TestRejectionsChangeNothing(t *testing.T) {
 	req.Header.Set(echo.HeaderContentType, "text/csv")
 	rec := httptest.NewRecorder()
 	w.e.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusBadRequest, rec.Code)
+	require.Equal(t, http.StatusUnsupportedMediaType, rec.Code)
 
 	var page api.RecordsPage
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/s/records", nil, &page))

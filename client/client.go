@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -103,11 +104,24 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, http: &http.Client{}, retries: 8, maxWait: 30 * time.Second}
+	c := &Client{base: u, http: &http.Client{CheckRedirect: keepTokenOnSameHost}, retries: 8, maxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
 	return c, nil
+}
+
+// keepTokenOnSameHost follows a redirect (at most 10) and drops the bearer token when it leads
+// to another host (or from https to http): the token is for the API's host only.
+func keepTokenOnSameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("client: stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Host != first.Host || (first.Scheme == "https" && req.URL.Scheme != "https") {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 // Error is an error answer of the API.
@@ -140,8 +154,11 @@ type request struct {
 }
 
 // do sends r and returns the response when its status is 2xx; otherwise it decodes the error
-// envelope into *Error. A 503 with Retry-After is retried (WithRetries) when the body can be
-// sent again. The caller closes the body.
+// envelope into *Error. Only what cannot have taken effect is retried (WithRetries), when the body
+// can be sent again: a refused connection (nothing was sent), and a 503 OVERLOADED or UNAVAILABLE
+// with Retry-After (the server refused the request before admitting it). A request deadline's
+// 503 DEADLINE_EXCEEDED, a storage fault or a dropped connection mid-request may have taken
+// effect: they are returned. The caller closes the body.
 func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	if b, ok := r.body.(*bytes.Buffer); ok {
 		r.body = bytes.NewReader(b.Bytes()) // replayable
@@ -150,11 +167,11 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	replayable = replayable || r.body == nil
 	for attempt := 0; ; attempt++ {
 		resp, err := c.doOnce(ctx, r)
-		var e *Error
-		if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || e.RetryAfter <= 0 || attempt >= c.retries || !replayable {
+		wait, retry := retryable(err)
+		if !retry || attempt >= c.retries || !replayable {
 			return resp, err
 		}
-		wait := min(e.RetryAfter, c.maxWait)
+		wait = min(wait, c.maxWait)
 		select {
 		case <-ctx.Done():
 			return nil, err
@@ -166,6 +183,19 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 			}
 		}
 	}
+}
+
+// retryable reports whether a failed attempt cannot have taken effect, and how long to wait.
+func retryable(err error) (time.Duration, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		admittedNothing := e.Code == "OVERLOADED" || e.Code == "UNAVAILABLE"
+		return e.RetryAfter, e.Status == http.StatusServiceUnavailable && e.RetryAfter > 0 && admittedNothing
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return 500 * time.Millisecond, true
+	}
+	return 0, false
 }
 
 // doOnce sends r once.

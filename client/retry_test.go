@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,4 +56,45 @@ func TestBackpressureIsRetriedWithTheSameBody(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, "OVERLOADED", e.Code)
 	require.EqualValues(t, 2, calls.Load())
+}
+
+// Only what cannot have taken effect is retried: a request deadline's 503, a storage fault and an
+// error without a code are returned after one attempt, even with Retry-After.
+func TestOnlyRequestsThatCannotHaveTakenEffectAreRetried(t *testing.T) {
+	for _, code := range []string{"DEADLINE_EXCEEDED", "STORAGE_UNAVAILABLE", "FENCED", ""} {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error": {"code": "` + code + `", "message": "x"}}`))
+		}))
+		c, err := client.New(srv.URL)
+		require.NoError(t, err)
+		_, err = c.Append(context.Background(), client.KindRollout, "s", []json.RawMessage{json.RawMessage(`{"id":"a"}`)}, false)
+		srv.Close()
+		require.Error(t, err)
+		require.EqualValues(t, 1, calls.Load(), "code %q is not retried", code)
+	}
+}
+
+// The bearer token never follows a redirect to another host.
+func TestTheTokenNeverFollowsARedirectToAnotherHost(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer other.Close()
+	// 127.0.0.1 and localhost are different hosts to the client.
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, client.WithToken("SECRET"))
+	require.NoError(t, err)
+	_, _ = c.GetStore(context.Background(), client.KindRollout, "s")
+	require.Empty(t, leaked.Load(), "the other host saw the token")
 }

@@ -45,6 +45,7 @@ type serveConfig struct {
 	DataURL            string
 	StorageLocations   string
 	CallerStorageOpts  bool
+	AllowedHosts       []string
 	InstanceID         string
 	StoreCacheCapacity int
 	FlushInterval      time.Duration
@@ -87,6 +88,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token required by the admin API (empty = no auth)")
+	fs.StringSliceVar(&c.AllowedHosts, "allowed-hosts", nil, "host names (or addresses) the API answers under, comma-separated, e.g. strata.internal,127.0.0.1; requests with another Host header get 403 (a defence against DNS rebinding; empty = any)")
 	fs.BoolVar(&c.CallerStorageOpts, "caller-storage-options", false, "let requests with the API token create stores with storage_options (a location and a prefix); by default that takes the admin token")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
@@ -171,16 +173,14 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
 	var handler atomic.Pointer[http.Handler]
-	var lastErr atomic.Value
-	lastErr.Store("connecting")
-	starting := api.Starting(version, func() string { return lastErr.Load().(string) })
+	starting := api.Starting(version) // the reason a start waits is logged, never served
 	handler.Store(&starting)
 	srv := newHTTPServer(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	defer srv.Close()
 
-	rt, err := openRuntimeRetrying(ctx, cfg, log, func(err error) { lastErr.Store(err.Error()) })
+	rt, err := openRuntimeRetrying(ctx, cfg, log, func(error) {})
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}()
 	tc := rt.temporal
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
-		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, AllowedHosts: cfg.AllowedHosts, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
 		Memory: rt.memory,
 		Temporal: api.PingFunc(func(ctx context.Context) error {

@@ -14,13 +14,35 @@ from ._errors import ContextStoreError, UnavailableError, error_for
 
 JSON = "application/json"
 
+# The 503 codes of a request the server refused before admitting it (nothing was written). A
+# request deadline's DEADLINE_EXCEEDED or a STORAGE_UNAVAILABLE fault may have taken effect.
+_RETRYABLE_CODES = ("OVERLOADED", "UNAVAILABLE")
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, dropping the bearer token when one leads to another host or from https
+    to http: the token is for the API's host only."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            old, nxt = urllib.parse.urlparse(req.full_url), urllib.parse.urlparse(newurl)
+            if old.netloc != nxt.netloc or (old.scheme == "https" and nxt.scheme != "https"):
+                new.remove_header("Authorization")
+        return new
+
+
+_opener = urllib.request.build_opener(_SameHostRedirects)
+
 
 class Client:
     """One Strata API endpoint (any worker of a cluster).
 
-    ``max_retries`` bounds the retries of a 503 answered with Retry-After (the server's
-    backpressure: it wrote nothing); each waits what Retry-After says, at most ``max_wait``
-    seconds. ``timeout`` bounds each request.
+    ``max_retries`` bounds the retries of a 503 OVERLOADED or UNAVAILABLE answered with
+    Retry-After (the server refused the request before admitting it: it wrote nothing) and of a
+    refused connection; each waits what Retry-After says, at most ``max_wait`` seconds. Nothing
+    else is retried: a 503 DEADLINE_EXCEEDED or a dropped connection may have taken effect.
+    ``timeout`` bounds each request. The token is never sent to another host on a redirect.
     """
 
     def __init__(
@@ -72,19 +94,24 @@ class Client:
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API URL
+                with _opener.open(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API URL
                     return resp.status, resp.read()
             except urllib.error.HTTPError as e:  # an error answer: the envelope, typed
                 data = e.read()
                 retry_after = _retry_after(e.headers.get("Retry-After"))
                 err = _decode_error(e.code, data, retry_after)
-                if e.code == 503 and retry_after is not None and attempt < self.max_retries:
+                if e.code == 503 and err.code in _RETRYABLE_CODES and retry_after is not None and attempt < self.max_retries:
                     attempt += 1
                     time.sleep(min(retry_after, self.max_wait))
                     continue
                 raise err from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-                # No answer at all (refused, DNS, timeout): typed too, nothing to retry on.
+                # A refused connection sent nothing: retried. Any other failure without an answer
+                # (DNS, a timeout, a connection dropped mid-request) may have taken effect.
+                if isinstance(getattr(e, "reason", e), ConnectionRefusedError) and attempt < self.max_retries:
+                    attempt += 1
+                    time.sleep(min(0.5, self.max_wait))
+                    continue
                 raise UnavailableError(0, "UNREACHABLE", f"{method} {url}: {getattr(e, 'reason', e)}") from e
 
     def json(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, payload: Any = None) -> Any:

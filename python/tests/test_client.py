@@ -143,11 +143,20 @@ class _Stub(http.server.BaseHTTPRequestHandler):
 
     busy = 0
     seen = 0
+    code = "OVERLOADED"
+    auth: list = []
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         type(self).seen += 1
+        type(self).auth.append(self.headers.get("Authorization"))
+        if self.path.startswith("/redirect"):
+            self.send_response(307)
+            self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/api/v1/rollouts/s")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if type(self).seen <= type(self).busy:
-            body = json.dumps({"error": {"code": "OVERLOADED", "message": "busy"}}).encode()
+            body = json.dumps({"error": {"code": type(self).code, "message": "busy"}}).encode()
             self.send_response(503)
             self.send_header("Retry-After", "0")
         else:
@@ -163,8 +172,8 @@ class _Stub(http.server.BaseHTTPRequestHandler):
 
 
 class RetryTest(unittest.TestCase):
-    def serve(self, busy: int) -> str:
-        _Stub.busy, _Stub.seen = busy, 0
+    def serve(self, busy: int, code: str = "OVERLOADED") -> str:
+        _Stub.busy, _Stub.seen, _Stub.code, _Stub.auth = busy, 0, code, []
         srv = http.server.HTTPServer(("127.0.0.1", 0), _Stub)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         self.addCleanup(srv.shutdown)
@@ -185,6 +194,20 @@ class RetryTest(unittest.TestCase):
             RolloutStore.connect(Client(url, max_retries=2), "s")
         self.assertEqual(e.exception.code, "OVERLOADED")
         self.assertEqual(_Stub.seen, 3)
+
+    def test_what_may_have_taken_effect_is_not_retried(self) -> None:
+        for code in ("DEADLINE_EXCEEDED", "STORAGE_UNAVAILABLE"):
+            url = self.serve(busy=100, code=code)
+            with self.assertRaises(UnavailableError) as e:
+                RolloutStore.connect(url, "s")
+            self.assertEqual(e.exception.code, code)
+            self.assertEqual(_Stub.seen, 1, code)
+
+    def test_the_token_never_follows_a_redirect_to_another_host(self) -> None:
+        url = self.serve(busy=0)
+        c = Client(url, token="SECRET")
+        c.request("GET", "/redirect")
+        self.assertEqual(_Stub.auth, ["Bearer SECRET", None])
 
     def test_bad_base_url(self) -> None:
         with self.assertRaises(ValueError):

@@ -18,8 +18,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// ErrTooLarge: an IPC stream declares (or decompresses to) more bytes than it may.
-var ErrTooLarge = errors.New("arrowutil: the Arrow stream declares more data than allowed")
+// ErrTooLarge: an IPC stream decompresses to more bytes than it may.
+var ErrTooLarge = errors.New("arrowutil: the Arrow stream decodes to more data than allowed")
+
+// ErrTruncated: an IPC stream declares more bytes than it holds (a malformed stream).
+var ErrTruncated = errors.New("arrowutil: the Arrow stream declares more data than it holds")
 
 // ReadBytesBatches reads every record of the Arrow IPC stream held in data, in order, with the
 // stream's schema. Record buffers are slices of data (no copy), so data must not be modified
@@ -94,7 +97,7 @@ func (r *bytesMessageReader) Message() (msg *ipc.Message, err error) {
 		}
 	}
 	if metaLen < 4 || metaLen > int64(len(rest)-head) {
-		return nil, fmt.Errorf("%w: a message declares %d bytes of metadata, %d remain", ErrTooLarge, metaLen, len(rest)-head)
+		return nil, fmt.Errorf("%w: a message declares %d bytes of metadata, %d remain", ErrTruncated, metaLen, len(rest)-head)
 	}
 	meta := rest[head : head+int(metaLen)]
 	if err := checkMessageMeta(meta); err != nil {
@@ -106,7 +109,7 @@ func (r *bytesMessageReader) Message() (msg *ipc.Message, err error) {
 	}
 	remain := int64(len(rest)) - int64(head) - metaLen
 	if bodyLen < 0 || bodyLen > remain {
-		return nil, fmt.Errorf("%w: a message declares a %d-byte body, %d bytes remain", ErrTooLarge, bodyLen, remain)
+		return nil, fmt.Errorf("%w: a message declares a %d-byte body, %d bytes remain", ErrTruncated, bodyLen, remain)
 	}
 	bodyAt := head + int(metaLen)
 	body := memory.NewBufferBytes(rest[bodyAt : bodyAt+int(bodyLen)])
