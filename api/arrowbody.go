@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -28,13 +29,30 @@ func isArrowStream(contentType string) bool {
 	return strings.HasPrefix(strings.TrimSpace(contentType), MIMEArrowStream)
 }
 
+// compressedDecodeRatio bounds what a compressed (LZ4/ZSTD) IPC body may decode to: this many
+// times its own length (and never past the body limit). Decoded bytes are reserved in the
+// request-memory budget before they are allocated.
+const compressedDecodeRatio = 4
+
+// decodeLimit is the most an IPC body of n bytes may decode to.
+func (h *handlers) decodeLimit(n int) int64 {
+	return min(h.bodyLimit, compressedDecodeRatio*int64(n)+(64<<10))
+}
+
 // readArrowBody decodes an IPC stream body (read whole, bounded by the body limit) into one
 // record. Columns are slices of body, not copies; lengths the stream declares are checked against
-// the bytes present, and decompression may not produce more than decodedLimit bytes (413). The
-// caller releases the record.
-func readArrowBody(body []byte, mem memory.Allocator, decodedLimit int64) (arrow.RecordBatch, error) {
-	parts, schema, err := arrowutil.ReadBytesBatches(body, mem, decodedLimit)
+// the bytes present (400), and decompression may not produce more than decodeLimit bytes (413),
+// each allocation reserved in the request-memory budget first (503 when it is full). The caller
+// releases the record.
+func (h *handlers) readArrowBody(c echo.Context, body []byte) (arrow.RecordBatch, error) {
+	mem := &budgetedAllocator{Allocator: h.mem, budget: h.requests}
+	c.Response().After(mem.release) // decoded bytes stay (joined into the record) until the answer
+	parts, schema, err := arrowutil.ReadBytesBatches(body, mem, h.decodeLimit(len(body)))
 	if err != nil {
+		var refused *APIError
+		if errors.As(err, &refused) {
+			return nil, refused
+		}
 		if errors.Is(err, arrowutil.ErrTooLarge) {
 			return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge,
 				Message: "the Arrow IPC stream decodes to more data than the request may (compressed buffers count as decoded)"}
@@ -69,6 +87,49 @@ func readArrowBody(body []byte, mem memory.Allocator, decodedLimit int64) (arrow
 		return nil, invalid("no rows to add")
 	}
 	return rec, nil
+}
+
+// budgetedAllocator reserves what decoding allocates in the request-memory budget before it is
+// allocated (a refusal panics with the budget's 503, which the IPC reader returns as its error).
+// The reservations are returned by release, when the request has been answered.
+type budgetedAllocator struct {
+	memory.Allocator
+	budget   *byteBudget
+	mu       sync.Mutex
+	reserved int64
+}
+
+func (a *budgetedAllocator) take(n int64) {
+	if a.budget == nil || n <= 0 {
+		return
+	}
+	got, ok := a.budget.tryReserve(n)
+	if !ok {
+		panic(a.budget.refusal())
+	}
+	a.mu.Lock()
+	a.reserved += got
+	a.mu.Unlock()
+}
+
+func (a *budgetedAllocator) Allocate(size int) []byte {
+	a.take(int64(size))
+	return a.Allocator.Allocate(size)
+}
+
+func (a *budgetedAllocator) Reallocate(size int, b []byte) []byte {
+	a.take(int64(size - len(b)))
+	return a.Allocator.Reallocate(size, b)
+}
+
+func (a *budgetedAllocator) release() {
+	if a.budget == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.budget.free(a.reserved)
+	a.reserved = 0
 }
 
 // checkJSONColumns refuses a batch whose JSON columns (kinds' JSONColumns) hold a value that is

@@ -6,6 +6,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,22 +94,28 @@ func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) 
 	if !isJSON(ct) && !isArrowStream(ct) {
 		return nil, unsupportedMediaType(ct, echo.MIMEApplicationJSON, MIMEArrowStream)
 	}
-	body, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
 	if isArrowStream(ct) {
-		rec, err := readArrowBody(body, h.mem, h.bodyLimit)
+		body, err := readBody(c)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := h.readArrowBody(c, body)
 		if err != nil {
 			return nil, err
 		}
 		defer rec.Release()
 		return datagen.FromArrow(rec)
 	}
-	if err := checkJSONSyntax(body); err != nil {
-		return nil, err
+	// Decoded as it arrives, an event at a time: no copy of the body, and a bad event ends the
+	// request before the rest is read.
+	events, err := datagen.DecodeEventsFrom(c.Request().Body)
+	if limit := bodyLimitError(err); limit != nil {
+		return nil, limit
 	}
-	return datagen.DecodeEvents(body)
+	if err != nil && !errors.Is(err, datagen.ErrInvalid) && !errors.Is(err, datagen.ErrTooLarge) {
+		return nil, invalid("reading the request body: %v", err)
+	}
+	return events, err
 }
 
 func (h *handlers) addDatagenEvents(c echo.Context) error {

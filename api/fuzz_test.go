@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/kinds"
@@ -142,8 +143,11 @@ func FuzzArrowBody(f *testing.F) {
 	}
 	rec.Release()
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
+	h := &handlers{mem: memory.NewGoAllocator(), bodyLimit: 1 << 20,
+		requests: &byteBudget{what: "request bytes", capacity: 64 << 20, rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := readArrowBody(data, memory.NewGoAllocator(), 1<<20)
+		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), httptest.NewRecorder())
+		got, err := h.readArrowBody(c, data)
 		if err != nil {
 			var apiErr *APIError
 			if !errors.As(err, &apiErr) || (apiErr.Status != 400 && apiErr.Status != 413) {
@@ -152,6 +156,9 @@ func FuzzArrowBody(f *testing.F) {
 			return
 		}
 		defer got.Release()
+		if n := recordBytes(got); int64(len(data))*compressedDecodeRatio+(64<<10) < n {
+			t.Fatalf("a %d-byte body decoded to %d bytes", len(data), n)
+		}
 		if err := arrowutil.ValidateRecord(got); err != nil {
 			t.Fatalf("an accepted body is invalid: %v", err)
 		}
@@ -179,4 +186,24 @@ func FuzzPageParams(f *testing.F) {
 			t.Fatalf("accepted limit %d offset %d cursor %q", limit, offset, cursor)
 		}
 	})
+}
+
+// recordBytes is the size of rec's buffers (what decoding it holds).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, col := range rec.Columns() {
+		walk(col.Data())
+	}
+	return n
 }

@@ -353,13 +353,28 @@ func TestRequestMemoryIsBoundedPerProcess(t *testing.T) {
 	srv := httptest.NewServer(w.e)
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	// One request holds 600 KB of budget (twice a 300 KB body it never finishes sending)...
+	// A body that declares 1 GiB and trickles holds only what it sent: others are served.
+	trickle, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer trickle.Close()
+	_, err = fmt.Fprintf(trickle, "POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n{\"records\": [")
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond)
+	small := `{"records": [{"id": "s", "rollout_id": "` + strings.Repeat("z", 200000) + `"}]}`
+	resp, err := http.Post(srv.URL+"/api/v1/rollouts/a/records", echo.MIMEApplicationJSON, strings.NewReader(small))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "the trickling body does not hold the budget")
+	trickle.Close()
+
+	// One request holds about 600 KB of budget (twice the 300 KB it sent of a body it never
+	// finishes)...
 	hold, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer hold.Close()
-	_, err = fmt.Fprintf(hold, "POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{")
+	_, err = fmt.Fprintf(hold, "POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400000\r\n\r\n{\"records\": [{\"id\": \"h\", \"rollout_id\": \"%s", strings.Repeat("x", 300000))
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	// ...so another of 300 KB does not fit: 503, answered on its headers, before its body is read.
 	status, closed := rawRequest(t, addr, "POST /api/v1/rollouts/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 300000", "", 5*time.Second)
 	require.Equal(t, http.StatusServiceUnavailable, status)

@@ -110,6 +110,17 @@ func (b *byteBudget) tryReserve(n int64) (int64, bool) {
 	return n, true
 }
 
+// fits reports whether n bytes (clamped) could be reserved now, reserving nothing.
+func (b *byteBudget) fits(n int64) bool {
+	if b.capacity <= 0 {
+		return true
+	}
+	n = b.clamp(n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight == 0 || b.inFlight+n <= b.capacity
+}
+
 // held is the bytes reserved right now.
 func (b *byteBudget) held() int64 {
 	b.mu.Lock()
@@ -145,8 +156,9 @@ func (b *byteBudget) refusal() error {
 // its body.
 const requestMemoryFactor = 2
 
-// budgetedBody reserves request memory as a body of unknown length (chunked) arrives, a step at
-// a time; a refusal ends the read with the budget's 503.
+// budgetedBody reserves request memory as a body arrives, a step at a time; a refusal ends the
+// read with the budget's 503. Readers of the body allocate at most about what has arrived (see
+// readBody), so the reservation follows the memory.
 type budgetedBody struct {
 	io.ReadCloser
 	budget   *byteBudget
@@ -155,25 +167,30 @@ type budgetedBody struct {
 	read     int64
 }
 
-const budgetStep = 1 << 20
+// budgetStep is how many body bytes one reservation covers: 1 MiB, or a 64th of a smaller
+// budget, so a body that has sent little holds little.
+func (b *byteBudget) budgetStep() int64 {
+	return max(4<<10, min(1<<20, b.capacity/64))
+}
 
 func (b *budgetedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
+	step := b.budget.budgetStep()
 	for b.read > b.covered {
-		got, ok := b.budget.tryReserve(budgetStep * requestMemoryFactor)
+		got, ok := b.budget.tryReserve(step * requestMemoryFactor)
 		if !ok {
 			return n, b.budget.refusal()
 		}
-		b.covered += budgetStep
+		b.covered += step
 		b.reserved += got
 	}
 	return n, err
 }
 
-// requestMemory reserves memory for a request body before the handler reads it: twice its
-// declared length at once, or step by step as a chunked body arrives; released when the handler
-// returns.
+// requestMemory reserves memory for a request body as it arrives, step by step (a body that
+// trickles in holds only what it sent), released when the handler returns. A body whose declared
+// length would not fit the budget now is refused before a byte of it is read.
 func requestMemory(budget *byteBudget) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -181,14 +198,9 @@ func requestMemory(budget *byteBudget) echo.MiddlewareFunc {
 			if budget.capacity <= 0 || r.Body == nil || r.Body == http.NoBody {
 				return next(c)
 			}
-			if r.ContentLength >= 0 {
-				release, err := budget.reserve(r.ContentLength * requestMemoryFactor)
-				if err != nil {
-					return err
-				}
-				defer release()
-				c.Set(ctxBodyReserved, true)
-				return next(c)
+			if r.ContentLength >= 0 && !budget.fits(r.ContentLength*requestMemoryFactor) {
+				budget.rejected.Inc()
+				return budget.refusal()
 			}
 			body := &budgetedBody{ReadCloser: r.Body, budget: budget}
 			r.Body = body

@@ -475,7 +475,7 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rec, err := readArrowBody(body, h.mem, h.bodyLimit)
+	rec, err := h.readArrowBody(c, body)
 	if err != nil {
 		return err
 	}

@@ -19,46 +19,21 @@ import (
 	"github.com/strata-store/strata/internal/hugepage"
 )
 
-// preallocBodyBytes is the largest declared Content-Length allocated up front when the
-// request-memory budget did not reserve it (larger bodies grow as they arrive, so a client cannot
-// make the server allocate memory it never sends beyond what a budget accounts for). A body whose
-// declared length the budget reserved is allocated whole at once: growing it would hold two
-// copies at a time.
+// preallocBodyBytes is the most of a body's declared Content-Length allocated before its bytes
+// arrive: past it the buffer grows as they do (see readGrowing), so a client cannot make the
+// server allocate memory it never sends.
 const preallocBodyBytes = 8 << 20
 
-// ctxBodyReserved marks a request whose declared body length the request-memory budget reserved.
-const ctxBodyReserved = "strata.body_reserved"
-
-// bodySizeHint is how many bytes of the body may be allocated up front: its declared length when
-// the request-memory budget reserved it, else at most preallocBodyBytes (0 when unknown).
+// bodySizeHint is how many bytes of the body may be allocated up front: its declared length, at
+// most preallocBodyBytes (0 when unknown).
 func bodySizeHint(c echo.Context) int {
-	n := max(c.Request().ContentLength, 0)
-	if reserved, _ := c.Get(ctxBodyReserved).(bool); !reserved {
-		n = min(n, preallocBodyBytes)
-	}
-	return int(n)
+	return int(min(max(c.Request().ContentLength, 0), preallocBodyBytes))
 }
 
 // readBody reads the whole request body: 413 past the body limit, 408 when it stalls, 400 when
 // it is empty.
 func readBody(c echo.Context) ([]byte, error) {
-	r := c.Request()
-	var data []byte
-	var err error
-	if n := int64(bodySizeHint(c)); n > 0 {
-		// The declared length (capped unless reserved): one allocation, no regrowing when it is
-		// the whole body, filled through huge pages when large (each fresh 4 KiB page would be
-		// a fault). A body shorter than that is an error; anything past it is still read.
-		data = make([]byte, n)
-		if _, err = hugepage.ReadFull(r.Body, data); err == nil {
-			var rest []byte
-			if rest, err = io.ReadAll(r.Body); len(rest) > 0 {
-				data = append(data, rest...)
-			}
-		}
-	} else {
-		data, err = io.ReadAll(r.Body)
-	}
+	data, err := readGrowing(c.Request().Body, c.Request().ContentLength)
 	if err != nil {
 		if limit := bodyLimitError(err); limit != nil {
 			return nil, limit
@@ -69,6 +44,56 @@ func readBody(c echo.Context) ([]byte, error) {
 		return nil, invalid("the request body is empty")
 	}
 	return data, nil
+}
+
+// readGrowing reads r to its end. The buffer starts at the declared length (unknown: -1) capped
+// at preallocBodyBytes and doubles, capped at the declared length, each time the bytes that
+// arrived fill it: it never holds more than twice what arrived, and a body of its declared length
+// is read without a last regrowth. Large buffers are filled through huge pages (each fresh 4 KiB
+// page would be a fault).
+func readGrowing(r io.Reader, declared int64) ([]byte, error) {
+	size := int64(64 << 10)
+	if declared > 0 {
+		size = min(declared, preallocBodyBytes)
+	}
+	data := make([]byte, 0, size)
+	for {
+		if len(data) == cap(data) {
+			if declared >= 0 && int64(len(data)) >= declared {
+				// The declared length arrived: a one-byte read settles whether the body ends
+				// here (the server's reader answers EOF, or an error past the length).
+				var probe [1]byte
+				n, err := io.ReadFull(r, probe[:])
+				if n == 0 {
+					if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+						return data, nil
+					}
+					return data, err
+				}
+				data = append(data, probe[:n]...)
+				continue
+			}
+			next := int64(cap(data)) * 2
+			if declared > int64(cap(data)) {
+				next = min(next, declared)
+			}
+			grown := make([]byte, len(data), next)
+			copy(grown, data)
+			data = grown
+		}
+		free := data[len(data):cap(data)]
+		n, err := hugepage.ReadFull(r, free)
+		data = data[:len(data)+n]
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if declared > 0 && int64(len(data)) < declared {
+				return data, io.ErrUnexpectedEOF // shorter than it said
+			}
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
 }
 
 // checkJSONSyntax answers 400 for a body that is not one valid JSON document.

@@ -3,9 +3,11 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,12 +16,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/datagen"
 )
 
 // No request can make the server talk to a host the operator did not configure: storage options
@@ -199,4 +203,57 @@ func TestBrowsersAndUnknownHostsCannotReachTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	status, _ = send(only, "GET", "/api/v1/health", "", "", "Host", "127.0.0.1")
 	require.Equal(t, http.StatusOK, status)
+}
+
+// What a body may cost is bounded by the body: a datagen append of millions of empty events is
+// refused at the first one (never decoded whole), an append over the event cap is 413, and a
+// compressed Arrow body may decode to at most a few times its own size.
+func TestDecodingCostsFollowTheBody(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/datagen", map[string]any{"name": "d"}, nil))
+	empty := `{"events":[` + strings.Repeat("{},", 2_000_000) + `{}]}`
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	status, code := errCode(t, w, "POST", "/api/v1/datagen/d/events", empty)
+	runtime.ReadMemStats(&after)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, api.CodeInvalidRequest, code)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "the events were not all decoded")
+
+	event := `{"event_id":"e%d","item_id":"i","root_item_id":"i","item_seq":%d,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"ITEM_CREATED","schema_version":2}`
+	var b strings.Builder
+	b.WriteString(`{"events":[`)
+	for i := range datagen.MaxEventsPerAppend + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, event, i, i)
+	}
+	b.WriteString(`]}`)
+	status, code = errCode(t, w, "POST", "/api/v1/datagen/d/events", b.String())
+	require.Equal(t, http.StatusRequestEntityTooLarge, status)
+	require.Equal(t, api.CodePayloadTooLarge, code)
+
+	// A compressed Arrow body that decodes to far more than it is: 413.
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "z"}, nil))
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	for i := range 64 {
+		sb.Append(fmt.Sprintf("id-%d", i))
+	}
+	ids := sb.NewArray()
+	sb.Append(strings.Repeat("a", 1<<20))
+	for range 63 {
+		sb.Append(strings.Repeat("a", 1<<20))
+	}
+	runs := sb.NewArray()
+	sb.Release()
+	bomb := ipcOf(t, idRolloutSchema, []arrow.Array{ids, runs}, ipc.WithZstd())
+	ids.Release()
+	runs.Release()
+	require.Less(t, len(bomb), 1<<20, "64 MiB of text compresses to a small body")
+	rec := postArrow(w, "/api/v1/rollouts/z/records", bomb)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+	requireServesAndHolds(t, w, "z")
 }

@@ -112,6 +112,7 @@ func New(d Deps) *echo.Echo {
 		blobs:      &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections},
 		openAPIDoc: sync.OnceValue(func() map[string]any { return buildOpenAPI(d.Version) })}
 	requests := &byteBudget{what: "request bytes", capacity: d.MaxInflightRequestBytes, rejected: requestRejections}
+	h.requests = requests
 	if d.Memory != nil {
 		d.Memory.Track(func() int64 { return requests.held() + h.blobs.held() })
 	}
@@ -183,6 +184,7 @@ type handlers struct {
 	mem        memory.Allocator
 	bodyLimit  int64 // bytes: the largest body, and the most an Arrow body may decode to
 	blobs      *byteBudget
+	requests   *byteBudget           // request memory: bodies as they arrive, and what decoding them allocates
 	openAPIDoc func() map[string]any // the OpenAPI document, built on first use
 }
 

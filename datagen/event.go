@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -114,32 +115,125 @@ type wireEvent struct {
 	SchemaVersion *int32 `json:"schema_version"`
 }
 
-// DecodeEvents decodes an append body, {"events": [...]} (syntax already checked). A JSON null
-// for an optional member is absent.
-func DecodeEvents(body []byte) ([]Event, error) {
-	var req struct {
-		Events []wireEvent `json:"events"`
+// Bounds on one append: MaxEventsPerAppend events, each at most MaxEventBytes of JSON (an
+// inline blob at its largest, base64, and the event around it).
+const (
+	MaxEventsPerAppend = 100_000
+	MaxEventBytes      = MaxInlineBlobBytes/3*4 + 1<<20
+)
+
+// DecodeEventsFrom decodes an append body, {"events": [...]}, as it arrives from r: one event at
+// a time, each checked for its required members and its size as soon as it is read, the count
+// bounded by MaxEventsPerAppend — so what a body costs follows its valid events, and an invalid
+// one ends the decoding where it stands. A JSON null for an optional member is absent. Errors
+// reading r are returned as they are (the caller maps a stalled or oversized body); bad input is
+// ErrInvalid, an event or a count past its bound ErrTooLarge.
+func DecodeEventsFrom(r io.Reader) ([]Event, error) {
+	dec := json.NewDecoder(r)
+	readErr := func(err error, what string) error {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return invalidf("invalid events body: unexpected end of input in %s", what)
+		case errors.As(err, &syntax) || errors.As(err, &typ):
+			return invalidf("invalid events body: %s: %v", what, err)
+		}
+		return err // the body's own error (stalled, too large, refused by a budget)
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, invalidf("invalid events body: %v", err)
+	delim := func(want json.Delim, what string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return readErr(err, what)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != want {
+			return invalidf("invalid events body: expected %q at %s", string(want), what)
+		}
+		return nil
 	}
-	out := make([]Event, len(req.Events))
-	for i := range req.Events {
-		w := &req.Events[i]
-		if w.ItemSeq == nil {
-			return nil, invalidf("event %d: missing field `item_seq`", i)
+	if err := delim('{', "the start of the body"); err != nil {
+		return nil, err
+	}
+	var out []Event
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, readErr(err, "a member name")
 		}
-		if w.SchemaVersion == nil {
-			return nil, invalidf("event %d: missing field `schema_version`", i)
+		if key, _ := tok.(string); key != "events" {
+			var skip json.RawMessage // another member: ignored, as a struct decode ignores it
+			if err := dec.Decode(&skip); err != nil {
+				return nil, readErr(err, "member "+key)
+			}
+			continue
 		}
-		out[i] = w.Event
-		out[i].ItemSeq, out[i].SchemaVersion = *w.ItemSeq, *w.SchemaVersion
-		if isNull(out[i].QueryTags) {
-			out[i].QueryTags = nil
+		if seen {
+			return nil, invalidf("invalid events body: \"events\" appears twice")
 		}
+		seen = true
+		tok, err = dec.Token()
+		if err != nil {
+			return nil, readErr(err, "events")
+		}
+		if tok == nil {
+			continue // "events": null
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '[' {
+			return nil, invalidf("invalid events body: events must be an array")
+		}
+		for i := 0; dec.More(); i++ {
+			if i >= MaxEventsPerAppend {
+				return nil, fmt.Errorf("%w: an append holds at most %d events", ErrTooLarge, MaxEventsPerAppend)
+			}
+			start := dec.InputOffset()
+			var w wireEvent
+			if err := dec.Decode(&w); err != nil {
+				return nil, readErr(err, fmt.Sprintf("event %d", i))
+			}
+			if dec.InputOffset()-start > MaxEventBytes {
+				return nil, fmt.Errorf("%w: event %d is over %d bytes", ErrTooLarge, i, MaxEventBytes)
+			}
+			ev, err := w.event(i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ev)
+		}
+		if err := delim(']', "the end of events"); err != nil {
+			return nil, err
+		}
+	}
+	if err := delim('}', "the end of the body"); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, readErr(err, "the end of the body")
+		}
+		return nil, invalidf("invalid events body: trailing data after the object")
 	}
 	return out, nil
 }
+
+// event checks what a request must carry and returns the event (i is its index, for messages).
+func (w *wireEvent) event(i int) (Event, error) {
+	if w.ItemSeq == nil {
+		return Event{}, invalidf("event %d: missing field `item_seq`", i)
+	}
+	if w.SchemaVersion == nil {
+		return Event{}, invalidf("event %d: missing field `schema_version`", i)
+	}
+	ev := w.Event
+	ev.ItemSeq, ev.SchemaVersion = *w.ItemSeq, *w.SchemaVersion
+	if isNull(ev.QueryTags) {
+		ev.QueryTags = nil
+	}
+	return ev, nil
+}
+
+// DecodeEvents decodes an append body held in memory (see DecodeEventsFrom).
+func DecodeEvents(body []byte) ([]Event, error) { return DecodeEventsFrom(bytes.NewReader(body)) }
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
 

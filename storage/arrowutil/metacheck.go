@@ -6,6 +6,7 @@
 package arrowutil
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -28,6 +29,7 @@ const (
 	slotFieldMetadata      = 4 + 2*6
 	slotDictionaryData     = 4 + 2*1
 	slotBatchBuffers       = 4 + 2*2
+	slotBatchCompression   = 4 + 2*3
 	slotBatchVariadicCount = 4 + 2*4
 
 	maxFieldDepth = 64
@@ -165,4 +167,64 @@ func (c *metaChecker) batch(b *flatbuffers.Table) error {
 		}
 	}
 	return nil
+}
+
+// declaredDecodedBytes is what the compressed buffers of a (checked) record or dictionary batch
+// message say they decompress to: each compressed buffer starts with its uncompressed length
+// (-1: stored as is). 0 for other messages and uncompressed batches. A prefix past the body, or a
+// negative length other than -1, counts as the whole body: the library refuses such a buffer.
+func declaredDecodedBytes(meta, body []byte) (n int64) {
+	defer func() {
+		if recover() != nil {
+			n = int64(len(body))
+		}
+	}()
+	c := metaChecker{buf: meta, budget: len(meta)}
+	msg := c.root()
+	o := msg.Offset(slotMessageHeaderType)
+	if o == 0 {
+		return 0
+	}
+	header, ok := c.table(msg, slotMessageHeader)
+	if !ok {
+		return 0
+	}
+	batch := header
+	switch msg.GetByte(flatbuffers.UOffsetT(o) + msg.Pos) {
+	case headerDictionaryBatch:
+		if batch, ok = c.table(header, slotDictionaryData); !ok {
+			return 0
+		}
+	case headerRecordBatch:
+	default:
+		return 0
+	}
+	if batch.Offset(slotBatchCompression) == 0 {
+		return 0
+	}
+	bo := batch.Offset(slotBatchBuffers)
+	if bo == 0 {
+		return 0
+	}
+	start, count := batch.Vector(flatbuffers.UOffsetT(bo)), batch.VectorLen(flatbuffers.UOffsetT(bo))
+	for i := 0; i < count; i++ {
+		off := batch.GetInt64(start + flatbuffers.UOffsetT(i*16))
+		length := batch.GetInt64(start + flatbuffers.UOffsetT(i*16+8))
+		if length == 0 {
+			continue
+		}
+		if off < 0 || length < 8 || off > int64(len(body))-8 {
+			n += int64(len(body))
+			continue
+		}
+		switch size := int64(binary.LittleEndian.Uint64(body[off:])); {
+		case size == -1:
+			n += length - 8
+		case size < 0:
+			n += int64(len(body))
+		default:
+			n += size
+		}
+	}
+	return n
 }

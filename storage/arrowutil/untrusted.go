@@ -45,7 +45,7 @@ func readBytes(data []byte, mem memory.Allocator, decodedLimit int64, copyBodies
 	if decodedLimit > 0 {
 		mem = &cappedAllocator{mem: mem, limit: decodedLimit}
 	}
-	mr := &bytesMessageReader{data: data}
+	mr := &bytesMessageReader{data: data, decodedLimit: decodedLimit}
 	if copyBodies {
 		mr.mem = mem
 	}
@@ -66,7 +66,10 @@ type bytesMessageReader struct {
 	mem  memory.Allocator // when set, bodies are copied into memory from it
 	off  int
 	refs atomic.Int64
-	msg  *ipc.Message // the message handed out last, released at the next call
+	// decodedLimit (0: none) bounds what the stream's compressed buffers declare they decode to,
+	// summed over its messages in decoded.
+	decodedLimit, decoded int64
+	msg                   *ipc.Message // the message handed out last, released at the next call
 }
 
 const ipcContinuation = 0xFFFFFFFF
@@ -112,6 +115,14 @@ func (r *bytesMessageReader) Message() (msg *ipc.Message, err error) {
 		return nil, fmt.Errorf("%w: a message declares a %d-byte body, %d bytes remain", ErrTruncated, bodyLen, remain)
 	}
 	bodyAt := head + int(metaLen)
+	if r.decodedLimit > 0 {
+		// Refused before the library allocates: a panic out of an allocation mid-batch can leave
+		// what the library allocated before it unreleased.
+		r.decoded += declaredDecodedBytes(meta, rest[bodyAt:bodyAt+int(bodyLen)])
+		if r.decoded > r.decodedLimit {
+			return nil, fmt.Errorf("%w: its compressed buffers declare more than %d decoded bytes", ErrTooLarge, r.decodedLimit)
+		}
+	}
 	body := memory.NewBufferBytes(rest[bodyAt : bodyAt+int(bodyLen)])
 	if r.mem != nil {
 		copied := memory.NewResizableBuffer(r.mem)
