@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,6 +31,7 @@ type composeFile struct {
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Volumes     []string          `yaml:"volumes"`
+		Ports       []string          `yaml:"ports"`
 		DependsOn   yaml.Node         `yaml:"depends_on"`
 	} `yaml:"services"`
 	Volumes map[string]any `yaml:"volumes"`
@@ -104,6 +106,53 @@ func TestComposeFileDescribesTheCluster(t *testing.T) {
 	for _, v := range []string{"pgdata", "s3data", "promdata"} {
 		require.Contains(t, c.Volumes, v)
 	}
+}
+
+// The compose file is safe by default: every published port is bound to the loopback, Temporal's
+// unauthenticated frontend is not published, the API requires tokens, Grafana has no anonymous
+// access, and every secret it requires is one docker/gen-env.sh generates.
+func TestComposeDefaultsAreSafe(t *testing.T) {
+	c := loadCompose(t)
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			require.True(t, strings.HasPrefix(p, "127.0.0.1:"), "%s publishes %s beyond the loopback", name, p)
+		}
+	}
+	require.Empty(t, c.Services["temporal"].Ports, "Temporal's frontend is not published")
+	for _, name := range []string{"strata-api-1", "strata-api-2"} {
+		env := c.Services[name].Environment
+		require.Contains(t, env["STRATA_API_TOKEN"], "${STRATA_API_TOKEN:?", name)
+		require.Contains(t, env["STRATA_ADMIN_TOKEN"], "${STRATA_ADMIN_TOKEN:?", name)
+	}
+	require.Equal(t, "false", c.Services["grafana"].Environment["GF_AUTH_ANONYMOUS_ENABLED"])
+
+	raw, err := os.ReadFile(filepath.Join(dockerDir(), "docker-compose.yml"))
+	require.NoError(t, err)
+	required := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{([A-Z_]+):\?`).FindAllStringSubmatch(string(raw), -1) {
+		required[m[1]] = true
+	}
+	require.NotEmpty(t, required)
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(dockerDir(), "gen-env.sh"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gen-env.sh"), script, 0o755))
+	out, err := exec.Command("bash", filepath.Join(dir, "gen-env.sh")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	generated, err := os.ReadFile(filepath.Join(dir, ".env"))
+	require.NoError(t, err)
+	info, err := os.Stat(filepath.Join(dir, ".env"))
+	require.NoError(t, err)
+	require.Zero(t, info.Mode().Perm()&0o077, "the secrets are readable by their owner alone")
+	values := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(generated)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		values[k] = v
+	}
+	for k := range required {
+		require.GreaterOrEqual(t, len(values[k]), 32, "gen-env.sh generates %s", k)
+	}
+	require.NotEqual(t, values["STRATA_API_TOKEN"], values["STRATA_ADMIN_TOKEN"])
 }
 
 func TestPrometheusScrapesEveryStrataProcess(t *testing.T) {
