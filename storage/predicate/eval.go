@@ -525,8 +525,9 @@ func (e *likeExpr) String() string {
 	return fmt.Sprintf("%s %sLIKE '%s'", e.col.name, not, strings.ReplaceAll(e.pattern, "'", "''"))
 }
 
-// likeCheckBytes is how many bytes of values LIKE matches between two looks at the context.
-const likeCheckBytes = 1 << 20
+// likeCheckBytes is how many bytes of values LIKE matches between two looks at the context (a
+// long search within one value looks too, see matchUntil).
+const likeCheckBytes = 64 << 10
 
 func (e *likeExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, error) {
 	arr, err := columnOf(rec, e.col)
@@ -538,6 +539,7 @@ func (e *likeExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, err
 		return nil, fmt.Errorf("predicate: LIKE on a %s column", arr.DataType())
 	}
 	out := make([]int8, arr.Len())
+	stop := func() bool { return ctx.Err() != nil }
 	matched := 0
 	for i := range out {
 		if arr.IsNull(i) {
@@ -551,9 +553,12 @@ func (e *likeExpr) eval(ctx context.Context, rec arrow.RecordBatch) ([]int8, err
 			}
 			matched = 0
 		}
-		if e.match.match(v) != e.negate {
+		if e.match.matchUntil(v, stop) != e.negate {
 			out[i] = vTrue
 		}
+	}
+	if err := ctx.Err(); err != nil { // a search given up on is no answer
+		return nil, err
 	}
 	return out, nil
 }

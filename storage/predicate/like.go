@@ -117,8 +117,9 @@ func (seg *likeSegment) matchAt(s string, i int) (int, bool) {
 	return i, true
 }
 
-// find is seg's leftmost match in s at or after from: its start and end, or ok=false.
-func (seg *likeSegment) find(s string, from int) (int, int, bool) {
+// find is seg's leftmost match in s at or after from: its start and end, or ok=false. stop, when
+// set, is asked every findCheckEvery start positions whether to give up (ok=false then).
+func (seg *likeSegment) find(s string, from int, stop func() bool) (int, int, bool) {
 	if len(seg.parts) == 1 && seg.parts[0].anys == 0 { // literal text: one substring search
 		j := strings.Index(s[from:], seg.parts[0].lit)
 		if j < 0 {
@@ -126,7 +127,10 @@ func (seg *likeSegment) find(s string, from int) (int, int, bool) {
 		}
 		return from + j, from + j + len(seg.parts[0].lit), true
 	}
-	for i := from; i <= len(s); {
+	for i, tried := from, 0; i <= len(s); tried++ {
+		if stop != nil && tried%findCheckEvery == findCheckEvery-1 && stop() {
+			return 0, 0, false
+		}
 		if end, ok := seg.matchAt(s, i); ok {
 			return i, end, true
 		}
@@ -139,8 +143,16 @@ func (seg *likeSegment) find(s string, from int) (int, int, bool) {
 	return 0, 0, false
 }
 
+// findCheckEvery is how many start positions a segment search tries between two calls of its stop
+// function: a value of megabytes against a pattern of a kilobyte is many milliseconds of work.
+const findCheckEvery = 4096
+
 // match reports whether s matches the pattern.
-func (m *likeMatcher) match(s string) bool {
+func (m *likeMatcher) match(s string) bool { return m.matchUntil(s, nil) }
+
+// matchUntil is match, giving up (false) when stop, asked now and then during a long search,
+// says so.
+func (m *likeMatcher) matchUntil(s string, stop func() bool) bool {
 	if !m.hasAny { // no '%': the one segment spans s exactly
 		end, ok := m.segs[0].matchAt(s, 0)
 		return ok && end == len(s)
@@ -174,7 +186,7 @@ func (m *likeMatcher) match(s string) bool {
 	}
 	within := s[:limit]
 	for i := range segs {
-		_, end, ok := segs[i].find(within, pos)
+		_, end, ok := segs[i].find(within, pos, stop)
 		if !ok {
 			return false
 		}
