@@ -32,7 +32,7 @@ func isArrowStream(contentType string) bool {
 // compressedDecodeRatio bounds what a compressed (LZ4/ZSTD) IPC body may decode to: this many
 // times its own length (and never past the body limit). Decoded bytes are reserved in the
 // request-memory budget before they are allocated.
-const compressedDecodeRatio = 4
+const compressedDecodeRatio = 2
 
 // decodeLimit is the most an IPC body of n bytes may decode to.
 func (h *handlers) decodeLimit(n int) int64 {

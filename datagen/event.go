@@ -154,7 +154,10 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 	if err := delim('{', "the start of the body"); err != nil {
 		return nil, err
 	}
-	var out []Event
+	// Events are kept in chunks of a fixed size while they arrive (a growing slice would leave a
+	// trail of copies behind it), then joined once into a slice of their exact number.
+	var chunks [][]Event
+	total := 0
 	seen := false
 	for dec.More() {
 		tok, err := dec.Token()
@@ -198,7 +201,11 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, ev)
+			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == eventChunk {
+				chunks = append(chunks, make([]Event, 0, eventChunk))
+			}
+			chunks[len(chunks)-1] = append(chunks[len(chunks)-1], ev)
+			total++
 		}
 		if err := delim(']', "the end of events"); err != nil {
 			return nil, err
@@ -213,8 +220,19 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 		}
 		return nil, invalidf("invalid events body: trailing data after the object")
 	}
+	if total == 0 {
+		return nil, nil
+	}
+	out := make([]Event, 0, total)
+	for i, c := range chunks {
+		out = append(out, c...)
+		chunks[i] = nil // collectable as soon as it is copied
+	}
 	return out, nil
 }
+
+// eventChunk is how many decoded events one chunk holds.
+const eventChunk = 1024
 
 // event checks what a request must carry and returns the event (i is its index, for messages).
 func (w *wireEvent) event(i int) (Event, error) {
