@@ -21,10 +21,11 @@ import (
 )
 
 // decodeMultipartRollouts reads a multipart append into one record batch of rollout rows with
-// their payloads. Payload parts are read into one buffer (of sizeHint bytes up front when the
-// body's length is known and reserved, else grown), which becomes the binary_payload column
-// without a copy when the parts come in record order. The caller releases the batch.
-func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator, sizeHint int64) (arrow.RecordBatch, error) {
+// their payloads. Payload parts are read into one buffer, which starts at the body's declared
+// length (at most preallocBodyBytes) and doubles as the bytes arrive, capped at the declared
+// length; it becomes the binary_payload column without a copy when the parts come in record
+// order. The caller releases the batch.
+func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator, declared int64) (arrow.RecordBatch, error) {
 	first, err := r.NextPart()
 	if err != nil {
 		if limit := bodyLimitError(err); limit != nil {
@@ -50,8 +51,8 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 	rows := int(rec.NumRows())
 	payloads := map[int][]byte{} // each a slice of buf
 	var buf []byte
-	if sizeHint > 0 {
-		buf = make([]byte, 0, sizeHint)
+	if declared > 0 {
+		buf = make([]byte, 0, min(declared, preallocBodyBytes))
 	}
 	inOrder, last := true, -1
 	for {
@@ -76,7 +77,7 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 			return nil, invalid("multipart part %d appears twice", idx)
 		}
 		start := len(buf)
-		if buf, err = readAppend(buf, part); err != nil {
+		if buf, err = readAppend(buf, part, declared); err != nil {
 			return nil, readPartError(err, strconv.Itoa(idx))
 		}
 		payloads[idx] = buf[start:len(buf):len(buf)]
@@ -105,11 +106,19 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 	return withPayloads(rec, payloads, mem), nil
 }
 
-// readAppend appends everything r yields to buf, growing it only when full.
-func readAppend(buf []byte, r io.Reader) ([]byte, error) {
+// readAppend appends everything r yields to buf, growing it only when full: doubling, capped
+// at declared (the whole body's length, -1 unknown) while that is larger, so a large payload is
+// copied a few times, not at every 25% of growth.
+func readAppend(buf []byte, r io.Reader, declared int64) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			next := max(2*cap(buf), 64<<10)
+			if declared > int64(cap(buf)) {
+				next = int(min(int64(next), declared))
+			}
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -306,7 +306,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 		if err != nil {
 			return invalid("malformed multipart body: %v", err)
 		}
-		if rec, err = decodeMultipartRollouts(r, fill, h.mem, int64(bodySizeHint(c))); err != nil {
+		if rec, err = decodeMultipartRollouts(r, fill, h.mem, c.Request().ContentLength); err != nil {
 			return err
 		}
 	default:
