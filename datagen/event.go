@@ -10,6 +10,9 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // SchemaVersion is the checkpoint-log schema version lance-context writes today.
@@ -129,25 +132,25 @@ const (
 // reading r are returned as they are (the caller maps a stalled or oversized body); bad input is
 // ErrInvalid, an event or a count past its bound ErrTooLarge.
 func DecodeEventsFrom(r io.Reader) ([]Event, error) {
-	dec := json.NewDecoder(r)
+	dec := jsontext.NewDecoder(r)
 	readErr := func(err error, what string) error {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
+		var syntax *jsontext.SyntacticError
+		var semantic *jsonv2.SemanticError
 		switch {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			return invalidf("invalid events body: unexpected end of input in %s", what)
-		case errors.As(err, &syntax) || errors.As(err, &typ):
+		case errors.As(err, &semantic) || errors.As(err, &syntax):
 			return invalidf("invalid events body: %s: %v", what, err)
 		}
 		return err // the body's own error (stalled, too large, refused by a budget)
 	}
-	delim := func(want json.Delim, what string) error {
-		tok, err := dec.Token()
+	delim := func(want jsontext.Kind, what string) error {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return readErr(err, what)
 		}
-		if d, ok := tok.(json.Delim); !ok || d != want {
-			return invalidf("invalid events body: expected %q at %s", string(want), what)
+		if tok.Kind() != want {
+			return invalidf("invalid events body: expected %q at %s", want.String(), what)
 		}
 		return nil
 	}
@@ -159,14 +162,16 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 	var chunks [][]Event
 	total := 0
 	seen := false
-	for dec.More() {
-		tok, err := dec.Token()
+	for {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return nil, readErr(err, "a member name")
 		}
-		if key, _ := tok.(string); key != "events" {
-			var skip json.RawMessage // another member: ignored, as a struct decode ignores it
-			if err := dec.Decode(&skip); err != nil {
+		if tok.Kind() == '}' {
+			break
+		}
+		if key := tok.String(); key != "events" {
+			if err := dec.SkipValue(); err != nil { // another member: ignored, as lance-context does
 				return nil, readErr(err, "member "+key)
 			}
 			continue
@@ -175,23 +180,28 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 			return nil, invalidf("invalid events body: \"events\" appears twice")
 		}
 		seen = true
-		tok, err = dec.Token()
+		tok, err = dec.ReadToken()
 		if err != nil {
 			return nil, readErr(err, "events")
 		}
-		if tok == nil {
+		switch tok.Kind() {
+		case 'n':
 			continue // "events": null
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
+		case '[':
+		default:
 			return nil, invalidf("invalid events body: events must be an array")
 		}
-		for i := 0; dec.More(); i++ {
+		var w wireEvent // one, reused: decoding into a fresh one per event doubles what an append allocates
+		for i := 0; ; i++ {
+			if dec.PeekKind() == ']' {
+				break
+			}
 			if i >= MaxEventsPerAppend {
 				return nil, fmt.Errorf("%w: an append holds at most %d events", ErrTooLarge, MaxEventsPerAppend)
 			}
 			start := dec.InputOffset()
-			var w wireEvent
-			if err := dec.Decode(&w); err != nil {
+			w = wireEvent{}
+			if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 				return nil, readErr(err, fmt.Sprintf("event %d", i))
 			}
 			if dec.InputOffset()-start > MaxEventBytes {
@@ -211,10 +221,7 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 			return nil, err
 		}
 	}
-	if err := delim('}', "the end of the body"); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err != nil {
 			return nil, readErr(err, "the end of the body")
 		}

@@ -100,14 +100,14 @@ func r8Decode(b *testing.B) {
 		name, path, contentType string
 		data                    []byte
 	}
-	eventJSON := `{"event_id":"e%d","item_id":"i%d","root_item_id":"i%d","item_seq":0,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"ITEM_CREATED","schema_version":2}`
+	eventJSON := `{"event_id":"e%d","item_id":"i%d","root_item_id":"i%d","item_seq":%d,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"STEP_STARTED","step_name":"s","step_kind":"leaf","step_index":0,"schema_version":2}`
 	var events strings.Builder
 	events.WriteString(`{"events":[`)
 	for i := range 80_000 {
 		if i > 0 {
 			events.WriteByte(',')
 		}
-		fmt.Fprintf(&events, eventJSON, i, i, i)
+		fmt.Fprintf(&events, eventJSON, i, i%100, i%100, i/100)
 	}
 	events.WriteString(`]}`)
 	var records strings.Builder
