@@ -136,3 +136,27 @@ func (c *Catalog) StoreContaining(ctx context.Context, uri string) (Store, bool,
 }
 
 func scanStoreRow(r pgx.CollectableRow) (Store, error) { return scanStore(r) }
+
+// StoresOutside counts the live stores whose URI lies under none of roots (each a location's URL:
+// a store lies under it when its URI starts with it and "/"), and returns up to limit of them:
+// stores a server configured with those locations cannot open.
+func (c *Catalog) StoresOutside(ctx context.Context, roots []string, limit int) (int, []Store, error) {
+	prefixes := make([]string, len(roots))
+	for i, r := range roots {
+		prefixes[i] = r + "/"
+	}
+	const outside = `deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM unnest($1::text[]) p WHERE starts_with(uri, p))`
+	var n int
+	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM stores WHERE `+outside, prefixes).Scan(&n); err != nil {
+		return 0, nil, errorf("catalog: stores outside the locations: %w", err)
+	}
+	rows, err := c.pool.Query(ctx, `SELECT `+storeColumns+` FROM stores WHERE `+outside+` ORDER BY name, kind LIMIT $2`, prefixes, limit)
+	if err != nil {
+		return 0, nil, errorf("catalog: stores outside the locations: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanStoreRow)
+	if err != nil {
+		return 0, nil, errorf("catalog: stores outside the locations: %w", err)
+	}
+	return n, out, nil
+}

@@ -317,3 +317,25 @@ func (m *Manager) objectsOf(_ context.Context, st catalog.Store) (objstore.Store
 	}
 	return objstore.WithPrefix(l.objects, rel)
 }
+
+// ReportStoresOutsideLocations logs (a warning naming up to 10 of them) the live stores registered
+// under no location this process is configured with: stores created before locations existed with
+// a bucket or endpoint of their own. They answer STORAGE_UNAVAILABLE until the operator adds a
+// location whose URL contains them. It returns how many there are.
+func (m *Manager) ReportStoresOutsideLocations(ctx context.Context) (int, error) {
+	roots := make([]string, len(m.locations))
+	for i, l := range m.locations {
+		roots[i] = l.rootURL
+	}
+	n, some, err := m.cat.StoresOutside(ctx, roots, 10)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	names := make([]string, len(some))
+	for i, st := range some {
+		names[i] = string(st.Kind) + "/" + st.Name + " (" + st.URI + ")"
+	}
+	m.log.Warn("stores registered outside every configured storage location cannot be opened; add a --storage-locations entry whose URL contains them",
+		"count", n, "stores", strings.Join(names, ", "))
+	return n, nil
+}

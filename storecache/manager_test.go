@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -470,4 +471,40 @@ func TestAHungFlushDoesNotStallThePass(t *testing.T) {
 		return err == nil && st.PendingGenerations == 1
 	}, 10*time.Second, 50*time.Millisecond, "once its storage answers, the store is sealed")
 	require.NoError(t, m.Close(ctx))
+}
+
+// Stores registered under no configured location (created with an endpoint of their own before
+// locations existed) are counted and named at start, and do not open; configuring a location that
+// contains them is the migration.
+func TestStoresOutsideTheLocationsAreReported(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, testenv.Database(t))
+	require.NoError(t, err)
+	t.Cleanup(cat.Close)
+	var logs bytes.Buffer
+	dir := t.TempDir()
+	m, err := New(cat, Config{DataURL: "file://" + dir + "/data"}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	_, _, err = m.Create(ctx, catalog.KindRollout, "inside", nil, nil)
+	require.NoError(t, err)
+	legacy := "file://" + dir + "/legacy/rollout/old.0123456789abcdef"
+	_, _, err = cat.CreateStore(ctx, catalog.StoreDefinition{Kind: catalog.KindRollout, Name: "0-old-" + filepath.Base(dir), URI: legacy})
+	require.NoError(t, err)
+	// Other packages' tests share the catalog: the name sorts first among what the log names.
+	name := "0-old-" + filepath.Base(dir)
+	n, err := m.ReportStoresOutsideLocations(ctx)
+	require.NoError(t, err)
+	require.Positive(t, n)
+	require.Contains(t, logs.String(), name)
+	require.NotContains(t, logs.String(), "rollout/inside")
+	_, _, err = m.Acquire(ctx, catalog.KindRollout, name)
+	require.ErrorIs(t, err, objstore.ErrUnavailable)
+
+	with, err := New(cat, Config{DataURL: "file://" + dir + "/data", Locations: []Location{{Name: "legacy", URL: "file://" + dir + "/legacy"}}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = with.Close(ctx) })
+	_, release, err := with.Acquire(ctx, catalog.KindRollout, name)
+	require.NoError(t, err, "a location that contains it brings it back (its table is created when missing)")
+	release()
 }

@@ -45,7 +45,7 @@ type serveConfig struct {
 	DataURL            string
 	StorageLocations   string
 	CallerStorageOpts  bool
-	AllowedHosts       []string
+	AllowedHosts       string
 	InstanceID         string
 	StoreCacheCapacity int
 	FlushInterval      time.Duration
@@ -88,7 +88,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 30*time.Second, "how often the flush sweeper seals resident stores (0 disables)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by the data API (empty = no auth)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token required by the admin API (empty = no auth)")
-	fs.StringSliceVar(&c.AllowedHosts, "allowed-hosts", nil, "host names (or addresses) the API answers under, comma-separated, e.g. strata.internal,127.0.0.1; requests with another Host header get 403 (a defence against DNS rebinding; empty = any)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "", "host names (or addresses) the API answers under, comma-separated, e.g. strata.internal,127.0.0.1; requests with another Host header get 403 (a defence against DNS rebinding; empty = any)")
 	fs.BoolVar(&c.CallerStorageOpts, "caller-storage-options", false, "let requests with the API token create stores with storage_options (a location and a prefix); by default that takes the admin token")
 	fs.StringVar(&c.BodyLimit, "body-limit", "1G", "largest request body")
 	fs.DurationVar(&c.BodyIdleTimeout, "body-idle-timeout", 120*time.Second, "answer 408 when a request body stalls this long")
@@ -202,7 +202,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}()
 	tc := rt.temporal
 	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
-		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, AllowedHosts: cfg.AllowedHosts, BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, AllowedHosts: strings.FieldsFunc(cfg.AllowedHosts, func(r rune) bool { return r == ',' || r == ' ' }), BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
 		Memory: rt.memory,
 		Temporal: api.PingFunc(func(ctx context.Context) error {
@@ -345,6 +345,13 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		cat.Close()
 		return nil, err
 	}
+	// Stores registered before storage locations existed, under a bucket or endpoint of their own,
+	// are named once at start (the migration step: configure a location that contains them).
+	reportCtx, cancelReport := context.WithTimeout(ctx, 10*time.Second)
+	if _, err := mgr.ReportStoresOutsideLocations(reportCtx); err != nil {
+		log.Warn("listing stores outside the storage locations failed", "err", err)
+	}
+	cancelReport()
 	memory := memlimit.Start(memlimit.Config{Headroom: cfg.GCHeadroomBytes}, reg)
 	memory.Track(writeBuffer.Used)
 	memory.Track(objectCache.Bytes)
