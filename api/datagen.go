@@ -108,7 +108,7 @@ func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) 
 	}
 	// Decoded as it arrives, an event at a time: no copy of the body, and a bad event ends the
 	// request before the rest is read.
-	events, err := datagen.DecodeEventsFrom(c.Request().Body)
+	events, err := datagen.DecodeEventsFrom(c.Request().Body, c.Request().ContentLength)
 	if limit := bodyLimitError(err); limit != nil {
 		return nil, limit
 	}

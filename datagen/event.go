@@ -131,7 +131,11 @@ const (
 // one ends the decoding where it stands. A JSON null for an optional member is absent. Errors
 // reading r are returned as they are (the caller maps a stalled or oversized body); bad input is
 // ErrInvalid, an event or a count past its bound ErrTooLarge.
-func DecodeEventsFrom(r io.Reader) ([]Event, error) {
+//
+// declared is the body's length when known (-1 otherwise): once the first eventChunk events have
+// arrived, it estimates how many the body holds, so the events go straight into one slice of
+// about that size (at most MaxEventsPerAppend) instead of being joined from chunks at the end.
+func DecodeEventsFrom(r io.Reader, declared int64) ([]Event, error) {
 	dec := jsontext.NewDecoder(r)
 	readErr := func(err error, what string) error {
 		var syntax *jsontext.SyntacticError
@@ -158,8 +162,10 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 		return nil, err
 	}
 	// Events are kept in chunks of a fixed size while they arrive (a growing slice would leave a
-	// trail of copies behind it), then joined once into a slice of their exact number.
+	// trail of copies behind it), then joined once into a slice of their exact number — or, when
+	// the body's length is known, moved after the first chunk into one slice sized from it.
 	var chunks [][]Event
+	var out []Event // the sized slice, once there is one
 	total := 0
 	seen := false
 	for {
@@ -211,11 +217,22 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 			if err != nil {
 				return nil, err
 			}
+			total++
+			if out != nil {
+				out = append(out, ev)
+				continue
+			}
 			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == eventChunk {
+				if len(chunks) == 1 && declared > 0 {
+					perEvent := max(dec.InputOffset()/int64(eventChunk), 1)
+					out = make([]Event, 0, min(int64(MaxEventsPerAppend), declared/perEvent+eventChunk))
+					out = append(append(out, chunks[0]...), ev)
+					chunks = nil
+					continue
+				}
 				chunks = append(chunks, make([]Event, 0, eventChunk))
 			}
 			chunks[len(chunks)-1] = append(chunks[len(chunks)-1], ev)
-			total++
 		}
 		if err := delim(']', "the end of events"); err != nil {
 			return nil, err
@@ -230,7 +247,10 @@ func DecodeEventsFrom(r io.Reader) ([]Event, error) {
 	if total == 0 {
 		return nil, nil
 	}
-	out := make([]Event, 0, total)
+	if out != nil {
+		return out, nil
+	}
+	out = make([]Event, 0, total)
 	for i, c := range chunks {
 		out = append(out, c...)
 		chunks[i] = nil // collectable as soon as it is copied
@@ -258,7 +278,9 @@ func (w *wireEvent) event(i int) (Event, error) {
 }
 
 // DecodeEvents decodes an append body held in memory (see DecodeEventsFrom).
-func DecodeEvents(body []byte) ([]Event, error) { return DecodeEventsFrom(bytes.NewReader(body)) }
+func DecodeEvents(body []byte) ([]Event, error) {
+	return DecodeEventsFrom(bytes.NewReader(body), int64(len(body)))
+}
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
 

@@ -3,6 +3,8 @@ package datagen
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,4 +99,30 @@ func TestCheckpointBatchRules(t *testing.T) {
 	changed.Value = &Value{Kind: KindStr, Value: json.RawMessage(`"w"`)}
 	require.ErrorContains(t, ValidateBatch([]Event{ev(1, FieldSet, "gen"), changed}), "reused with different content")
 	require.ErrorContains(t, ValidateBatch(nil), "must not be empty")
+}
+
+// The streamed decoder answers the same whether or not it knows the body's length (sized slice
+// or joined chunks), across chunk boundaries; past MaxEventsPerAppend it is ErrTooLarge.
+func TestDecodeEventsFromAgreesWithAndWithoutALength(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"other": [1, {"x": 2}], "events":[`)
+	for i := range 3*eventChunk + 7 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"event_id":"e%d","item_id":"i%d","root_item_id":"i%d","item_seq":%d,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"STEP_STARTED","step_name":"%s","step_kind":"leaf","step_index":0,"schema_version":2}`,
+			i, i%10, i%10, i, strings.Repeat("s", i%50))
+	}
+	b.WriteString(`]}`)
+	body := b.String()
+	sized, err := DecodeEventsFrom(strings.NewReader(body), int64(len(body)))
+	require.NoError(t, err)
+	unsized, err := DecodeEventsFrom(strings.NewReader(body), -1)
+	require.NoError(t, err)
+	require.Len(t, sized, 3*eventChunk+7)
+	require.Equal(t, unsized, sized)
+	for _, bad := range []string{`{"events": [1]}`, `{"events": {}}`, `{"events": [], "events": []}`, `{"events": []} x`, `[`, `{"events": [{"event_id": "e"`} {
+		_, err := DecodeEventsFrom(strings.NewReader(bad), int64(len(bad)))
+		require.ErrorIs(t, err, ErrInvalid, bad)
+	}
 }

@@ -59,6 +59,34 @@ func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordB
 			sb.Append(*v)
 		}
 	}
+	// The string columns' bytes, counted first: reserved once, they are not regrown (and copied)
+	// row by row.
+	reserve := func(sb *array.StringBuilder, size func(e *Event) int) {
+		n := 0
+		for i := range events {
+			n += size(&events[i])
+		}
+		sb.ReserveData(n)
+	}
+	optLen := func(v *string) int {
+		if v == nil {
+			return 0
+		}
+		return len(*v)
+	}
+	reserve(key, func(e *Event) int { return len(e.ItemID) + 1 + len(e.EventID) })
+	reserve(eventID, func(e *Event) int { return len(e.EventID) })
+	reserve(itemID, func(e *Event) int { return len(e.ItemID) })
+	reserve(rootID, func(e *Event) int { return len(e.RootItemID) })
+	reserve(parent, func(e *Event) int { return optLen(e.ParentItemID) })
+	reserve(checkpoint, func(e *Event) int { return len(e.CheckpointID) })
+	reserve(etype, func(e *Event) int { return len(e.EventType) })
+	reserve(stepName, func(e *Event) int { return optLen(e.StepName) })
+	reserve(stepKind, func(e *Event) int { return optLen(e.StepKind) })
+	reserve(runID, func(e *Event) int { return len(e.RunID) })
+	reserve(epoch, func(e *Event) int { return len(e.WriterEpoch) })
+	reserve(fieldName, func(e *Event) int { return optLen(e.FieldName) })
+	reserve(fieldType, func(e *Event) int { return optLen(e.FieldType) })
 	for i := range events {
 		e := &events[i]
 		key.Append(Key(e.ItemID, e.EventID))
