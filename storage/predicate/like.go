@@ -80,7 +80,7 @@ func compileLike(pattern string) *likeMatcher {
 		case '\\':
 			if i+n < len(pattern) {
 				i += n
-				r, n = utf8.DecodeRuneInString(pattern[i:])
+				_, n = utf8.DecodeRuneInString(pattern[i:]) // the escaped character, literally
 			}
 		}
 		lit.WriteString(pattern[i : i+n])
