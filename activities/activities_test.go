@@ -535,7 +535,8 @@ func TestSweepSendsRequestsConcurrently(t *testing.T) {
 // registered store is never adopted.
 func TestRegistryCleanupSkipsWhatItCannotPurgeAndNeverCrossesAnotherStore(t *testing.T) {
 	f := newFixture(t, 0)
-	f.acts.Metrics = activities.NewMetrics(nil)
+	reg := prometheus.NewRegistry()
+	f.acts.Metrics = activities.NewMetrics(reg)
 	ctx := context.Background()
 	f.seed(t, "outer", 1, 3)
 	outer, err := f.cat.GetStore(ctx, catalog.KindRollout, "outer")
@@ -573,6 +574,15 @@ func TestRegistryCleanupSkipsWhatItCannotPurgeAndNeverCrossesAnotherStore(t *tes
 	require.NoError(t, err)
 	require.Len(t, left, 1)
 	require.Equal(t, "unreachable", left[0].Name)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	failures := 0.0
+	for _, mf := range families {
+		if mf.GetName() == "strata_registry_purge_failures_total" {
+			failures = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	require.EqualValues(t, 2, failures, "strata_registry_purge_failures_total: one failure per run")
 	data, err := os.ReadFile(innerFile)
 	require.NoError(t, err, "the purge of outer left inner's data alone")
 	require.Equal(t, "inner's", string(data))

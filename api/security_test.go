@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -256,4 +258,37 @@ func TestDecodingCostsFollowTheBody(t *testing.T) {
 	rec := postArrow(w, "/api/v1/rollouts/z/records", bomb)
 	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
 	requireServesAndHolds(t, w, "z")
+}
+
+// What a compressed Arrow body decodes to is reserved in the request-memory budget before it is
+// allocated: a body whose decoded buffers do not fit beside it is refused with 503, and a
+// smaller one is served.
+func TestDecodedBytesAreReservedBeforeTheyAreAllocated(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1", func(d *api.Deps) { d.MaxInflightRequestBytes = 1 << 20 })
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "b"}, nil))
+	body := func(rows int) []byte {
+		ids, runs := array.NewStringBuilder(memory.DefaultAllocator), array.NewStringBuilder(memory.DefaultAllocator)
+		defer ids.Release()
+		defer runs.Release()
+		for i := range rows {
+			raw := make([]byte, 3<<10)
+			_, _ = rand.Read(raw) // base64 of random bytes: compresses to about 75%
+			ids.Append(fmt.Sprintf("id-%d", i))
+			runs.Append(base64.StdEncoding.EncodeToString(raw))
+		}
+		a, b := ids.NewArray(), runs.NewArray()
+		defer a.Release()
+		defer b.Release()
+		return ipcOf(t, idRolloutSchema, []arrow.Array{a, b}, ipc.WithZstd())
+	}
+	big := body(160) // decoded ~650 KB beside a body of ~490 KB reserved twice
+	rec := postArrow(w, "/api/v1/rollouts/b/records", big)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "%d-byte body: %s", len(big), rec.Body)
+	var env api.ErrorBody
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &env))
+	require.Equal(t, api.CodeOverloaded, env.Error.Code)
+	small := body(16)
+	rec = postArrow(w, "/api/v1/rollouts/b/records", small)
+	require.Equal(t, http.StatusCreated, rec.Code, "%s", rec.Body)
 }

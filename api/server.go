@@ -151,10 +151,9 @@ func bearerAuth(token string, also ...string) echo.MiddlewareFunc {
 			if token == "" {
 				return next(c)
 			}
-			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			accepted := ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+			accepted := bears(c, token)
 			for _, t := range also {
-				accepted = accepted || (ok && t != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1)
+				accepted = accepted || (t != "" && bears(c, t))
 			}
 			if !accepted {
 				return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing or wrong bearer token"}
@@ -171,12 +170,18 @@ func (h *handlers) mayChooseStorage(c echo.Context) error {
 	if token == "" || h.deps.CallerStorageOptions {
 		return nil
 	}
-	got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+	if !bears(c, token) {
 		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
 			Message: "storage_options choose where a store lives: that takes the admin token (or a server started with --caller-storage-options)"}
 	}
 	return nil
+}
+
+// bears reports whether the request carries "Authorization: Bearer <token>" (compared in
+// constant time).
+func bears(c echo.Context, token string) bool {
+	got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 type handlers struct {

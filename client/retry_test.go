@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -97,4 +98,32 @@ func TestTheTokenNeverFollowsARedirectToAnotherHost(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = c.GetStore(context.Background(), client.KindRollout, "s")
 	require.Empty(t, leaked.Load(), "the other host saw the token")
+}
+
+// A refused connection sent nothing: it is retried until the server is there.
+func TestARefusedConnectionIsRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there for now
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"name": "s", "uri": "u", "version": 1}`))
+	}), ReadHeaderTimeout: time.Second}
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		started <- err
+		if err == nil {
+			_ = srv.Serve(l)
+		}
+	}()
+	defer srv.Close()
+	c, err := client.New("http://" + addr)
+	require.NoError(t, err)
+	st, err := c.GetStore(context.Background(), client.KindRollout, "s")
+	require.NoError(t, <-started)
+	require.NoError(t, err, "the request was sent again once the server listened")
+	require.Equal(t, "s", st.Name)
 }
