@@ -87,13 +87,14 @@ func (h *handlers) createDatagen(c echo.Context) error {
 	return h.respondStore(c, catalog.KindDatagen, st, created, req.ExistOK)
 }
 
-// decodeDatagenEvents reads the events of an append: {"events": [...]} as JSON, or an Arrow IPC
-// stream of the log's columns.
-func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) {
+// decodeDatagenBatch reads the events of an append: {"events": [...]} as JSON, or an Arrow IPC
+// stream of the log's columns. The caller releases the batch.
+func (h *handlers) decodeDatagenBatch(c echo.Context) (*datagen.Batch, error) {
 	ct := c.Request().Header.Get(echo.HeaderContentType)
 	if !isJSON(ct) && !isArrowStream(ct) {
 		return nil, unsupportedMediaType(ct, echo.MIMEApplicationJSON, MIMEArrowStream)
 	}
+	now := time.Now().UTC()
 	if isArrowStream(ct) {
 		body, err := readBody(c)
 		if err != nil {
@@ -104,34 +105,39 @@ func (h *handlers) decodeDatagenEvents(c echo.Context) ([]datagen.Event, error) 
 			return nil, err
 		}
 		defer rec.Release()
-		return datagen.FromArrow(rec)
+		events, err := datagen.FromArrow(rec)
+		if err != nil {
+			return nil, err
+		}
+		return datagen.NewBatch(events, now, h.mem)
 	}
-	// Decoded as it arrives, an event at a time: no copy of the body, and a bad event ends the
-	// request before the rest is read.
-	events, err := datagen.DecodeEventsFrom(c.Request().Body, c.Request().ContentLength)
+	// Decoded as it arrives, an event at a time into the rows it becomes: no copy of the body, no
+	// decoded event kept, and a bad event ends the request before the rest is read.
+	batch, err := datagen.DecodeBatch(c.Request().Body, c.Request().ContentLength, now, h.mem)
 	if limit := bodyLimitError(err); limit != nil {
 		return nil, limit
 	}
 	if err != nil && !errors.Is(err, datagen.ErrInvalid) && !errors.Is(err, datagen.ErrTooLarge) {
 		return nil, invalid("reading the request body: %v", err)
 	}
-	return events, err
+	return batch, err
 }
 
 func (h *handlers) addDatagenEvents(c echo.Context) error {
 	if err := catalog.ValidateName(c.Param("name")); err != nil {
 		return err
 	}
-	events, err := h.decodeDatagenEvents(c)
+	batch, err := h.decodeDatagenBatch(c)
 	if err != nil {
 		return err
 	}
+	defer batch.Release()
 	checkpoint := queryFlag(c, "checkpoint")
 	return h.withStore(c, catalog.KindDatagen, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
 		// Every append is sealed before it is answered (as in lance-context): an acknowledged
 		// checkpoint is visible, whole, to readers on every worker.
-		n, err := datagen.LogOf(s).Append(ctx, events, checkpoint, time.Now().UTC(), h.mem, func(rec arrow.RecordBatch) error {
+		n, err := datagen.LogOf(s).Append(ctx, batch, checkpoint, func(rec arrow.RecordBatch) error {
 			return h.appendRecord(ctx, catalog.KindDatagen, c.Param("name"), s, rec, true)
 		})
 		if err != nil {

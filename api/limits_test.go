@@ -2,12 +2,15 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +96,78 @@ func TestReadBodyTrustsNoDeclaredLength(t *testing.T) {
 	got, err = read(`{"a": 1}`, -1)
 	require.NoError(t, err, "unknown length")
 	require.Equal(t, `{"a": 1}`, string(got))
+}
+
+// TestReadGrowingReadsEveryBodyWhole: bodies of many lengths, declared exactly, short, long or
+// not at all, arriving in pieces of random sizes, are read byte for byte (or refused when shorter
+// than declared).
+func TestReadGrowingReadsEveryBodyWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 51))
+	for _, size := range []int{1, 2, 3, 100, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1 << 20, 3<<20 + 17, preallocBodyBytes*2 + 5} {
+		body := make([]byte, size)
+		for i := range body {
+			body[i] = byte(rng.IntN(256))
+		}
+		for _, declared := range []int64{int64(size), -1, int64(size) + 1 + int64(size)/3, int64(size) / 2} {
+			piece := 1 + rng.IntN(1<<16)
+			got, err := readGrowing(&pieces{data: body, max: piece}, declared)
+			if declared > int64(size) {
+				require.ErrorIs(t, err, io.ErrUnexpectedEOF, "size %d declared %d", size, declared)
+				continue
+			}
+			require.NoError(t, err, "size %d declared %d", size, declared)
+			require.True(t, bytes.Equal(body, got), "size %d declared %d", size, declared)
+		}
+	}
+}
+
+// pieces hands out data at most max bytes per Read.
+type pieces struct {
+	data []byte
+	max  int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), p.max)], p.data)
+	p.data = p.data[n:]
+	return n, nil
+}
+
+// TestReadGrowingCostsOneAndAHalfBodies: a body of known length allocates its chunks up to half
+// of it, then one buffer of the whole (no trail of doubling copies).
+func TestReadGrowingCostsOneAndAHalfBodies(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 17<<20+12345)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := readGrowing(&pieces{data: body, max: 1 << 16}, int64(len(body)))
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Len(t, got, len(body))
+	allocated := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(body))
+	require.Less(t, allocated, 1.6, "allocated %.2f bodies", allocated)
+}
+
+// TestArrivalBufferJoinsPartsAcrossItsSwitch: parts of random sizes read back to back (as a
+// multipart body's payloads are), under a declared bound larger than them, come out contiguous
+// and whole whichever side of the half-way switch each one fell on.
+func TestArrivalBufferJoinsPartsAcrossItsSwitch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(52, 1))
+	for _, declared := range []int64{-1, 1 << 20, 3 << 20, 40 << 20} {
+		a := newArrivalBuffer(declared)
+		var want []byte
+		for len(want) < 2<<20+333 {
+			part := make([]byte, rng.IntN(200<<10))
+			for i := range part {
+				part[i] = byte(rng.IntN(256))
+			}
+			start := a.len()
+			require.NoError(t, a.readFrom(&pieces{data: part, max: 1 + rng.IntN(70<<10)}))
+			require.Equal(t, start+int64(len(part)), a.len())
+			want = append(want, part...)
+		}
+		require.True(t, bytes.Equal(want, a.bytes()), "declared %d", declared)
+	}
 }

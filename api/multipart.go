@@ -21,10 +21,9 @@ import (
 )
 
 // decodeMultipartRollouts reads a multipart append into one record batch of rollout rows with
-// their payloads. Payload parts are read into one buffer, which starts at the body's declared
-// length (at most preallocBodyBytes) and doubles as the bytes arrive, capped at the declared
-// length; it becomes the binary_payload column without a copy when the parts come in record
-// order. The caller releases the batch.
+// their payloads. Payload parts are read back to back into one arrivalBuffer (the body's declared
+// length bounds them all), which becomes the binary_payload column without a copy when the parts
+// come in record order. The caller releases the batch.
 func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Allocator, declared int64) (arrow.RecordBatch, error) {
 	first, err := r.NextPart()
 	if err != nil {
@@ -49,11 +48,9 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 	}
 	defer rec.Release()
 	rows := int(rec.NumRows())
-	payloads := map[int][]byte{} // each a slice of buf
-	var buf []byte
-	if declared > 0 {
-		buf = make([]byte, 0, min(declared, preallocBodyBytes))
-	}
+	type span struct{ start, end int64 } // a payload's bytes in the buffer
+	spans := map[int]span{}
+	collected := newArrivalBuffer(declared)
 	inOrder, last := true, -1
 	for {
 		part, err := r.NextPart()
@@ -73,15 +70,20 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 		if idx >= rows {
 			return nil, invalid("multipart part %d: there are only %d records", idx, rows)
 		}
-		if _, dup := payloads[idx]; dup {
+		if _, dup := spans[idx]; dup {
 			return nil, invalid("multipart part %d appears twice", idx)
 		}
-		start := len(buf)
-		if buf, err = readAppend(buf, part, declared); err != nil {
+		start := collected.len()
+		if err := collected.readFrom(part); err != nil {
 			return nil, readPartError(err, strconv.Itoa(idx))
 		}
-		payloads[idx] = buf[start:len(buf):len(buf)]
+		spans[idx] = span{start, collected.len()}
 		inOrder, last = inOrder && idx > last, idx
+	}
+	buf := collected.bytes()
+	payloads := make(map[int][]byte, len(spans)) // each a slice of buf
+	for idx, sp := range spans {
+		payloads[idx] = buf[sp.start:sp.end:sp.end]
 	}
 	sizes := rec.Column(rec.Schema().FieldIndices("payload_size")[0]).(*array.Int64)
 	for i := 0; i < rows; i++ {
@@ -104,31 +106,6 @@ func decodeMultipartRollouts(r *multipart.Reader, fill rowFill, mem memory.Alloc
 		}
 	}
 	return withPayloads(rec, payloads, mem), nil
-}
-
-// readAppend appends everything r yields to buf, growing it only when full: doubling, capped
-// at declared (the whole body's length, -1 unknown) while that is larger, so a large payload is
-// copied a few times, not at every 25% of growth.
-func readAppend(buf []byte, r io.Reader, declared int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			next := max(2*cap(buf), 64<<10)
-			if declared > int64(cap(buf)) {
-				next = int(min(int64(next), declared))
-			}
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // withPayloadBuffer returns rec with binary_payload made from buf without copying, when that is

@@ -131,10 +131,16 @@ func BenchmarkP12Datagen(b *testing.B) {
 			for j := it; j < it+10; j++ {
 				batch = append(batch, p12Item(j, value)...)
 			}
-			if _, err := log.Append(ctx, batch, false, time.Now(), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+			rows, err := datagen.NewBatch(batch, time.Now(), memory.DefaultAllocator)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = log.Append(ctx, rows, false, func(rec arrow.RecordBatch) error {
 				_, err := s.Append(ctx, rec)
 				return err
-			}); err != nil {
+			})
+			rows.Release()
+			if err != nil {
 				b.Fatal(err)
 			}
 			if (it/10)%10 == 9 {

@@ -16,7 +16,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
-	"github.com/strata-store/strata/internal/hugepage"
 )
 
 // preallocBodyBytes is the most of a body's declared Content-Length allocated before its bytes
@@ -46,54 +45,18 @@ func readBody(c echo.Context) ([]byte, error) {
 	return data, nil
 }
 
-// readGrowing reads r to its end. The buffer starts at the declared length (unknown: -1) capped
-// at preallocBodyBytes and doubles, capped at the declared length, each time the bytes that
-// arrived fill it: it never holds more than twice what arrived, and a body of its declared length
-// is read without a last regrowth. Large buffers are filled through huge pages (each fresh 4 KiB
-// page would be a fault).
+// readGrowing reads r to its end into an arrivalBuffer: allocated as the bytes arrive, at most
+// 1.5 times the declared length (unknown: -1) at the peak. A body shorter than it declared is
+// io.ErrUnexpectedEOF.
 func readGrowing(r io.Reader, declared int64) ([]byte, error) {
-	size := int64(64 << 10)
-	if declared > 0 {
-		size = min(declared, preallocBodyBytes)
+	a := newArrivalBuffer(declared)
+	if err := a.readFrom(r); err != nil {
+		return nil, err
 	}
-	data := make([]byte, 0, size)
-	for {
-		if len(data) == cap(data) {
-			if declared >= 0 && int64(len(data)) >= declared {
-				// The declared length arrived: a one-byte read settles whether the body ends
-				// here (the server's reader answers EOF, or an error past the length).
-				var probe [1]byte
-				n, err := io.ReadFull(r, probe[:])
-				if n == 0 {
-					if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-						return data, nil
-					}
-					return data, err
-				}
-				data = append(data, probe[:n]...)
-				continue
-			}
-			next := int64(cap(data)) * 2
-			if declared > int64(cap(data)) {
-				next = min(next, declared)
-			}
-			grown := make([]byte, len(data), next)
-			copy(grown, data)
-			data = grown
-		}
-		free := data[len(data):cap(data)]
-		n, err := hugepage.ReadFull(r, free)
-		data = data[:len(data)+n]
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			if declared > 0 && int64(len(data)) < declared {
-				return data, io.ErrUnexpectedEOF // shorter than it said
-			}
-			return data, nil
-		}
-		if err != nil {
-			return data, err
-		}
+	if declared > 0 && a.len() < declared {
+		return nil, io.ErrUnexpectedEOF
 	}
+	return a.bytes(), nil
 }
 
 // checkJSONSyntax answers 400 for a body that is not one valid JSON document.

@@ -1,5 +1,6 @@
 // The event model: one row of the checkpoint log, its wire form (lance-context's DatagenEventDto
-// field names) and the rules every event and every batch must meet before anything is written.
+// field names), its streamed decoding and the rules every event must meet on its own (batch.go
+// holds the rules of a batch).
 package datagen
 
 import (
@@ -125,17 +126,15 @@ const (
 	MaxEventBytes      = MaxInlineBlobBytes/3*4 + 1<<20
 )
 
-// DecodeEventsFrom decodes an append body, {"events": [...]}, as it arrives from r: one event at
-// a time, each checked for its required members and its size as soon as it is read, the count
-// bounded by MaxEventsPerAppend — so what a body costs follows its valid events, and an invalid
-// one ends the decoding where it stands. A JSON null for an optional member is absent. Errors
-// reading r are returned as they are (the caller maps a stalled or oversized body); bad input is
-// ErrInvalid, an event or a count past its bound ErrTooLarge.
-//
-// declared is the body's length when known (-1 otherwise): once the first eventChunk events have
-// arrived, it estimates how many the body holds, so the events go straight into one slice of
-// about that size (at most MaxEventsPerAppend) instead of being joined from chunks at the end.
-func DecodeEventsFrom(r io.Reader, declared int64) ([]Event, error) {
+// decodeEvents decodes an append body, {"events": [...]}, as it arrives from r, handing each
+// event to visit (with its index and the body bytes read so far) before the next is read: each
+// checked for its required members and its size as soon as it is read, the count bounded by
+// MaxEventsPerAppend, so what a body costs follows its valid events and an invalid one ends the
+// decoding where it stands; visit must not keep ev past its call. A JSON null for an
+// optional member is absent. Errors reading r are returned as they are (the caller maps a stalled
+// or oversized body); bad input is ErrInvalid, an event or a count past its bound ErrTooLarge.
+// It returns the number of events.
+func decodeEvents(r io.Reader, visit func(i int, ev *Event, read int64) error) (int, error) {
 	dec := jsontext.NewDecoder(r)
 	readErr := func(err error, what string) error {
 		var syntax *jsontext.SyntacticError
@@ -159,43 +158,38 @@ func DecodeEventsFrom(r io.Reader, declared int64) ([]Event, error) {
 		return nil
 	}
 	if err := delim('{', "the start of the body"); err != nil {
-		return nil, err
+		return 0, err
 	}
-	// Events are kept in chunks of a fixed size while they arrive (a growing slice would leave a
-	// trail of copies behind it), then joined once into a slice of their exact number — or, when
-	// the body's length is known, moved after the first chunk into one slice sized from it.
-	var chunks [][]Event
-	var out []Event // the sized slice, once there is one
 	total := 0
 	seen := false
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, readErr(err, "a member name")
+			return 0, readErr(err, "a member name")
 		}
 		if tok.Kind() == '}' {
 			break
 		}
 		if key := tok.String(); key != "events" {
 			if err := dec.SkipValue(); err != nil { // another member: ignored, as lance-context does
-				return nil, readErr(err, "member "+key)
+				return 0, readErr(err, "member "+key)
 			}
 			continue
 		}
 		if seen {
-			return nil, invalidf("invalid events body: \"events\" appears twice")
+			return 0, invalidf("invalid events body: \"events\" appears twice")
 		}
 		seen = true
 		tok, err = dec.ReadToken()
 		if err != nil {
-			return nil, readErr(err, "events")
+			return 0, readErr(err, "events")
 		}
 		switch tok.Kind() {
 		case 'n':
 			continue // "events": null
 		case '[':
 		default:
-			return nil, invalidf("invalid events body: events must be an array")
+			return 0, invalidf("invalid events body: events must be an array")
 		}
 		var w wireEvent // one, reused: decoding into a fresh one per event doubles what an append allocates
 		for i := 0; ; i++ {
@@ -203,63 +197,37 @@ func DecodeEventsFrom(r io.Reader, declared int64) ([]Event, error) {
 				break
 			}
 			if i >= MaxEventsPerAppend {
-				return nil, fmt.Errorf("%w: an append holds at most %d events", ErrTooLarge, MaxEventsPerAppend)
+				return 0, fmt.Errorf("%w: an append holds at most %d events", ErrTooLarge, MaxEventsPerAppend)
 			}
 			start := dec.InputOffset()
 			w = wireEvent{}
 			if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
-				return nil, readErr(err, fmt.Sprintf("event %d", i))
+				return 0, readErr(err, fmt.Sprintf("event %d", i))
 			}
 			if dec.InputOffset()-start > MaxEventBytes {
-				return nil, fmt.Errorf("%w: event %d is over %d bytes", ErrTooLarge, i, MaxEventBytes)
+				return 0, fmt.Errorf("%w: event %d is over %d bytes", ErrTooLarge, i, MaxEventBytes)
 			}
 			ev, err := w.event(i)
 			if err != nil {
-				return nil, err
+				return 0, err
+			}
+			if err := visit(i, &ev, dec.InputOffset()); err != nil {
+				return 0, err
 			}
 			total++
-			if out != nil {
-				out = append(out, ev)
-				continue
-			}
-			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == eventChunk {
-				if len(chunks) == 1 && declared > 0 {
-					perEvent := max(dec.InputOffset()/int64(eventChunk), 1)
-					out = make([]Event, 0, min(int64(MaxEventsPerAppend), declared/perEvent+eventChunk))
-					out = append(append(out, chunks[0]...), ev)
-					chunks = nil
-					continue
-				}
-				chunks = append(chunks, make([]Event, 0, eventChunk))
-			}
-			chunks[len(chunks)-1] = append(chunks[len(chunks)-1], ev)
 		}
 		if err := delim(']', "the end of events"); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, readErr(err, "the end of the body")
+			return 0, readErr(err, "the end of the body")
 		}
-		return nil, invalidf("invalid events body: trailing data after the object")
+		return 0, invalidf("invalid events body: trailing data after the object")
 	}
-	if total == 0 {
-		return nil, nil
-	}
-	if out != nil {
-		return out, nil
-	}
-	out = make([]Event, 0, total)
-	for i, c := range chunks {
-		out = append(out, c...)
-		chunks[i] = nil // collectable as soon as it is copied
-	}
-	return out, nil
+	return total, nil
 }
-
-// eventChunk is how many decoded events one chunk holds.
-const eventChunk = 1024
 
 // event checks what a request must carry and returns the event (i is its index, for messages).
 func (w *wireEvent) event(i int) (Event, error) {
@@ -277,9 +245,18 @@ func (w *wireEvent) event(i int) (Event, error) {
 	return ev, nil
 }
 
-// DecodeEvents decodes an append body held in memory (see DecodeEventsFrom).
+// DecodeEvents decodes an append body held in memory into events, each as sent (not validated:
+// see Event.Validate, and DecodeBatch for the append path).
 func DecodeEvents(body []byte) ([]Event, error) {
-	return DecodeEventsFrom(bytes.NewReader(body), int64(len(body)))
+	var out []Event
+	_, err := decodeEvents(bytes.NewReader(body), func(_ int, ev *Event, _ int64) error {
+		out = append(out, *ev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
@@ -456,92 +433,3 @@ func decodeScalar(raw json.RawMessage) (any, error) {
 	err := dec.Decode(&x)
 	return x, err
 }
-
-// sameContent reports whether two events with one event id carry the same content (event_ts
-// aside: a retry is stamped anew when the client leaves it to the server).
-func sameContent(a, b *Event) bool {
-	ja, _ := json.Marshal(withoutTS(a))
-	jb, _ := json.Marshal(withoutTS(b))
-	return bytes.Equal(ja, jb)
-}
-
-func withoutTS(e *Event) Event {
-	c := *e
-	c.EventTS = nil
-	return c
-}
-
-// ValidateBatch checks a raw append: every event, no event id reused with different content,
-// no item_seq used twice for one item.
-func ValidateBatch(events []Event) error {
-	if len(events) == 0 {
-		return invalidf("events array must not be empty")
-	}
-	byID := make(map[string]*Event, len(events))
-	type itemSeq struct {
-		item string
-		seq  int64
-	}
-	seqs := make(map[itemSeq]string, len(events))
-	for i := range events {
-		e := &events[i]
-		if err := e.Validate(); err != nil {
-			return fmt.Errorf("event %d: %w", i, err)
-		}
-		if prev, ok := byID[e.EventID]; ok && !sameContent(prev, e) {
-			return invalidf("event_id '%s' was reused with different content", e.EventID)
-		}
-		byID[e.EventID] = e
-		k := itemSeq{e.ItemID, e.ItemSeq}
-		if prev, ok := seqs[k]; ok && prev != e.EventID {
-			return invalidf("item '%s' has duplicate item_seq %d in one batch", e.ItemID, e.ItemSeq)
-		}
-		seqs[k] = e.EventID
-	}
-	return nil
-}
-
-// ValidateCheckpoint checks a checkpoint append: one item, checkpoint, run, writer epoch and
-// attempt; only field events and exactly one STEP_COMPLETED, every field event at the
-// completion's step; then ValidateBatch.
-func ValidateCheckpoint(events []Event) error {
-	if len(events) == 0 {
-		return invalidf("checkpoint batch must not be empty")
-	}
-	first := &events[0]
-	var completion *Event
-	for i := range events {
-		e := &events[i]
-		if e.ItemID != first.ItemID || e.CheckpointID != first.CheckpointID || e.RunID != first.RunID ||
-			e.WriterEpoch != first.WriterEpoch || e.Attempt != first.Attempt {
-			return invalidf("checkpoint batch must share item_id, checkpoint_id, run_id, writer_epoch, and attempt")
-		}
-		switch e.EventType {
-		case FieldSet, FieldAppend:
-		case StepCompleted:
-			if completion != nil {
-				return invalidf("checkpoint batch requires exactly one STEP_COMPLETED event, found more")
-			}
-			completion = e
-		default:
-			return invalidf("checkpoint batch may contain only FIELD_SET, FIELD_APPEND, and STEP_COMPLETED events")
-		}
-	}
-	if completion == nil {
-		return invalidf("checkpoint batch requires exactly one STEP_COMPLETED event, found 0")
-	}
-	for i := range events {
-		e := &events[i]
-		if e.EventType == StepCompleted {
-			continue
-		}
-		if str(e.StepName) != str(completion.StepName) || !eqInt(e.StepIndex, completion.StepIndex) || str(e.StepKind) != str(completion.StepKind) ||
-			!eqStr(e.EnclosingStep, completion.EnclosingStep) || !eqStr(e.SelectorStep, completion.SelectorStep) {
-			return invalidf("all field events must share the STEP_COMPLETED step identity")
-		}
-	}
-	return ValidateBatch(events)
-}
-
-func eqStr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-func eqInt(a, b *int64) bool  { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/stretchr/testify/require"
 )
@@ -83,27 +87,28 @@ func TestCheckpointBatchRules(t *testing.T) {
 		}
 		return e
 	}
-	require.NoError(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "gen"), ev(2, StepCompleted, "gen")}))
-	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "gen")}), "exactly one STEP_COMPLETED")
-	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, StepCompleted, "gen"), ev(2, StepCompleted, "gen")}), "exactly one STEP_COMPLETED")
-	require.ErrorContains(t, ValidateCheckpoint([]Event{ev(1, FieldSet, "other"), ev(2, StepCompleted, "gen")}), "share the STEP_COMPLETED step identity")
+	require.NoError(t, validateBatch(t, true, []Event{ev(1, FieldSet, "gen"), ev(2, StepCompleted, "gen")}))
+	require.ErrorContains(t, validateBatch(t, true, []Event{ev(1, FieldSet, "gen")}), "exactly one STEP_COMPLETED")
+	require.ErrorContains(t, validateBatch(t, true, []Event{ev(1, StepCompleted, "gen"), ev(2, StepCompleted, "gen")}), "exactly one STEP_COMPLETED")
+	require.ErrorContains(t, validateBatch(t, true, []Event{ev(1, FieldSet, "other"), ev(2, StepCompleted, "gen")}), "share the STEP_COMPLETED step identity")
 	other := ev(1, FieldSet, "gen")
 	other.WriterEpoch = "w2"
-	require.ErrorContains(t, ValidateCheckpoint([]Event{other, ev(2, StepCompleted, "gen")}), "must share item_id")
+	require.ErrorContains(t, validateBatch(t, true, []Event{other, ev(2, StepCompleted, "gen")}), "must share item_id")
 	created := ev(0, ItemCreated, "gen")
-	require.ErrorContains(t, ValidateCheckpoint([]Event{created, ev(2, StepCompleted, "gen")}), "only FIELD_SET")
+	require.ErrorContains(t, validateBatch(t, true, []Event{created, ev(2, StepCompleted, "gen")}), "only FIELD_SET")
 	dup := ev(2, FieldSet, "gen")
 	dup.EventID = "other"
-	require.ErrorContains(t, ValidateBatch([]Event{ev(2, FieldSet, "gen"), dup}), "duplicate item_seq")
+	require.ErrorContains(t, validateBatch(t, false, []Event{ev(2, FieldSet, "gen"), dup}), "duplicate item_seq")
 	changed := ev(1, FieldSet, "gen")
 	changed.Value = &Value{Kind: KindStr, Value: json.RawMessage(`"w"`)}
-	require.ErrorContains(t, ValidateBatch([]Event{ev(1, FieldSet, "gen"), changed}), "reused with different content")
-	require.ErrorContains(t, ValidateBatch(nil), "must not be empty")
+	require.ErrorContains(t, validateBatch(t, false, []Event{ev(1, FieldSet, "gen"), changed}), "reused with different content")
+	_, err := NewBatch(nil, time.Now(), memory.DefaultAllocator)
+	require.ErrorContains(t, err, "must not be empty")
 }
 
-// The streamed decoder answers the same whether or not it knows the body's length (sized slice
-// or joined chunks), across chunk boundaries; past MaxEventsPerAppend it is ErrTooLarge.
-func TestDecodeEventsFromAgreesWithAndWithoutALength(t *testing.T) {
+// The streamed decoder builds the same batch whether or not it knows the body's length (sized
+// at half of it, or grown as rows arrive), across many sizings; bad bodies are ErrInvalid.
+func TestDecodeBatchAgreesWithAndWithoutALength(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"other": [1, {"x": 2}], "events":[`)
 	for i := range 3*eventChunk + 7 {
@@ -111,18 +116,42 @@ func TestDecodeEventsFromAgreesWithAndWithoutALength(t *testing.T) {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `{"event_id":"e%d","item_id":"i%d","root_item_id":"i%d","item_seq":%d,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"STEP_STARTED","step_name":"%s","step_kind":"leaf","step_index":0,"schema_version":2}`,
-			i, i%10, i%10, i, strings.Repeat("s", i%50))
+			i, i%10, i%10, i, strings.Repeat("s", 1+i%50))
 	}
 	b.WriteString(`]}`)
 	body := b.String()
-	sized, err := DecodeEventsFrom(strings.NewReader(body), int64(len(body)))
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	now := time.Now()
+	want, err := DecodeBatch(strings.NewReader(body), -1, now, mem)
 	require.NoError(t, err)
-	unsized, err := DecodeEventsFrom(strings.NewReader(body), -1)
+	defer want.Release()
+	require.Equal(t, 3*eventChunk+7, want.Len())
+	for _, declared := range []int64{int64(len(body)), int64(len(body)) * 4, int64(len(body)) / 4} {
+		got, err := DecodeBatch(strings.NewReader(body), declared, now, mem)
+		require.NoError(t, err)
+		require.True(t, array.RecordEqual(want.Record(), got.Record()), "declared %d", declared)
+		got.Release()
+	}
+	evs, err := DecodeEvents([]byte(body))
 	require.NoError(t, err)
-	require.Len(t, sized, 3*eventChunk+7)
-	require.Equal(t, unsized, sized)
-	for _, bad := range []string{`{"events": [1]}`, `{"events": {}}`, `{"events": [], "events": []}`, `{"events": []} x`, `[`, `{"events": [{"event_id": "e"`} {
-		_, err := DecodeEventsFrom(strings.NewReader(bad), int64(len(bad)))
+	fromEvents, err := NewBatch(evs, now, mem)
+	require.NoError(t, err)
+	require.True(t, array.RecordEqual(want.Record(), fromEvents.Record()))
+	fromEvents.Release()
+	for _, bad := range []string{`{"events": [1]}`, `{"events": {}}`, `{"events": [], "events": []}`, `{"events": []} x`, `[`, `{"events": [{"event_id": "e"`, `{"events": []}`} {
+		_, err := DecodeBatch(strings.NewReader(bad), int64(len(bad)), now, mem)
 		require.ErrorIs(t, err, ErrInvalid, bad)
 	}
+}
+
+// validateBatch checks events as an append would (each event, then the batch's rules).
+func validateBatch(t *testing.T, checkpoint bool, events []Event) error {
+	t.Helper()
+	b, err := NewBatch(events, time.Now(), memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	return b.Validate(checkpoint)
 }

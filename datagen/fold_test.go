@@ -71,7 +71,7 @@ func loadEvents(t *testing.T) []Event {
 	require.NoError(t, err)
 	evs, err := DecodeEvents(data)
 	require.NoError(t, err)
-	require.NoError(t, ValidateBatch(evs))
+	require.NoError(t, validateBatch(t, false, evs))
 	return evs
 }
 

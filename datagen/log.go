@@ -13,12 +13,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"weak"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/kinds"
@@ -261,43 +259,37 @@ func (l *Log) Blob(ctx context.Context, eventID, item string) (blob []byte, ok b
 // appends the record to the store and seals it before returning. Everything is checked first —
 // the batch's rules, then each item's stored item_seqs — and a failed check writes nothing. It
 // returns the number of events written.
-func (l *Log) Append(ctx context.Context, events []Event, checkpoint bool, now time.Time, mem memory.Allocator,
-	write func(arrow.RecordBatch) error) (int, error) {
-	validate := ValidateBatch
-	if checkpoint {
-		validate = ValidateCheckpoint
-	}
-	if err := validate(events); err != nil {
+func (l *Log) Append(ctx context.Context, batch *Batch, checkpoint bool, write func(arrow.RecordBatch) error) (int, error) {
+	if err := batch.Validate(checkpoint); err != nil {
 		return 0, err
 	}
-	byItem := map[string][]*Event{}
-	for i := range events {
-		byItem[events[i].ItemID] = append(byItem[events[i].ItemID], &events[i])
+	byItem := map[string][]int32{} // an item's rows in the batch
+	for i := range batch.Len() {
+		item := batch.itemID.Value(i)
+		byItem[item] = append(byItem[item], int32(i))
 	}
 	unlock := l.lockItems(byItem)
 	defer unlock()
 	// Each item's stored history is its own key range: read them a few at a time.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(checkConcurrency)
-	for item, evs := range byItem {
-		g.Go(func() error { return l.checkSequence(gctx, item, evs) })
+	for item, rows := range byItem {
+		g.Go(func() error { return l.checkSequence(gctx, item, batch, rows) })
 	}
 	if err := g.Wait(); err != nil {
 		return 0, err
 	}
-	rec := ToRecord(events, now, mem)
-	defer rec.Release()
-	if err := write(rec); err != nil {
+	if err := write(batch.Record()); err != nil {
 		return 0, err
 	}
-	return len(events), nil
+	return batch.Len(), nil
 }
 
 // checkConcurrency bounds the item histories one append reads at once.
 const checkConcurrency = 8
 
 // lockItems takes the stripes of the batch's items in index order and returns their unlock.
-func (l *Log) lockItems(byItem map[string][]*Event) func() {
+func (l *Log) lockItems(byItem map[string][]int32) func() {
 	var set [len(Log{}.stripes)]bool
 	for item := range byItem {
 		set[maphash.String(l.seed, item)%uint64(len(set))] = true
@@ -319,7 +311,7 @@ func (l *Log) lockItems(byItem map[string][]*Event) func() {
 // checkSequence holds a batch's new events of one item to the item's stored history: an event
 // already stored (its id) is a retry and passes; a new event must take an item_seq above every
 // stored one — a lower or equal one is a second writer on the item, or a stale one.
-func (l *Log) checkSequence(ctx context.Context, item string, evs []*Event) error {
+func (l *Log) checkSequence(ctx context.Context, item string, batch *Batch, rows []int32) error {
 	stored := map[string]bool{}
 	last := int64(-1)
 	after, before := ItemRange(item)
@@ -335,10 +327,11 @@ func (l *Log) checkSequence(ctx context.Context, item string, evs []*Event) erro
 	if err != nil || len(stored) == 0 {
 		return err
 	}
-	for _, e := range evs {
-		if !stored[e.EventID] && e.ItemSeq <= last {
+	for _, r := range rows {
+		id, seq := batch.eventID.Value(int(r)), batch.seq.Value(int(r))
+		if !stored[id] && seq <= last {
 			return invalidf("item '%s' is at item_seq %d; event '%s' has item_seq %d (a new event's item_seq must be greater: a second or stale writer?)",
-				item, last, e.EventID, e.ItemSeq)
+				item, last, id, seq)
 		}
 	}
 	return nil

@@ -241,7 +241,10 @@ func TestRandomizedFoldModel(t *testing.T) {
 	var sent [][]Event
 	checks, appended, blobs := 0, 0, 0
 	appendTo := func(s *lsm.Store, batch []Event, checkpoint bool, seal bool) {
-		_, err := LogOf(s).Append(ctx, batch, checkpoint, time.Now(), e.mem, func(rec arrow.RecordBatch) error {
+		b, err := NewBatch(batch, time.Now(), e.mem)
+		require.NoError(t, err)
+		defer b.Release()
+		_, err = LogOf(s).Append(ctx, b, checkpoint, func(rec arrow.RecordBatch) error {
 			if _, err := s.Append(ctx, rec); err != nil {
 				return err
 			}

@@ -29,22 +29,120 @@ var col = func() map[string]int {
 // ToRecord builds the log rows of validated events; events without event_ts get now. The caller
 // releases the record.
 func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordBatch {
+	b := newRecordBuilder(mem, now)
+	defer b.release()
+	b.size(len(events))
+	// The string columns' bytes, counted first: reserved once, they are not regrown (and copied)
+	// row by row.
+	for _, c := range b.sized {
+		n := 0
+		for i := range events {
+			n += c.bytes(&events[i])
+		}
+		c.b.ReserveData(n)
+	}
+	for i := range events {
+		b.add(&events[i])
+	}
+	return b.finish()
+}
+
+// recordBuilder appends events as rows of kinds.DatagenSchema.
+type recordBuilder struct {
+	b                                                       *array.RecordBuilder
+	now                                                     time.Time // event_ts of events without one
+	key, eventID, itemID, rootID, parent, checkpoint, etype *array.StringBuilder
+	stepName, stepKind, enclosing, selector                 *array.StringBuilder
+	runID, epoch, fieldName, fieldType, status, errType     *array.StringBuilder
+	tags, errDump, tb                                       *array.LargeStringBuilder
+	seq, stepIndex                                          *array.Int64Builder
+	attempt, codec, schemaVersion                           *array.Int32Builder
+	ts                                                      *array.TimestampBuilder
+	vb                                                      valueBuilders
+	sized                                                   []sizedColumn // the columns whose bytes ToRecord counts up front
+}
+
+// sizedColumn is a string column with the bytes an event puts in it.
+type sizedColumn struct {
+	b     *array.StringBuilder
+	bytes func(*Event) int
+}
+
+func newRecordBuilder(mem memory.Allocator, now time.Time) *recordBuilder {
 	b := array.NewRecordBuilder(mem, kinds.DatagenSchema)
-	defer b.Release()
-	b.Reserve(len(events))
 	s := func(name string) *array.StringBuilder { return b.Field(col[name]).(*array.StringBuilder) }
 	ls := func(name string) *array.LargeStringBuilder { return b.Field(col[name]).(*array.LargeStringBuilder) }
 	i64 := func(name string) *array.Int64Builder { return b.Field(col[name]).(*array.Int64Builder) }
 	i32 := func(name string) *array.Int32Builder { return b.Field(col[name]).(*array.Int32Builder) }
-	key, eventID, itemID, rootID, parent := s(kinds.DatagenKeyColumn), s("event_id"), s("item_id"), s("root_item_id"), s("parent_item_id")
-	seq, checkpoint, etype, stepName, stepKind := i64("item_seq"), s("checkpoint_id"), s("event_type"), s("step_name"), s("step_kind")
-	stepIndex, enclosing, selector, attempt := i64("step_index"), s("enclosing_step"), s("selector_step"), i32("attempt")
-	runID, epoch, fieldName, fieldType, codec := s("run_id"), s("writer_epoch"), s("field_name"), s("field_type"), i32("codec_version")
-	tags, status, errType, errDump, tb := ls("query_tags_json"), s("status"), s("error_type"), ls("error_dump"), ls("traceback")
-	ts, schemaVersion := b.Field(col["event_ts"]).(*array.TimestampBuilder), i32("schema_version")
-	vb := valueBuilders{kind: s("value_kind"), i: i64("value_i64"), f: b.Field(col["value_f64"]).(*array.Float64Builder),
-		b: b.Field(col["value_bool"]).(*array.BooleanBuilder), s: ls("value_str"), j: ls("value_json"),
-		blob: b.Field(col["value_blob"]).(*array.BinaryBuilder), size: i64("payload_size"), sum: s("payload_checksum")}
+	r := &recordBuilder{b: b, now: now,
+		key: s(kinds.DatagenKeyColumn), eventID: s("event_id"), itemID: s("item_id"), rootID: s("root_item_id"),
+		parent: s("parent_item_id"), checkpoint: s("checkpoint_id"), etype: s("event_type"),
+		stepName: s("step_name"), stepKind: s("step_kind"), enclosing: s("enclosing_step"), selector: s("selector_step"),
+		runID: s("run_id"), epoch: s("writer_epoch"), fieldName: s("field_name"), fieldType: s("field_type"),
+		status: s("status"), errType: s("error_type"),
+		tags: ls("query_tags_json"), errDump: ls("error_dump"), tb: ls("traceback"),
+		seq: i64("item_seq"), stepIndex: i64("step_index"),
+		attempt: i32("attempt"), codec: i32("codec_version"), schemaVersion: i32("schema_version"),
+		ts: b.Field(col["event_ts"]).(*array.TimestampBuilder),
+		vb: valueBuilders{kind: s("value_kind"), i: i64("value_i64"), f: b.Field(col["value_f64"]).(*array.Float64Builder),
+			b: b.Field(col["value_bool"]).(*array.BooleanBuilder), s: ls("value_str"), j: ls("value_json"),
+			blob: b.Field(col["value_blob"]).(*array.BinaryBuilder), size: i64("payload_size"), sum: s("payload_checksum")},
+	}
+	optLen := func(v *string) int {
+		if v == nil {
+			return 0
+		}
+		return len(*v)
+	}
+	r.sized = []sizedColumn{
+		{r.key, func(e *Event) int { return len(e.ItemID) + 1 + len(e.EventID) }},
+		{r.eventID, func(e *Event) int { return len(e.EventID) }},
+		{r.itemID, func(e *Event) int { return len(e.ItemID) }},
+		{r.rootID, func(e *Event) int { return len(e.RootItemID) }},
+		{r.parent, func(e *Event) int { return optLen(e.ParentItemID) }},
+		{r.checkpoint, func(e *Event) int { return len(e.CheckpointID) }},
+		{r.etype, func(e *Event) int { return len(e.EventType) }},
+		{r.stepName, func(e *Event) int { return optLen(e.StepName) }},
+		{r.stepKind, func(e *Event) int { return optLen(e.StepKind) }},
+		{r.runID, func(e *Event) int { return len(e.RunID) }},
+		{r.epoch, func(e *Event) int { return len(e.WriterEpoch) }},
+		{r.fieldName, func(e *Event) int { return optLen(e.FieldName) }},
+		{r.fieldType, func(e *Event) int { return optLen(e.FieldType) }},
+	}
+	return r
+}
+
+// size makes room for exactly rows rows in every column: Reserve would round each up to the
+// next power of two (up to twice the rows' memory, held for as long as the record lives).
+func (r *recordBuilder) size(rows int) {
+	for _, f := range r.b.Fields() {
+		f.Resize(rows)
+	}
+}
+
+// expect makes room for rows rows in all, the variable-length columns' bytes extrapolated from
+// the rows added so far (which must be some).
+func (r *recordBuilder) expect(rows int) {
+	have := r.eventID.Len()
+	if rows <= have || have == 0 {
+		return
+	}
+	for _, f := range r.b.Fields() {
+		if v, ok := f.(interface {
+			DataLen() int
+			ReserveData(int)
+		}); ok {
+			v.ReserveData(v.DataLen() / have * (rows - have) * 9 / 8)
+		}
+	}
+	r.size(rows)
+}
+
+// rows is how many rows have been added.
+func (r *recordBuilder) rows() int { return r.eventID.Len() }
+
+// add appends e (validated) as one row.
+func (r *recordBuilder) add(e *Event) {
 	opt := func(sb *array.StringBuilder, v *string) {
 		if v == nil {
 			sb.AppendNull()
@@ -59,82 +157,55 @@ func ToRecord(events []Event, now time.Time, mem memory.Allocator) arrow.RecordB
 			sb.Append(*v)
 		}
 	}
-	// The string columns' bytes, counted first: reserved once, they are not regrown (and copied)
-	// row by row.
-	reserve := func(sb *array.StringBuilder, size func(e *Event) int) {
-		n := 0
-		for i := range events {
-			n += size(&events[i])
-		}
-		sb.ReserveData(n)
+	r.key.Append(Key(e.ItemID, e.EventID))
+	r.eventID.Append(e.EventID)
+	r.itemID.Append(e.ItemID)
+	r.rootID.Append(e.RootItemID)
+	opt(r.parent, e.ParentItemID)
+	r.seq.Append(e.ItemSeq)
+	r.checkpoint.Append(e.CheckpointID)
+	r.etype.Append(e.EventType)
+	opt(r.stepName, e.StepName)
+	opt(r.stepKind, e.StepKind)
+	if e.StepIndex == nil {
+		r.stepIndex.AppendNull()
+	} else {
+		r.stepIndex.Append(*e.StepIndex)
 	}
-	optLen := func(v *string) int {
-		if v == nil {
-			return 0
-		}
-		return len(*v)
+	opt(r.enclosing, e.EnclosingStep)
+	opt(r.selector, e.SelectorStep)
+	r.attempt.Append(e.Attempt)
+	r.runID.Append(e.RunID)
+	r.epoch.Append(e.WriterEpoch)
+	opt(r.fieldName, e.FieldName)
+	opt(r.fieldType, e.FieldType)
+	if e.CodecVersion == nil {
+		r.codec.AppendNull()
+	} else {
+		r.codec.Append(*e.CodecVersion)
 	}
-	reserve(key, func(e *Event) int { return len(e.ItemID) + 1 + len(e.EventID) })
-	reserve(eventID, func(e *Event) int { return len(e.EventID) })
-	reserve(itemID, func(e *Event) int { return len(e.ItemID) })
-	reserve(rootID, func(e *Event) int { return len(e.RootItemID) })
-	reserve(parent, func(e *Event) int { return optLen(e.ParentItemID) })
-	reserve(checkpoint, func(e *Event) int { return len(e.CheckpointID) })
-	reserve(etype, func(e *Event) int { return len(e.EventType) })
-	reserve(stepName, func(e *Event) int { return optLen(e.StepName) })
-	reserve(stepKind, func(e *Event) int { return optLen(e.StepKind) })
-	reserve(runID, func(e *Event) int { return len(e.RunID) })
-	reserve(epoch, func(e *Event) int { return len(e.WriterEpoch) })
-	reserve(fieldName, func(e *Event) int { return optLen(e.FieldName) })
-	reserve(fieldType, func(e *Event) int { return optLen(e.FieldType) })
-	for i := range events {
-		e := &events[i]
-		key.Append(Key(e.ItemID, e.EventID))
-		eventID.Append(e.EventID)
-		itemID.Append(e.ItemID)
-		rootID.Append(e.RootItemID)
-		opt(parent, e.ParentItemID)
-		seq.Append(e.ItemSeq)
-		checkpoint.Append(e.CheckpointID)
-		etype.Append(e.EventType)
-		opt(stepName, e.StepName)
-		opt(stepKind, e.StepKind)
-		if e.StepIndex == nil {
-			stepIndex.AppendNull()
-		} else {
-			stepIndex.Append(*e.StepIndex)
-		}
-		opt(enclosing, e.EnclosingStep)
-		opt(selector, e.SelectorStep)
-		attempt.Append(e.Attempt)
-		runID.Append(e.RunID)
-		epoch.Append(e.WriterEpoch)
-		opt(fieldName, e.FieldName)
-		opt(fieldType, e.FieldType)
-		if e.CodecVersion == nil {
-			codec.AppendNull()
-		} else {
-			codec.Append(*e.CodecVersion)
-		}
-		vb.append(e.Value)
-		if e.QueryTags == nil {
-			tags.AppendNull()
-		} else {
-			tags.Append(compactJSON(e.QueryTags))
-		}
-		opt(status, e.Status)
-		opt(errType, e.ErrorType)
-		optLarge(errDump, e.ErrorDump)
-		optLarge(tb, e.Traceback)
-		t := now
-		if e.EventTS != nil {
-			t = *e.EventTS
-		}
-		ts.Append(arrow.Timestamp(t.UnixMicro()))
-		schemaVersion.Append(e.SchemaVersion)
+	r.vb.append(e.Value)
+	if e.QueryTags == nil {
+		r.tags.AppendNull()
+	} else {
+		r.tags.Append(compactJSON(e.QueryTags))
 	}
-	return b.NewRecordBatch()
+	opt(r.status, e.Status)
+	opt(r.errType, e.ErrorType)
+	optLarge(r.errDump, e.ErrorDump)
+	optLarge(r.tb, e.Traceback)
+	t := r.now
+	if e.EventTS != nil {
+		t = *e.EventTS
+	}
+	r.ts.Append(arrow.Timestamp(t.UnixMicro()))
+	r.schemaVersion.Append(e.SchemaVersion)
 }
+
+// finish returns the rows added as a record (the caller releases it).
+func (r *recordBuilder) finish() arrow.RecordBatch { return r.b.NewRecordBatch() }
+
+func (r *recordBuilder) release() { r.b.Release() }
 
 func compactJSON(raw json.RawMessage) string {
 	var buf bytes.Buffer

@@ -41,12 +41,15 @@ func TestTheSweepMergesAHotDatagenStoreAndItsRolloutNeighbours(t *testing.T) {
 			{EventID: datagen.EventID(item, "gen", 0), ItemID: item, RootItemID: item, ItemSeq: 1, CheckpointID: "gen", EventType: datagen.StepCompleted,
 				StepName: str("gen"), StepKind: str("leaf"), StepIndex: &idx, RunID: "r", WriterEpoch: "w", SchemaVersion: datagen.SchemaVersion},
 		}
-		_, err := log.Append(ctx, evs, false, time.Now(), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+		batch, err := datagen.NewBatch(evs, time.Now(), memory.DefaultAllocator)
+		require.NoError(t, err)
+		_, err = log.Append(ctx, batch, false, func(rec arrow.RecordBatch) error {
 			if _, err := s.Append(ctx, rec); err != nil {
 				return err
 			}
 			return mgr.Flush(ctx, catalog.KindDatagen, hot, s) // sealed, as the API seals a datagen append: one generation each
 		})
+		batch.Release()
 		require.NoError(t, err)
 	}
 	release()

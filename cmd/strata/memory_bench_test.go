@@ -289,6 +289,7 @@ func BenchmarkR4Robustness(b *testing.B) {
 			if code != http.StatusCreated {
 				b.Fatalf("%s upload: %d", kind, code)
 			}
+			s.saveHeapProfile("r4-" + kind + ".heap") // where the upload's bytes went (alloc_space)
 			ratio := float64(peak-before) / r4Payload
 			worst = max(worst, ratio)
 			benchfmt.Report("R4-rss-per-payload-"+kind, ratio, "x", "peak RSS growth / payload bytes, one 64 MiB "+kind+" upload")
