@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
-
 )
 
 // preallocBodyBytes is the most of a body's declared Content-Length allocated before its bytes
