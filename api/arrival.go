@@ -1,6 +1,6 @@
-// arrivalBuffer: the one way request bytes are collected in memory — allocated as they arrive,
-// never more than twice what arrived nor more than the declared length before it has, and copied
-// at most once on the way to one contiguous buffer.
+// arrivalBuffer: the one way request bytes are collected in memory — allocated as they arrive
+// (past a declared length's first preallocBodyBytes, never more than twice what arrived), and
+// copied at most once on the way to one contiguous buffer.
 package api
 
 import (
@@ -13,7 +13,8 @@ import (
 // arrivalBuffer collects the bytes of one or more readers (a body, or a multipart body's parts,
 // back to back) into what becomes one contiguous buffer.
 //
-// The bytes go into chunks, the first as large as the declared length allows up to
+// A declared length up to preallocBodyBytes is allocated whole before its bytes arrive. Past it,
+// the bytes go into chunks, the first as large as half the declared length allows up to
 // preallocBodyBytes, each next one as large as all before it (no copy when one fills). When the
 // whole's length is known (declared, an upper bound), the chunks stop at half of it: one buffer
 // of the declared length is allocated, the half copied in once and the rest read straight into
@@ -75,7 +76,7 @@ func (a *arrivalBuffer) free() []byte {
 		}
 	}
 	half := (a.declared + 1) / 2
-	if a.declared > 0 && a.n >= half {
+	if a.declared > 0 && (a.n >= half || a.declared <= preallocBodyBytes) {
 		a.whole = a.joined(a.declared)
 		return a.free()
 	}
