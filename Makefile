@@ -52,17 +52,23 @@ services-stop:
 run: build tools
 	@S3=$(S3) scripts/run.sh
 
-## test: tools, test services (separate ports and .data/test), every Go test (the MemWAL's a
-## second time with WAL entry objects, the layout of stores that cannot write in place, and a
-## third time on the test S3 server; the API's a second time on S3), the DuckDB Parquet interop
-## check and the browser check (make e2e)
+## test: tools, test services (separate ports and .data/test), every Go test with the race
+## detector, then the storage-dependent suites again without it (the WAL's with WAL entry objects,
+## the layout of stores that cannot write in place, and on the test S3 server; the API's on S3:
+## the same code, other storage), the DuckDB Parquet interop check and the browser check (make
+## e2e). Each package's result and every failing test's output are printed as they finish, the
+## slowest 10 tests at the end (internal/testreport; all events in .data/test/go-test.json).
+TEST_JSON  := .data/test/go-test.json
+TEST_REPORT = $(GO) run ./internal/testreport
 test: tools build test-services
-	source scripts/test-env.sh && $(GO) test $(RACE) -count=1 -timeout 20m ./...
-	STRATA_TEST_WAL_LAYOUT=entries $(GO) test $(RACE) -count=1 ./storage/lsm/
-	STRATA_TEST_LSM_STORAGE=s3 $(GO) test $(RACE) -count=1 ./storage/lsm/
-	STRATA_TEST_API_STORAGE=s3 $(GO) test $(RACE) -count=1 ./api/
+	@mkdir -p $(dir $(TEST_JSON)) && rm -f $(TEST_JSON)
+	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -json -count=1 -timeout 20m ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; STRATA_TEST_WAL_LAYOUT=entries $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; STRATA_TEST_LSM_STORAGE=s3 $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; STRATA_TEST_API_STORAGE=s3 $(GO) test -json -count=1 ./api/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
+	@$(TEST_REPORT) -summary -slowest 10 < $(TEST_JSON)
 
 ## e2e: the browser check alone (headless Chromium through the Temporal Web UI; own stack and ports)
 e2e: tools

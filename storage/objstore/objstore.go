@@ -1,6 +1,7 @@
-// Package objstore is the object-store abstraction every table and WAL file goes through, with a
-// local-filesystem implementation, an in-memory one for tests, a prefix view and a fault-injection
-// wrapper.
+// Package objstore is the object-store abstraction every table and WAL file goes through, with
+// its local-filesystem and S3 implementations, a prefix view, a read cache and a fault-injection
+// wrapper (the test doubles — memory, counting, faults — and the conformance suite live in
+// objstoretest).
 //
 // Keys are '/'-separated relative paths ("_versions/00000000000000000001.json"); Validate rejects
 // anything that could escape a root (absolute paths, "..", empty segments, backslashes).
