@@ -54,11 +54,11 @@ type Activities struct {
 
 // open acquires the store; a store that is not registered (deleted) is non-retryable.
 func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Store, func(), error) {
-	kind, err := catalog.ParseKind(ref.Kind)
-	if err != nil {
+	if !ref.Kind.Valid() {
+		err := fmt.Errorf("%w: unknown store kind %q", catalog.ErrInvalid, ref.Kind)
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrStoreGone, err)
 	}
-	s, release, err := a.Stores.Acquire(ctx, kind, ref.Name)
+	s, release, err := a.Stores.Acquire(ctx, ref.Kind, ref.Name)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("store %s/%s does not exist", ref.Kind, ref.Name), workflows.ErrStoreGone, err)
 	}
@@ -212,7 +212,7 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 		}
 		// The sweep queues the next cleanup once the table has moved on again from here, or
 		// holds garbage again past what this cleanup left.
-		if err := a.Stores.Catalog().RecordCleanup(ctx, catalog.Kind(in.Store.Kind), in.Store.Name, int64(m.Version),
+		if err := a.Stores.Catalog().RecordCleanup(ctx, in.Store.Kind, in.Store.Name, int64(m.Version),
 			int64(r.RetainedDroppedBytes)); err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -242,7 +242,7 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 		snap = &lsm.Snapshot{Table: m}
 	}
 	m := snap.Table
-	kind := catalog.Kind(ref.Kind)
+	kind := ref.Kind
 	st := catalog.StoreStats{Kind: kind, Name: ref.Name, TableVersion: int64(m.Version), BaseRows: m.Rows(),
 		Fragments: len(m.Fragments), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(), IndexCoveredFragments: m.CoveredFragments(),
 		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,

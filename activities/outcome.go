@@ -19,7 +19,7 @@ import (
 func (a *Activities) RecordOutcome(ctx context.Context, in workflows.OutcomeInput) (workflows.OutcomeResult, error) {
 	res := workflows.OutcomeResult{SearchAttributes: a.SearchAttributes}
 	cat := a.Stores.Catalog()
-	kind := catalog.Kind(in.Store.Kind)
+	kind := in.Store.Kind
 	var err error
 	if f := in.Failure; f != nil {
 		err = cat.RecordFailure(ctx, catalog.MaintenanceFailure{Kind: kind, Name: in.Store.Name, Op: string(in.Op),

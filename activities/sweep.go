@@ -65,7 +65,7 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 	seen := map[sweepRequest]bool{}
 	add := func(stats []catalog.StoreStats, op workflows.Op) {
 		for _, st := range stats {
-			r := sweepRequest{store: workflows.StoreRef{Kind: string(st.Kind), Name: st.Name}, op: op}
+			r := sweepRequest{store: workflows.StoreRef{Kind: st.Kind, Name: st.Name}, op: op}
 			if len(plan) < in.MaxRequests && !seen[r] {
 				seen[r] = true
 				plan = append(plan, r)

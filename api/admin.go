@@ -70,7 +70,7 @@ func (h *handlers) requestMaintenance(c echo.Context) error {
 	if h.deps.Maintenance == nil {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "maintenance is not configured on this worker (no Temporal client)"}
 	}
-	ref := workflows.StoreRef{Kind: string(kind), Name: name}
+	ref := workflows.StoreRef{Kind: kind, Name: name}
 	if wait {
 		// Bounded by the request's deadline: past it the client hears that it still runs.
 		res, err := h.deps.Maintenance.Run(c.Request().Context(), ref, req)

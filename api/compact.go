@@ -66,7 +66,7 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		ctx := c.Request().Context()
 		if h.maintenanceAvailable(ctx) {
 			// Through the store's workflow: serial with every other maintenance of the store.
-			res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: string(catalog.KindRollout), Name: name}, op)
+			res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: catalog.KindRollout, Name: name}, op)
 			if err != nil {
 				return maintenanceError(string(workflows.OpCompact), name, err)
 			}
@@ -140,7 +140,7 @@ func (h *handlers) compactStats(c echo.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, maintenanceProbeTimeout)
 		defer cancel()
 		if h.deps.Maintenance != nil {
-			running, _ := h.deps.Maintenance.Running(pctx, workflows.StoreRef{Kind: string(catalog.KindRollout), Name: name})
+			running, _ := h.deps.Maintenance.Running(pctx, workflows.StoreRef{Kind: catalog.KindRollout, Name: name})
 			out.IsCompacting = slices.Contains(running, workflows.ActivityCompact)
 		}
 		if f, err := h.deps.Stores.Catalog().StoreFailure(pctx, catalog.KindRollout, name, string(workflows.OpCompact)); err == nil && f != nil {

@@ -32,7 +32,7 @@ func (h *handlers) mergeWAL(kind catalog.Kind) echo.HandlerFunc {
 				return err
 			}
 			if h.maintenanceAvailable(ctx) {
-				res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
+				res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: kind, Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
 				if err != nil {
 					return maintenanceError(string(workflows.OpMergeWAL), name, err)
 				}

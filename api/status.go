@@ -15,33 +15,33 @@ import (
 
 // StoreStatus is one store's maintenance state (observed false: no stats reported yet).
 type StoreStatus struct {
-	Kind                  string     `json:"kind"`
-	Name                  string     `json:"name"`
-	Observed              bool       `json:"observed"`
-	PendingGenerations    int        `json:"pending_generations"`
-	OldestPendingAt       *time.Time `json:"oldest_pending_at,omitempty"`
-	Fragments             int        `json:"fragments"`
-	IndexCoveredFragments int        `json:"index_covered_fragments"`
-	BaseRows              int64      `json:"base_rows"`
-	DeletedRows           int64      `json:"deleted_rows"`
-	TableVersion          int64      `json:"table_version"`
-	LastMergeAt           *time.Time `json:"last_merge_at,omitempty"`
-	LastCompactAt         *time.Time `json:"last_compact_at,omitempty"`
-	LastCleanupAt         *time.Time `json:"last_cleanup_at,omitempty"`
-	GarbageBytes          int64      `json:"garbage_bytes"`
-	StatsUpdatedAt        *time.Time `json:"stats_updated_at,omitempty"`
+	Kind                  catalog.Kind `json:"kind"`
+	Name                  string       `json:"name"`
+	Observed              bool         `json:"observed"`
+	PendingGenerations    int          `json:"pending_generations"`
+	OldestPendingAt       *time.Time   `json:"oldest_pending_at,omitempty"`
+	Fragments             int          `json:"fragments"`
+	IndexCoveredFragments int          `json:"index_covered_fragments"`
+	BaseRows              int64        `json:"base_rows"`
+	DeletedRows           int64        `json:"deleted_rows"`
+	TableVersion          int64        `json:"table_version"`
+	LastMergeAt           *time.Time   `json:"last_merge_at,omitempty"`
+	LastCompactAt         *time.Time   `json:"last_compact_at,omitempty"`
+	LastCleanupAt         *time.Time   `json:"last_cleanup_at,omitempty"`
+	GarbageBytes          int64        `json:"garbage_bytes"`
+	StatsUpdatedAt        *time.Time   `json:"stats_updated_at,omitempty"`
 }
 
 // MaintenanceFailure is one failing maintenance operation of a store.
 type MaintenanceFailure struct {
-	Kind         string    `json:"kind"`
-	Name         string    `json:"name"`
-	Op           string    `json:"op"`
-	ErrorType    string    `json:"error_type"`
-	Message      string    `json:"message"`
-	FailingSince time.Time `json:"failing_since"`
-	LastFailedAt time.Time `json:"last_failed_at"`
-	Failures     int       `json:"failures"`
+	Kind         catalog.Kind `json:"kind"`
+	Name         string       `json:"name"`
+	Op           string       `json:"op"`
+	ErrorType    string       `json:"error_type"`
+	Message      string       `json:"message"`
+	FailingSince time.Time    `json:"failing_since"`
+	LastFailedAt time.Time    `json:"last_failed_at"`
+	Failures     int          `json:"failures"`
 }
 
 // StatusResponse answers GET /api/v1/admin/status.
@@ -74,7 +74,7 @@ func (h *handlers) status(c echo.Context) error {
 	}
 	out := StatusResponse{Stores: []StoreStatus{}, Failures: make([]MaintenanceFailure, 0, len(failures))}
 	for _, f := range failures {
-		out.Failures = append(out.Failures, MaintenanceFailure{Kind: string(f.Kind), Name: f.Name, Op: f.Op, ErrorType: f.ErrorType,
+		out.Failures = append(out.Failures, MaintenanceFailure{Kind: f.Kind, Name: f.Name, Op: f.Op, ErrorType: f.ErrorType,
 			Message: f.Message, FailingSince: f.Since, LastFailedAt: f.LastAt, Failures: f.Failures})
 	}
 	if !queryFlag(c, "failing") {
@@ -83,7 +83,7 @@ func (h *handlers) status(c echo.Context) error {
 			return err
 		}
 		for _, s := range st {
-			d := StoreStatus{Kind: string(s.Kind), Name: s.Name}
+			d := StoreStatus{Kind: s.Kind, Name: s.Name}
 			if x := s.Stats; x != nil {
 				updated := x.UpdatedAt
 				d.Observed, d.PendingGenerations, d.OldestPendingAt, d.Fragments = true, x.PendingGenerations, x.OldestPendingAt, x.Fragments

@@ -5,29 +5,31 @@ package catalog
 import (
 	"fmt"
 	"strings"
+
+	"github.com/strata-store/strata/kinds/kind"
 )
 
-// Kind is the type of a store: it fixes the schema family and the HTTP routes that serve it.
-type Kind string
+// Kind is a store's kind (package kinds/kind, a leaf every layer imports); the catalog's names
+// for it and its values are that package's.
+type Kind = kind.Kind
 
 const (
-	KindRollout Kind = "rollout"
-	KindGeneric Kind = "generic"
-	KindDatagen Kind = "datagen"
-	KindContext Kind = "context"
+	KindRollout = kind.Rollout
+	KindGeneric = kind.Generic
+	KindDatagen = kind.Datagen
+	KindContext = kind.Context
 )
 
 // Kinds lists every store kind, in a stable order.
-var Kinds = []Kind{KindRollout, KindGeneric, KindDatagen, KindContext}
+var Kinds = kind.All
 
 // ParseKind returns the Kind named s, or an ErrInvalid error.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds {
-		if string(k) == s {
-			return k, nil
-		}
+	k, err := kind.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return "", fmt.Errorf("%w: unknown store kind %q (want one of rollout, generic, datagen, context)", ErrInvalid, s)
+	return k, nil
 }
 
 // MaxNameLength is the longest store name accepted.

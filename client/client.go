@@ -14,16 +14,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/strata-store/strata/kinds/kind"
 )
 
-// Kind is a store kind: KindRollout, KindGeneric or KindDatagen.
-type Kind string
+// Kind is a store kind (package kinds/kind): KindRollout, KindGeneric or KindDatagen.
+type Kind = kind.Kind
 
 const (
-	KindRollout Kind = "rollout"
-	KindGeneric Kind = "generic"
+	KindRollout = kind.Rollout
+	KindGeneric = kind.Generic
 	// KindDatagen stores are checkpoint event logs: their rows are events (see the datagen calls).
-	KindDatagen Kind = "datagen"
+	KindDatagen = kind.Datagen
 )
 
 // ParseKind accepts "rollout"/"rollouts", "generic" and "datagen".
@@ -45,12 +47,12 @@ func ParseRef(ref string) (Kind, string, error) {
 	if !ok || name == "" {
 		return "", "", fmt.Errorf("store %q: want <kind>/<name>, e.g. rollout/run-7", ref)
 	}
-	kind, err := ParseKind(k)
-	return kind, name, err
+	parsed, err := ParseKind(k)
+	return parsed, name, err
 }
 
 // collection is the URL segment of a kind's routes.
-func (k Kind) collection() string {
+func collection(k Kind) string {
 	if k == KindRollout {
 		return "rollouts"
 	}
@@ -59,7 +61,7 @@ func (k Kind) collection() string {
 
 // rowsField is the JSON field holding rows in a kind's append body and list page (and the path
 // segment of its append route).
-func (k Kind) rowsField() string {
+func rowsField(k Kind) string {
 	switch k {
 	case KindRollout:
 		return "records"
@@ -280,7 +282,7 @@ func (c *Client) doJSONStatus(ctx context.Context, r request, in, out any) (int,
 
 // storePath is /api/v1/<collection>/<name>[/<rest>...] with each segment escaped.
 func storePath(kind Kind, name string, rest ...string) string {
-	p := "/api/v1/" + kind.collection() + "/" + url.PathEscape(name)
+	p := "/api/v1/" + collection(kind) + "/" + url.PathEscape(name)
 	for _, r := range rest {
 		p += "/" + url.PathEscape(r)
 	}

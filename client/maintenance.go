@@ -73,7 +73,7 @@ func (c *Client) RunMaintenance(ctx context.Context, kind Kind, name, op string,
 // StoreStatus is one store's maintenance state, as the catalog's stats report it (Observed
 // false: no worker reported stats for it yet).
 type StoreStatus struct {
-	Kind                  string     `json:"kind"`
+	Kind                  Kind       `json:"kind"`
 	Name                  string     `json:"name"`
 	Observed              bool       `json:"observed"`
 	PendingGenerations    int        `json:"pending_generations"`
@@ -92,7 +92,7 @@ type StoreStatus struct {
 
 // MaintenanceFailure is one failing maintenance operation of a store.
 type MaintenanceFailure struct {
-	Kind         string    `json:"kind"`
+	Kind         Kind      `json:"kind"`
 	Name         string    `json:"name"`
 	Op           string    `json:"op"`
 	ErrorType    string    `json:"error_type"`

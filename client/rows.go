@@ -41,7 +41,7 @@ func (c *Client) Append(ctx context.Context, kind Kind, name string, rows []json
 		size += len(r) + 1
 	}
 	body := make([]byte, 0, size)
-	body = append(body, `{"`+kind.rowsField()+`":[`...)
+	body = append(body, `{"`+rowsField(kind)+`":[`...)
 	for i, r := range rows {
 		if i > 0 {
 			body = append(body, ',')
@@ -50,7 +50,7 @@ func (c *Client) Append(ctx context.Context, kind Kind, name string, rows []json
 	}
 	body = append(body, "]}"...)
 	var res AppendResult
-	_, err := c.doJSONStatus(ctx, request{method: http.MethodPost, path: storePath(kind, name, kind.rowsField()), query: flushQuery(flush),
+	_, err := c.doJSONStatus(ctx, request{method: http.MethodPost, path: storePath(kind, name, rowsField(kind)), query: flushQuery(flush),
 		body: bytes.NewReader(body), contentType: "application/json"}, nil, &res)
 	return res, err
 }
@@ -67,7 +67,7 @@ func (c *Client) AppendArrow(ctx context.Context, kind Kind, name string, rec ar
 		return AppendResult{}, err
 	}
 	var res AppendResult
-	resp, err := c.do(ctx, request{method: http.MethodPost, path: storePath(kind, name, kind.rowsField()),
+	resp, err := c.do(ctx, request{method: http.MethodPost, path: storePath(kind, name, rowsField(kind)),
 		query: flushQuery(flush), body: &buf, contentType: MIMEArrowStream})
 	if err != nil {
 		return res, err
@@ -164,7 +164,7 @@ func (c *Client) Scan(ctx context.Context, kind Kind, name string, opts ScanOpti
 			Rows    []json.RawMessage `json:"rows"`
 			Next    string            `json:"next_cursor"`
 		}
-		err := c.doJSON(ctx, request{method: http.MethodGet, path: storePath(kind, name, kind.rowsField()),
+		err := c.doJSON(ctx, request{method: http.MethodGet, path: storePath(kind, name, rowsField(kind)),
 			query: opts.query(kind, cursor, n)}, nil, &page)
 		if err != nil {
 			return err
@@ -228,7 +228,7 @@ func (c *Client) ScanArrow(ctx context.Context, kind Kind, name string, opts Sca
 
 // DeleteRow deletes one row (a tombstone; reads stop returning it at once).
 func (c *Client) DeleteRow(ctx context.Context, kind Kind, name, id string) error {
-	return c.doJSON(ctx, request{method: http.MethodDelete, path: storePath(kind, name, kind.rowsField(), id)}, nil, nil)
+	return c.doJSON(ctx, request{method: http.MethodDelete, path: storePath(kind, name, rowsField(kind), id)}, nil, nil)
 }
 
 // Flush seals the answering worker's shard of the store: its rows become visible to every worker.

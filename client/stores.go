@@ -41,7 +41,7 @@ func (c *Client) CreateStore(ctx context.Context, kind Kind, name string, opts C
 			body["seal_on_add"] = true
 		}
 	}
-	resp, err := c.doJSONStatus(ctx, request{method: http.MethodPost, path: "/api/v1/" + kind.collection()}, body, &store)
+	resp, err := c.doJSONStatus(ctx, request{method: http.MethodPost, path: "/api/v1/" + collection(kind)}, body, &store)
 	return store, resp == http.StatusCreated, err
 }
 
@@ -72,7 +72,7 @@ func (c *Client) ListStores(ctx context.Context, kind Kind, prefix, cursor strin
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var p StorePage
-	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/" + kind.collection(), query: q}, nil, &p)
+	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/" + collection(kind), query: q}, nil, &p)
 	return p, err
 }
 

@@ -193,7 +193,7 @@ func benchStores(b *testing.B, cat *catalog.Catalog, c client.Client, dataDir, p
 	ctx := context.Background()
 	mgr, err := storecache.New(cat, storecache.Config{DataURL: dataDir, Capacity: 2000, Store: lsm.Options{Instance: "api"},
 		MergeAfterGenerations: 8, RequestMerge: func(ctx context.Context, kind catalog.Kind, name string) error {
-			_, err := worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
+			_, err := worker.RequestMaintenance(ctx, c, workflows.StoreRef{Kind: kind, Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
 			return err
 		}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -90,7 +90,7 @@ func RequestMaintenance(ctx context.Context, c client.Client, store workflows.St
 			ID:                       store.WorkflowID(),
 			TaskQueue:                workflows.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
+			StaticSummary:            "maintenance of " + string(store.Kind) + "/" + store.Name,
 		},
 		workflows.WorkflowStoreMaintenance, workflows.StoreMaintenanceInput{Store: store})
 }
@@ -163,7 +163,7 @@ func RunMaintenance(ctx context.Context, c client.Client, store workflows.StoreR
 		ID:                       store.WorkflowID(),
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "maintenance of " + store.Kind + "/" + store.Name,
+		StaticSummary:            "maintenance of " + string(store.Kind) + "/" + store.Name,
 	}, workflows.WorkflowStoreMaintenance, workflows.StoreMaintenanceInput{Store: store})
 	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

@@ -7,6 +7,8 @@ package workflows
 import (
 	"fmt"
 	"time"
+
+	"github.com/strata-store/strata/kinds/kind"
 )
 
 // TaskQueue is the task queue every maintenance workflow and activity runs on.
@@ -59,10 +61,11 @@ type Request struct {
 	ID string `json:"id,omitempty"`
 }
 
-// StoreRef names a store.
+// StoreRef names a store. Kind is decoded from outside (a Temporal client may send anything):
+// activities check it (kind.Kind.Valid) before using it.
 type StoreRef struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
+	Kind kind.Kind `json:"kind"`
+	Name string    `json:"name"`
 }
 
 // WorkflowID is the ID of a store's maintenance workflow: store/<kind>/<name>.

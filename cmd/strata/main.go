@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,6 +22,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/strata-store/strata/client"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -141,18 +145,22 @@ func versionCommand() *cobra.Command {
 }
 
 // describe is what the CLI prints for an error: the message once (the Go client's errors carry
-// their own "strata:" prefix) and, for the common mistakes, what to do about it.
+// their own "strata:" prefix) and, for the common mistakes, what to do about it — decided by the
+// error's type (an API answer's status, a refused connection, an unknown host), not its text;
+// only cobra's own usage errors are plain text.
 func describe(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "strata: ")
+	var answer *client.Error
+	var dns *net.DNSError
 	var hint string
 	switch {
-	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host"):
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns):
 		hint = "is a Strata server running at --api-url (STRATA_API_URL)? `make run` starts one on :3000"
-	case strings.Contains(msg, "404 NOT_FOUND"):
+	case errors.As(err, &answer) && answer.Status == http.StatusNotFound:
 		hint = "`strata store list <kind>` lists the stores; `strata store create <kind>/<name>` makes one"
-	case strings.Contains(msg, "401 UNAUTHORIZED"):
+	case errors.As(err, &answer) && answer.Status == http.StatusUnauthorized:
 		hint = "set --api-token (STRATA_API_TOKEN), or --admin-token for maintenance"
-	case strings.Contains(msg, "unknown command"), strings.Contains(msg, "unknown flag"):
+	case strings.HasPrefix(msg, "unknown command"), strings.HasPrefix(msg, "unknown flag"), strings.HasPrefix(msg, "unknown shorthand flag"):
 		hint = "`strata --help` lists the commands"
 	}
 	if hint != "" && !errors.Is(err, context.Canceled) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -85,11 +86,18 @@ func TestFlagsAfterArgumentsAndHelpfulErrors(t *testing.T) {
 	err = run(context.Background(), []string{"scan", "--nope", "rollout/x"})
 	require.ErrorContains(t, err, "unknown flag: --nope")
 	require.ErrorContains(t, err, "strata scan --help")
-	_, err = client.New("http://127.0.0.1:1")
+	// Hints follow the error's type: an API answer's status, a refused connection.
+	c, err := client.New("http://127.0.0.1:1")
 	require.NoError(t, err)
-	msg := describe(fmt.Errorf("strata: 404 NOT_FOUND: rollout store \"x\" not found"))
-	require.True(t, strings.HasPrefix(msg, "404 NOT_FOUND"), "one prefix: %s", msg)
+	_, err = c.GetStore(context.Background(), client.KindRollout, "x")
+	require.Error(t, err)
+	require.Contains(t, describe(err), "is a Strata server running")
+	notFound := fmt.Errorf("reading: %w", &client.Error{Status: 404, Code: "NOT_FOUND", Message: `rollout store "x" not found`})
+	msg := describe(notFound)
+	require.True(t, strings.HasPrefix(msg, "reading: 404 NOT_FOUND"), "one prefix: %s", msg)
 	require.Contains(t, msg, "strata store list")
+	require.Contains(t, describe(&client.Error{Status: 401, Code: "UNAUTHORIZED"}), "--api-token")
+	require.NotContains(t, describe(errors.New("a row whose text says 404 NOT_FOUND")), "hint:", "text alone is not an answer")
 }
 
 func sampleValue(f *pflag.Flag) string {

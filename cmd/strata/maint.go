@@ -54,7 +54,7 @@ func maintCommand() *cobra.Command {
 
 // runMaint queues (or runs, when wait) op on the store and reports the outcome on out.
 func runMaint(ctx context.Context, out io.Writer, c *client.Client, store workflows.StoreRef, op workflows.Op, maxPasses int, wait bool) error {
-	kind := client.Kind(store.Kind)
+	kind := store.Kind
 	if !wait {
 		if maxPasses > 0 {
 			return fmt.Errorf("--max-passes needs --wait (a queued merge runs until the shards are drained)")
@@ -108,5 +108,5 @@ func parseMaintArgs(args []string) (workflows.StoreRef, workflows.Request, error
 	if err := catalog.ValidateName(name); err != nil {
 		return workflows.StoreRef{}, workflows.Request{}, err
 	}
-	return workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: op}, nil
+	return workflows.StoreRef{Kind: kind, Name: name}, workflows.Request{Op: op}, nil
 }

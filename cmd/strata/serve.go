@@ -310,7 +310,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 		}
 		if cfg.MergeAfterGens > 0 {
 			requestMerge = func(ctx context.Context, kind catalog.Kind, name string) error {
-				_, err := worker.RequestMaintenance(ctx, tc, workflows.StoreRef{Kind: string(kind), Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
+				_, err := worker.RequestMaintenance(ctx, tc, workflows.StoreRef{Kind: kind, Name: name}, workflows.Request{Op: workflows.OpMergeWAL})
 				return err
 			}
 		}

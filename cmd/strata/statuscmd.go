@@ -49,7 +49,7 @@ func statusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rep, err := c.Status(ctx, client.StatusOptions{Kind: client.Kind(k), Prefix: prefix, Limit: limit, Failing: failingOnly})
+				rep, err := c.Status(ctx, client.StatusOptions{Kind: k, Prefix: prefix, Limit: limit, Failing: failingOnly})
 				if err != nil {
 					return err
 				}
