@@ -188,7 +188,7 @@ func (s *schemaSet) schemaOf(v any) map[string]any {
 // buildOpenAPI assembles the document.
 func buildOpenAPI(version string) map[string]any {
 	schemas := newSchemaSet()
-	schemas.components["RolloutRecord"] = arrowObject(kinds.RolloutSchema, kinds.RolloutJSONColumns, "id", "rollout_id")
+	schemas.extra["RolloutRecord"] = arrowObject(kinds.RolloutSchema, kinds.RolloutJSONColumns, "id", "rollout_id")
 	paths := map[string]map[string]any{}
 	for _, r := range apiOperations() {
 		if paths[r.path] == nil {
@@ -239,7 +239,7 @@ func buildOpenAPI(version string) map[string]any {
 		"openapi":    "3.0.3",
 		"info":       map[string]string{"title": "Strata data API", "version": version},
 		"paths":      paths,
-		"components": map[string]any{"schemas": schemas.components},
+		"components": map[string]any{"schemas": schemas.componentsJSON()},
 	}
 }
 

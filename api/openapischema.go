@@ -1,91 +1,81 @@
-// JSON Schemas for the OpenAPI document, derived from the handlers' Go types by reflection (json
-// tags name the members; omitempty or a pointer makes one optional; pointers and omitempty
-// members are nullable), and from a kind's Arrow schema for record bodies. Named struct types
-// become components referenced by $ref, so the document and the code cannot drift apart.
+// JSON Schemas for the OpenAPI document, generated from the handlers' Go types by kin-openapi's
+// openapi3gen (json tags name the members; omitempty or a pointer makes one optional; pointers are
+// nullable), and from a kind's Arrow schema for record bodies. Named struct types become
+// components referenced by $ref, so the document and the code cannot drift apart.
 package api
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3gen"
 )
 
+// schemaSet generates the schemas of Go types (kin-openapi's openapi3gen) into one set of
+// components.
 type schemaSet struct {
-	components map[string]map[string]any
+	gen        *openapi3gen.Generator
+	components openapi3.Schemas // named structs, by name
+	extra      map[string]any   // components given by schema (a kind's Arrow schema)
 }
 
-func newSchemaSet() *schemaSet { return &schemaSet{components: map[string]map[string]any{}} }
+func newSchemaSet() *schemaSet {
+	return &schemaSet{components: openapi3.Schemas{}, extra: map[string]any{},
+		gen: openapi3gen.NewGenerator(
+			openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true, ExportTopLevelSchema: true}),
+			openapi3gen.SchemaCustomizer(describeStruct))}
+}
 
-var (
-	rawMessageType = reflect.TypeOf(json.RawMessage{})
-	timeType       = reflect.TypeOf(time.Time{})
-)
-
-// of returns the schema of Go type t (a $ref for named structs, registered once).
+// of returns the schema of Go type t as a JSON value (a $ref for named structs, registered once).
 func (s *schemaSet) of(t reflect.Type) map[string]any {
-	switch {
-	case t == rawMessageType:
-		return map[string]any{} // any JSON value
-	case t == timeType:
-		return map[string]any{"type": "string", "format": "date-time"}
+	ref, err := s.gen.NewSchemaRefForValue(reflect.New(t).Elem().Interface(), s.components)
+	if err != nil {
+		panic(fmt.Sprintf("api: the OpenAPI schema of %s: %v", t, err)) // the route table's types are fixed at build time
 	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		inner := s.of(t.Elem())
-		if _, ref := inner["$ref"]; ref {
-			return map[string]any{"allOf": []any{inner}, "nullable": true}
-		}
-		out := map[string]any{"nullable": true}
-		for k, v := range inner {
-			out[k] = v
-		}
-		return out
-	case reflect.String:
-		return map[string]any{"type": "string"}
-	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint8, reflect.Uint16:
-		return map[string]any{"type": "integer", "format": "int32"}
-	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer", "format": "int64"}
-	case reflect.Float32:
-		return map[string]any{"type": "number", "format": "float"}
-	case reflect.Float64:
-		return map[string]any{"type": "number", "format": "double"}
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return map[string]any{"type": "string", "format": "byte"} // base64, as encoding/json writes []byte
-		}
-		return map[string]any{"type": "array", "items": s.of(t.Elem())}
-	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": s.of(t.Elem())}
-	case reflect.Interface:
-		return map[string]any{}
-	case reflect.Struct:
-		name := t.Name()
-		if name == "" {
-			return s.object(t)
-		}
-		if _, done := s.components[name]; !done {
-			s.components[name] = nil // reserve: recursive types refer to themselves
-			s.components[name] = s.object(t)
-		}
-		return map[string]any{"$ref": "#/components/schemas/" + name}
-	}
-	return map[string]any{}
+	return jsonValue(ref)
 }
 
-// object is a struct's schema: its JSON members (embedded structs' members inlined).
-func (s *schemaSet) object(t reflect.Type) map[string]any {
-	props := map[string]any{}
-	var required []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
+// componentsJSON is every component, as JSON values.
+func (s *schemaSet) componentsJSON() map[string]any {
+	out := map[string]any{}
+	for name, ref := range s.components {
+		out[name] = jsonValue(ref.Value)
+	}
+	maps.Copy(out, s.extra)
+	return out
+}
+
+// jsonValue is v (a schema) as the generic JSON value it marshals to.
+func jsonValue(v any) map[string]any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("api: marshal an OpenAPI schema: %v", err))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic(fmt.Sprintf("api: unmarshal an OpenAPI schema: %v", err))
+	}
+	return out
+}
+
+// describeStruct adds what openapi3gen leaves to its caller for a struct's schema: its required
+// members (json tags without omitempty, not pointers; embedded structs' members inlined) and the
+// descriptions of members whose name does not say enough (fieldDocs).
+func describeStruct(_ string, t reflect.Type, _ reflect.StructTag, schema *openapi3.Schema) error {
+	if t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() {
+		return nil
+	}
+	var walk func(st reflect.Type)
+	walk = func(st reflect.Type) {
+		for i := range st.NumField() {
+			f := st.Field(i)
 			tag := f.Tag.Get("json")
 			if !f.IsExported() || tag == "-" {
 				continue
@@ -98,33 +88,18 @@ func (s *schemaSet) object(t reflect.Type) map[string]any {
 			if name == "" {
 				name = f.Name
 			}
-			schema := s.of(f.Type)
-			if doc := fieldDocs[t.Name()+"."+f.Name]; doc != "" {
-				schema = withDescription(schema, doc)
+			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer && !slices.Contains(schema.Required, name) {
+				schema.Required = append(schema.Required, name)
 			}
-			props[name] = schema
-			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
-				required = append(required, name)
+			if doc := fieldDocs[st.Name()+"."+f.Name]; doc != "" {
+				if p := schema.Properties[name]; p != nil && p.Ref == "" && p.Value != nil {
+					p.Value.Description = doc
+				}
 			}
 		}
 	}
 	walk(t)
-	out := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		out["required"] = required
-	}
-	return out
-}
-
-func withDescription(schema map[string]any, doc string) map[string]any {
-	if _, ref := schema["$ref"]; ref {
-		return map[string]any{"allOf": []any{schema}, "description": doc}
-	}
-	out := map[string]any{"description": doc}
-	for k, v := range schema {
-		out[k] = v
-	}
-	return out
+	return nil
 }
 
 // fieldDocs describe members whose name does not say enough.
