@@ -63,9 +63,9 @@ TEST_REPORT = $(GO) run ./internal/testreport
 test: tools build test-services
 	@mkdir -p $(dir $(TEST_JSON)) && rm -f $(TEST_JSON)
 	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -json -count=1 -timeout 20m ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; STRATA_TEST_WAL_LAYOUT=entries $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; STRATA_TEST_LSM_STORAGE=s3 $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; STRATA_TEST_API_STORAGE=s3 $(GO) test -json -count=1 ./api/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_WAL_LAYOUT=entries $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_LSM_STORAGE=s3 $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_API_STORAGE=s3 $(GO) test -json -count=1 ./api/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
 	@$(TEST_REPORT) -summary -slowest 10 < $(TEST_JSON)
