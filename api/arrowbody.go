@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
 
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/arrowutil"
 )
 
@@ -158,12 +159,14 @@ func checkJSONColumns(rec arrow.RecordBatch, jsonColumns map[string]bool) error 
 	return nil
 }
 
-// withRolloutDefaults adds lance-context's defaults for absent rollout columns: problem_id =
-// rollout_id, sequence_order 0, role "assistant", created_at now, content_type "text/plain".
+// withRolloutDefaults adds the rollout kind's defaults (kinds.RolloutDefaults) for the columns an
+// Arrow batch leaves out, after checking it has kinds.RolloutRequired.
 func withRolloutDefaults(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	s := rec.Schema()
-	if len(s.FieldIndices("id")) == 0 || len(s.FieldIndices("rollout_id")) == 0 {
-		return nil, invalid("an Arrow rollout batch needs the id and rollout_id columns")
+	for _, name := range kinds.RolloutRequired {
+		if len(s.FieldIndices(name)) == 0 {
+			return nil, invalid("an Arrow rollout batch needs the %s columns", strings.Join(kinds.RolloutRequired, " and "))
+		}
 	}
 	fields := append([]arrow.Field{}, s.Fields()...)
 	cols := append([]arrow.Array{}, rec.Columns()...)
@@ -174,47 +177,23 @@ func withRolloutDefaults(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Rec
 		}
 	}()
 	n := int(rec.NumRows())
-	// add appends column name, n copies of one value, unless the batch has it.
-	add := func(name string, dt arrow.DataType, build func(b array.Builder)) {
-		if len(s.FieldIndices(name)) > 0 {
-			return
+	now := time.Now()
+	for _, d := range kinds.RolloutDefaults {
+		if len(s.FieldIndices(d.Column)) > 0 {
+			continue
 		}
-		b := array.NewBuilder(mem, dt)
-		defer b.Release()
-		build(b)
-		a := b.NewArray()
+		if d.From != "" {
+			from := s.FieldIndices(d.From)[0]
+			fields = append(fields, arrow.Field{Name: d.Column, Type: s.Field(from).Type, Nullable: s.Field(from).Nullable})
+			cols = append(cols, rec.Column(from))
+			continue
+		}
+		f := kinds.RolloutSchema.Field(kinds.RolloutSchema.FieldIndices(d.Column)[0])
+		a := d.Array(f.Type, n, now, mem)
 		made = append(made, a)
-		fields = append(fields, arrow.Field{Name: name, Type: dt})
+		fields = append(fields, arrow.Field{Name: d.Column, Type: f.Type})
 		cols = append(cols, a)
 	}
-	if len(s.FieldIndices("problem_id")) == 0 {
-		rid := rec.Column(s.FieldIndices("rollout_id")[0])
-		fields = append(fields, arrow.Field{Name: "problem_id", Type: rid.DataType(), Nullable: s.Field(s.FieldIndices("rollout_id")[0]).Nullable})
-		cols = append(cols, rid)
-	}
-	repeated := func(v string) func(b array.Builder) {
-		return func(b array.Builder) {
-			sb := b.(*array.StringBuilder)
-			sb.Reserve(n)
-			sb.ReserveData(n * len(v))
-			for range n {
-				sb.Append(v)
-			}
-		}
-	}
-	now := arrow.Timestamp(time.Now().UTC().UnixMicro())
-	add("sequence_order", arrow.PrimitiveTypes.Int32, func(b array.Builder) {
-		b.(*array.Int32Builder).AppendValues(make([]int32, n), nil)
-	})
-	add("role", arrow.BinaryTypes.String, repeated("assistant"))
-	add("created_at", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, func(b array.Builder) {
-		times := make([]arrow.Timestamp, n)
-		for i := range times {
-			times[i] = now
-		}
-		b.(*array.TimestampBuilder).AppendValues(times, nil)
-	})
-	add("content_type", arrow.BinaryTypes.String, repeated("text/plain"))
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }
 

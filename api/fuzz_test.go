@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http/httptest"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,7 +33,7 @@ func FuzzDecodeRolloutRows(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		now := []byte(`"2026-01-01T00:00:00Z"`)
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		cd := codec{schema: kinds.RolloutSchema, json: kinds.RolloutJSONColumns}
 		streamed, err := cd.decodeRowsJSON(data, "records", rolloutFill(now), mem)
 		if err != nil {
@@ -109,7 +110,7 @@ func FuzzDecodeMultipart(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		rec, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"), rolloutFill([]byte(`"2026-01-01T00:00:00Z"`)), mem, int64(len(data)%7*100))
+		rec, err := decodeMultipartRollouts(multipart.NewReader(bytes.NewReader(data), "strataboundary"), rolloutFill(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), mem, int64(len(data)%7*100))
 		if err != nil {
 			return
 		}

@@ -20,15 +20,6 @@ import (
 
 var rolloutCodec = codec{schema: kinds.RolloutSchema, json: kinds.RolloutJSONColumns}
 
-// rolloutAlways are the DTO fields present even when null-able defaults apply.
-var rolloutAlways = map[string]bool{"problem_id": true, "sequence_order": true, "role": true, "created_at": true, "content_type": true}
-
-// rolloutFilterKeys are the filterable columns (lance-context's list).
-var rolloutFilterKeys = map[string]string{
-	"rollout_id": "string", "problem_id": "string", "policy_version": "string", "role": "string",
-	"artifact_type": "string", "include_in_training": "bool",
-}
-
 // CreateStoreRequest is the body of POST /api/v1/rollouts.
 type CreateStoreRequest struct {
 	Name           string            `json:"name"`
@@ -250,28 +241,40 @@ func (h *handlers) flushStore(kind catalog.Kind) echo.HandlerFunc {
 // rolloutColumns are the rollout schema's column positions.
 var rolloutColumns = rolloutCodec.columnIndex()
 
-// rolloutFill applies lance-context's defaults to one record (problem_id = rollout_id,
-// sequence_order 0, role "assistant", created_at now, content_type "text/plain") and requires id
-// and rollout_id. now is the request's time as a JSON string.
-func rolloutFill(now []byte) rowFill {
+// rolloutFill applies the rollout kind's defaults to one record (kinds.RolloutDefaults) and
+// requires kinds.RolloutRequired. now is the request's time.
+func rolloutFill(now time.Time) rowFill {
 	col := func(name string) int { return rolloutColumns[name] }
-	id, rid, pid := col("id"), col("rollout_id"), col("problem_id")
-	defaults := []struct {
-		col   int
-		value []byte
-	}{{col("sequence_order"), []byte("0")}, {col("role"), []byte(`"assistant"`)}, {col("created_at"), now},
-		{col("content_type"), []byte(`"text/plain"`)}}
+	type fill struct {
+		col, from int // from: the column copied, or -1
+		value     []byte
+	}
+	var fills []fill
+	for _, d := range kinds.RolloutDefaults {
+		f := fill{col: col(d.Column), from: -1, value: d.JSON(now)}
+		if d.From != "" {
+			f.from = col(d.From)
+		}
+		fills = append(fills, f)
+	}
+	var required []int
+	for _, name := range kinds.RolloutRequired {
+		required = append(required, col(name))
+	}
 	return func(i int, row rowValues) error {
 		absent := func(j int) bool { return row[j] == nil || isNull(row[j]) }
-		if !absent(rid) && absent(pid) {
-			row[pid] = row[rid]
-		}
-		for _, d := range defaults {
-			if absent(d.col) {
-				row[d.col] = d.value
+		for _, f := range fills {
+			switch {
+			case !absent(f.col):
+			case f.from >= 0:
+				if !absent(f.from) {
+					row[f.col] = row[f.from]
+				}
+			default:
+				row[f.col] = f.value
 			}
 		}
-		for _, j := range []int{id, rid} {
+		for _, j := range required {
 			if absent(j) {
 				return rowError(i, rolloutCodec.schema.Field(j).Name, "required")
 			}
@@ -285,8 +288,7 @@ func (h *handlers) addRollouts(c echo.Context) error {
 	if isArrowStream(ct) {
 		return h.addRolloutsArrow(c)
 	}
-	now, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339Nano))
-	fill := rolloutFill(now)
+	fill := rolloutFill(time.Now())
 	var rec arrow.RecordBatch
 	switch {
 	case isJSON(ct):
@@ -339,7 +341,7 @@ func rolloutEqualities(raw string) (map[string]any, error) {
 		return nil, invalid("filters must be a JSON object: %v", err)
 	}
 	for k, v := range in {
-		want, ok := rolloutFilterKeys[k]
+		want, ok := kinds.RolloutFilterColumns[k]
 		if !ok {
 			return nil, invalid("cannot filter on %q (filterable: rollout_id, problem_id, policy_version, role, artifact_type, include_in_training)", k)
 		}
@@ -381,7 +383,7 @@ func (h *handlers) listRollouts(c echo.Context) error {
 		if wantsArrow(c) {
 			return writeArrow(c, rec, next, h.mem)
 		}
-		return rolloutCodec.writePage(c, "records", rec, rolloutAlways, next) // RecordsPage, streamed
+		return rolloutCodec.writePage(c, "records", rec, kinds.RolloutAlwaysPresent, next) // RecordsPage, streamed
 	})
 }
 
@@ -403,7 +405,7 @@ func (h *handlers) getRollout(c echo.Context) error {
 			return c.JSON(http.StatusOK, RecordResponse{Record: json.RawMessage("null")})
 		}
 		defer rec.Release()
-		return c.JSON(http.StatusOK, RecordResponse{Record: rolloutCodec.encode(rec, rolloutAlways)[0]})
+		return c.JSON(http.StatusOK, RecordResponse{Record: rolloutCodec.encode(rec, kinds.RolloutAlwaysPresent)[0]})
 	})
 }
 

@@ -3,8 +3,11 @@ package kinds
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/catalog"
@@ -61,4 +64,47 @@ func TestEveryServedKindHasASchemaAndOthersAreRefused(t *testing.T) {
 	require.ErrorIs(t, err, catalog.ErrInvalid)
 	_, err = SchemaOf(catalog.Store{Kind: catalog.KindGeneric, Schema: json.RawMessage(`{"columns": 3}`)})
 	require.ErrorIs(t, err, catalog.ErrInvalid)
+}
+
+// Every rollout default names a column of the schema and builds, for both write paths, a value of
+// that column's type.
+func TestRolloutDefaultsFitTheSchema(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	now := time.Date(2026, 12, 6, 1, 2, 3, 4000, time.UTC)
+	for _, d := range RolloutDefaults {
+		idx := RolloutSchema.FieldIndices(d.Column)
+		require.Len(t, idx, 1, d.Column)
+		f := RolloutSchema.Field(idx[0])
+		require.False(t, f.Nullable, "%s: a defaulted column is never null", d.Column)
+		require.True(t, RolloutAlwaysPresent[d.Column], d.Column)
+		if d.From != "" {
+			require.Len(t, RolloutSchema.FieldIndices(d.From), 1, d.From)
+			require.Nil(t, d.JSON(now))
+			continue
+		}
+		a := d.Array(f.Type, 3, now, mem)
+		require.NotNil(t, a, "%s: the value is of the column's type", d.Column)
+		require.Equal(t, 3, a.Len())
+		require.True(t, arrow.TypeEqual(f.Type, a.DataType()))
+		require.JSONEq(t, string(d.JSON(now)), string(firstJSON(t, a)), d.Column)
+		a.Release()
+	}
+	for name := range RolloutFilterColumns {
+		require.Len(t, RolloutSchema.FieldIndices(name), 1, name)
+	}
+}
+
+// firstJSON is the first value of a as JSON (timestamps as RFC 3339 with the time zone's offset
+// written as Z).
+func firstJSON(t *testing.T, a arrow.Array) []byte {
+	t.Helper()
+	if ts, ok := a.(*array.Timestamp); ok {
+		b, err := json.Marshal(ts.Value(0).ToTime(ts.DataType().(*arrow.TimestampType).Unit).UTC().Format(time.RFC3339Nano))
+		require.NoError(t, err)
+		return b
+	}
+	b, err := json.Marshal(a.GetOneForMarshal(0))
+	require.NoError(t, err)
+	return b
 }
