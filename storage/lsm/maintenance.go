@@ -140,7 +140,8 @@ func (s *Store) CleanupVersions(ctx context.Context, opts table.CleanupOptions) 
 	return s.tbl.CleanupVersions(ctx, opts)
 }
 
-// TableManifest is the newest version of the base table's manifest.
+// TableManifest is the newest version of the base table's manifest (tests and tools; callers
+// above storage read Stats).
 func (s *Store) TableManifest(ctx context.Context) (*table.Manifest, error) { return s.tbl.Latest(ctx) }
 
 // TableVersion is version v of the base table's manifest (table.ErrNotFound when it is gone).
