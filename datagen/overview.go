@@ -9,7 +9,6 @@ package datagen
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -155,51 +154,33 @@ func (s *sums) overview() *Overview {
 
 // overviewState is a Log's incremental overview.
 type overviewState struct {
-	mu    sync.Mutex // held for a whole Overview call: one brings the state up to date at a time
-	built bool
-	seen  map[string]uint64 // shard -> every generation up to this one is in items
-	items map[string]*contribution
-	sums  sums
+	mu       sync.Mutex // held for a whole Overview call: one brings the state up to date at a time
+	built    bool
+	position lsm.Position // every write the store sealed up to here is in items
+	items    map[string]*contribution
+	sums     sums
 }
 
-// Overview returns the log's overview as of now.
+// Overview returns the log's overview as of now: the items written since the last call are
+// folded again (the store lists them); when it cannot, the whole log is read again.
 func (l *Log) Overview(ctx context.Context) (*Overview, error) {
 	st := &l.ov
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	snap, err := l.s.Snapshot(ctx)
+	keys, next, complete, err := l.s.ChangedKeys(ctx, st.position)
 	if err != nil {
 		return nil, err
 	}
-	if !st.built || st.mergedUnseen(snap) {
-		if err := l.rebuildOverview(ctx, snap); err != nil {
+	if !st.built || !complete {
+		if err := l.rebuildOverview(ctx, next); err != nil {
 			return nil, err
 		}
 		return st.sums.overview(), nil
 	}
 	touched := map[string]bool{}
-	next := maps.Clone(st.seen)
-	for _, sh := range snap.Shards {
-		for _, g := range sh.Generations {
-			if g.Gen <= st.seen[sh.Shard] {
-				continue
-			}
-			keys, err := l.s.GenerationKeys(ctx, sh.Shard, g)
-			if errors.Is(err, lsm.ErrVanished) {
-				if err := l.rebuildOverview(ctx, snap); err != nil {
-					return nil, err
-				}
-				return st.sums.overview(), nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			for _, k := range keys {
-				item, _, _ := strings.Cut(k, "\x00")
-				touched[item] = true
-			}
-			next[sh.Shard] = max(next[sh.Shard], g.Gen)
-		}
+	for _, k := range keys {
+		item, _, _ := strings.Cut(k, "\x00")
+		touched[item] = true
 	}
 	for item := range touched {
 		evs, err := l.readItem(ctx, item, overviewColumns)
@@ -219,34 +200,14 @@ func (l *Log) Overview(ctx context.Context) (*Overview, error) {
 			st.sums.add(c, +1)
 		}
 	}
-	st.seen = next
+	st.position = next
 	return st.sums.overview(), nil
 }
 
-// mergedUnseen reports whether a merge took generations the state has not folded in: a shard's
-// watermark past the last generation seen of it.
-func (st *overviewState) mergedUnseen(snap *lsm.Snapshot) bool {
-	for sh, wm := range snap.Table.WALWatermarks {
-		if wm > st.seen[sh] {
-			return true
-		}
-	}
-	return false
-}
-
-// rebuildOverview recomputes the state from one ordered read of the log. Everything in snap is
-// in that read (it starts after snap was taken), so snap's generations count as seen.
-func (l *Log) rebuildOverview(ctx context.Context, snap *lsm.Snapshot) error {
+// rebuildOverview recomputes the state from one ordered read of the log. Everything up to
+// position is in that read (it starts after the position was taken), so it counts as seen.
+func (l *Log) rebuildOverview(ctx context.Context, position lsm.Position) error {
 	st := &l.ov
-	seen := map[string]uint64{}
-	for sh, wm := range snap.Table.WALWatermarks {
-		seen[sh] = wm
-	}
-	for _, sh := range snap.Shards {
-		for _, g := range sh.Generations {
-			seen[sh.Shard] = max(seen[sh.Shard], g.Gen)
-		}
-	}
 	items, total := map[string]*contribution{}, newSums()
 	var cur []Event
 	flush := func() error {
@@ -286,6 +247,6 @@ func (l *Log) rebuildOverview(ctx context.Context, snap *lsm.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	st.built, st.seen, st.items, st.sums = true, seen, items, total
+	st.built, st.position, st.items, st.sums = true, position, items, total
 	return nil
 }
