@@ -45,12 +45,11 @@ func appendCommand() *cobra.Command {
 	fs.IntVar(&cfg.batchRows, "batch-rows", 1000, "rows per append request")
 	fs.BoolVar(&cfg.flush, "flush", true, "seal after the last batch, so every worker reads the rows at once")
 	fs.StringVar(&cfg.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
-	return newCommand(command{
-		Name:       "append",
-		ShortUsage: "strata append [flags] <kind>/<name> <file.jsonl|file.parquet|->",
-		ShortHelp:  "Append rows from a JSONL or Parquet file (- reads JSONL from stdin).",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
+	cmd := &cobra.Command{
+		Use:   "append [flags] <kind>/<name> <file.jsonl|file.parquet|->",
+		Short: "Append rows from a JSONL or Parquet file (- reads JSONL from stdin).",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			if len(args) != 2 {
 				return fmt.Errorf("usage: strata append [flags] <kind>/<name> <file>")
 			}
@@ -64,7 +63,9 @@ func appendCommand() *cobra.Command {
 			}
 			return runAppend(ctx, c, kind, name, args[1], cfg, os.Stderr)
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 // importProgress reports rows and bytes sent; the bar is drawn only when enabled.

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/strata-store/strata/client"
 )
@@ -16,16 +15,12 @@ import (
 func datagenCommand() *cobra.Command {
 	var cfg clientConfig
 	var loadBlobs bool
-	fs := pflag.NewFlagSet("strata datagen", pflag.ContinueOnError)
-	cfg.register(fs)
-	fs.BoolVar(&loadBlobs, "load-blobs", false, "item: inline blob bytes (base64) in the fold")
 	sub := func(name, usage, help string, args int, run func(ctx context.Context, c *client.Client, args []string) (any, error)) *cobra.Command {
-		return newCommand(command{
-			Name:       name,
-			ShortUsage: "strata datagen " + name + " [flags] " + usage,
-			ShortHelp:  help,
-			FlagSet:    fs,
-			Exec: func(ctx context.Context, a []string) error {
+		return &cobra.Command{
+			Use:   name + " [flags] " + usage,
+			Short: help,
+			RunE: func(cmd *cobra.Command, a []string) error {
+				ctx := cmd.Context()
 				if len(a) != args {
 					return fmt.Errorf("usage: strata datagen %s %s", name, usage)
 				}
@@ -39,34 +34,33 @@ func datagenCommand() *cobra.Command {
 				}
 				return printJSON(v)
 			},
-		})
+		}
 	}
-	return newCommand(command{
-		Name:       "datagen",
-		ShortUsage: "strata datagen <item|failures|events|overview|roots> [flags] <name> ...",
-		ShortHelp:  "Read a datagen store: an item's fold, failures or events, the run overview, root statuses.",
-		FlagSet:    fs,
-		Subcommands: []*cobra.Command{
-			sub("item", "<name> <item_id>", "Fold an item into its current state (null when never started).", 2,
-				func(ctx context.Context, c *client.Client, a []string) (any, error) {
-					return c.DatagenItem(ctx, a[0], a[1], loadBlobs)
-				}),
-			sub("failures", "<name> <item_id>", "List an item's failures.", 2,
-				func(ctx context.Context, c *client.Client, a []string) (any, error) {
-					return c.DatagenFailures(ctx, a[0], a[1])
-				}),
-			sub("events", "<name> <item_id>", "Print an item's raw events in item_seq order.", 2,
-				func(ctx context.Context, c *client.Client, a []string) (any, error) {
-					return c.DatagenItemEvents(ctx, a[0], a[1])
-				}),
-			sub("overview", "<name>", "The run overview: root items by status, failures, completed steps.", 1,
-				func(ctx context.Context, c *client.Client, a []string) (any, error) {
-					return c.DatagenOverview(ctx, a[0])
-				}),
-			sub("roots", "<name> <root_id,root_id,...>", "Classify roots by lifecycle status (never started: absent).", 2,
-				func(ctx context.Context, c *client.Client, a []string) (any, error) {
-					return c.DatagenRootStatuses(ctx, a[0], strings.Split(a[1], ","))
-				}),
-		},
-	})
+	group := groupCommand("datagen <item|failures|events|overview|roots> [flags] <name> ...",
+		"Read a datagen store: an item's fold, failures or events, the run overview, root statuses.",
+		sub("item", "<name> <item_id>", "Fold an item into its current state (null when never started).", 2,
+			func(ctx context.Context, c *client.Client, a []string) (any, error) {
+				return c.DatagenItem(ctx, a[0], a[1], loadBlobs)
+			}),
+		sub("failures", "<name> <item_id>", "List an item's failures.", 2,
+			func(ctx context.Context, c *client.Client, a []string) (any, error) {
+				return c.DatagenFailures(ctx, a[0], a[1])
+			}),
+		sub("events", "<name> <item_id>", "Print an item's raw events in item_seq order.", 2,
+			func(ctx context.Context, c *client.Client, a []string) (any, error) {
+				return c.DatagenItemEvents(ctx, a[0], a[1])
+			}),
+		sub("overview", "<name>", "The run overview: root items by status, failures, completed steps.", 1,
+			func(ctx context.Context, c *client.Client, a []string) (any, error) {
+				return c.DatagenOverview(ctx, a[0])
+			}),
+		sub("roots", "<name> <root_id,root_id,...>", "Classify roots by lifecycle status (never started: absent).", 2,
+			func(ctx context.Context, c *client.Client, a []string) (any, error) {
+				return c.DatagenRootStatuses(ctx, a[0], strings.Split(a[1], ","))
+			}),
+	)
+	// The endpoint flags and --load-blobs belong to every datagen command.
+	cfg.register(group.PersistentFlags())
+	group.PersistentFlags().BoolVar(&loadBlobs, "load-blobs", false, "item: inline blob bytes (base64) in the fold")
+	return group
 }

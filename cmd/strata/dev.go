@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -17,12 +16,11 @@ func devCommand() *cobra.Command {
 	fs := pflag.NewFlagSet("strata dev", pflag.ContinueOnError)
 	cfg.registerWith(fs, true)
 	fs.StringVar(&uiURL, "temporal-ui-url", "http://127.0.0.1:8233", "the Temporal Web UI, printed at start")
-	return newCommand(command{
-		Name:       "dev",
-		ShortUsage: "strata dev [flags]",
-		ShortHelp:  "Run the API, the maintenance worker and its schedules in one process (local development).",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, _ []string) error {
+	cmd := &cobra.Command{
+		Use:   "dev [flags]",
+		Short: "Run the API, the maintenance worker and its schedules in one process (local development).",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			fmt.Printf("Strata API:      http://%s/api/v1/health\n", cfg.ListenAddr)
 			fmt.Printf("OpenAPI:         http://%s/api/v1/openapi.json\n", cfg.ListenAddr)
 			fmt.Printf("Metrics:         http://%s/metrics\n", cfg.ListenAddr)
@@ -31,5 +29,7 @@ func devCommand() *cobra.Command {
 			}
 			return serve(ctx, cfg)
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }

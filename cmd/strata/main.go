@@ -47,41 +47,17 @@ func run(ctx context.Context, args []string) error {
 	return root.ExecuteContext(ctx)
 }
 
-// command describes one CLI command; newCommand makes it a cobra command.
-type command struct {
-	Name       string
-	ShortUsage string // "strata <path> [flags] <args>"
-	ShortHelp  string
-	FlagSet    *pflag.FlagSet
-	// Exec runs the command; nil for a group of subcommands (which then prints its help).
-	Exec        func(ctx context.Context, args []string) error
-	Subcommands []*cobra.Command
-}
-
-func newCommand(c command) *cobra.Command {
-	use := c.Name
-	if i := strings.Index(c.ShortUsage, " "+c.Name); i >= 0 {
-		use += c.ShortUsage[i+1+len(c.Name):]
-	}
-	cmd := &cobra.Command{Use: use, Short: c.ShortHelp, SilenceUsage: true, SilenceErrors: true,
-		// Flags are read after the command's path: `scan rollout/x --limit 5` and
-		// `scan --limit 5 rollout/x` are the same.
-		Args: cobra.ArbitraryArgs}
-	if c.FlagSet != nil {
-		cmd.Flags().AddFlagSet(c.FlagSet)
-	}
-	cmd.AddCommand(c.Subcommands...)
-	if c.Exec != nil {
-		cmd.RunE = func(cmd *cobra.Command, args []string) error { return c.Exec(cmd.Context(), args) }
-	} else {
-		// A group: its help, or an error naming the unknown subcommand.
-		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+// groupCommand is a command whose subcommands do the work: alone it prints its help, and an
+// unknown subcommand is an error (cobra's default for a nested group is its help, exit 0).
+func groupCommand(use, short string, subcommands ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
 			}
 			return cmd.Help()
-		}
-	}
+		}}
+	cmd.AddCommand(subcommands...)
 	return cmd
 }
 
@@ -107,24 +83,21 @@ func applyEnv(cmd *cobra.Command) error {
 }
 
 func rootCommand() *cobra.Command {
-	root := newCommand(command{
-		Name:       "strata",
-		ShortUsage: "strata <command> [flags]",
-		ShortHelp:  "Strata stores ML records in columnar tables and keeps them healthy.",
-		Subcommands: []*cobra.Command{
-			serveCommand(),
-			devCommand(),
-			workerCommand(),
-			maintCommand(),
-			storeCommand(),
-			appendCommand(),
-			getCommand(),
-			scanCommand(),
-			datagenCommand(),
-			statusCommand(),
-			versionCommand(),
-		},
-	})
+	root := groupCommand("strata <command> [flags]", "Strata stores ML records in columnar tables and keeps them healthy.",
+		serveCommand(),
+		devCommand(),
+		workerCommand(),
+		maintCommand(),
+		storeCommand(),
+		appendCommand(),
+		getCommand(),
+		scanCommand(),
+		datagenCommand(),
+		statusCommand(),
+		versionCommand(),
+	)
+	// Errors are printed once, by main (with a hint), never with the usage text.
+	root.SilenceUsage, root.SilenceErrors = true, true
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) }
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see strata %s --help)", err, strings.TrimPrefix(cmd.CommandPath(), "strata "))
@@ -133,15 +106,14 @@ func rootCommand() *cobra.Command {
 }
 
 func versionCommand() *cobra.Command {
-	return newCommand(command{
-		Name:       "version",
-		ShortUsage: "strata version",
-		ShortHelp:  "Print the version.",
-		Exec: func(context.Context, []string) error {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version.",
+		RunE: func(*cobra.Command, []string) error {
 			fmt.Println("strata", version)
 			return nil
 		},
-	})
+	}
 }
 
 // describe is what the CLI prints for an error: the message once (the Go client's errors carry

@@ -33,12 +33,11 @@ func maintCommand() *cobra.Command {
 	cfg.register(fs)
 	fs.IntVar(&maxPasses, "max-passes", 0, "merge: stop after this many merge passes (0 = until drained)")
 	fs.BoolVar(&wait, "wait", false, "wait until the operation has run (bounded by the server's --request-timeout) and print its result or failure")
-	return newCommand(command{
-		Name:       "maint",
-		ShortUsage: "strata maint [--wait] [--max-passes N] merge|index|compact|cleanup|stats <kind>/<name>",
-		ShortHelp:  "Queue (or run, with --wait) maintenance on a store's Temporal workflow, through the API.",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
+	cmd := &cobra.Command{
+		Use:   "maint [--wait] [--max-passes N] merge|index|compact|cleanup|stats <kind>/<name>",
+		Short: "Queue (or run, with --wait) maintenance on a store's Temporal workflow, through the API.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			store, req, err := parseMaintArgs(args)
 			if err != nil {
 				return err
@@ -49,7 +48,9 @@ func maintCommand() *cobra.Command {
 			}
 			return runMaint(ctx, os.Stdout, c, store, req.Op, maxPasses, wait)
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 // runMaint queues (or runs, when wait) op on the store and reports the outcome on out.

@@ -30,12 +30,11 @@ func getCommand() *cobra.Command {
 	var cfg clientConfig
 	fs := pflag.NewFlagSet("strata get", pflag.ContinueOnError)
 	cfg.register(fs)
-	return newCommand(command{
-		Name:       "get",
-		ShortUsage: "strata get <kind>/<name> <id>",
-		ShortHelp:  "Print one row as JSON.",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
+	cmd := &cobra.Command{
+		Use:   "get <kind>/<name> <id>",
+		Short: "Print one row as JSON.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			if len(args) != 2 {
 				return fmt.Errorf("usage: strata get <kind>/<name> <id>")
 			}
@@ -56,7 +55,9 @@ func getCommand() *cobra.Command {
 			fmt.Println(buf.String())
 			return nil
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 type scanConfig struct {
@@ -77,12 +78,11 @@ func scanCommand() *cobra.Command {
 	fs.StringVar(&cfg.filter, "filter", "", `a SQL predicate, e.g. "step > 5 AND role = 'user'", or column equalities as JSON, e.g. {"rollout_id":"r1"}`)
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (0 = all)")
 	fs.IntVar(&cfg.pageSize, "page-size", 1000, "rows per request")
-	return newCommand(command{
-		Name:       "scan",
-		ShortUsage: "strata scan [flags] <kind>/<name>",
-		ShortHelp:  "Read every row (in id order) as JSONL, Parquet or a table.",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
+	cmd := &cobra.Command{
+		Use:   "scan [flags] <kind>/<name>",
+		Short: "Read every row (in id order) as JSONL, Parquet or a table.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			kind, name, err := oneStoreArg(args)
 			if err != nil {
 				return err
@@ -128,7 +128,9 @@ func scanCommand() *cobra.Command {
 			}
 			return err
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 // countingWriter counts the bytes written through it.

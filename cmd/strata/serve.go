@@ -143,13 +143,13 @@ func serveCommand() *cobra.Command {
 	var cfg serveConfig
 	fs := pflag.NewFlagSet("strata serve", pflag.ContinueOnError)
 	cfg.register(fs)
-	return newCommand(command{
-		Name:       "serve",
-		ShortUsage: "strata serve [flags]",
-		ShortHelp:  "Run the HTTP data API.",
-		FlagSet:    fs,
-		Exec:       func(ctx context.Context, _ []string) error { return serve(ctx, cfg) },
-	})
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run the HTTP data API.",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), cfg) },
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 func serve(ctx context.Context, cfg serveConfig) error {

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -31,12 +30,11 @@ func statusCommand() *cobra.Command {
 	fs.StringVar(&kind, "kind", "", "only stores of this kind (rollout, generic or datagen)")
 	fs.StringVar(&prefix, "prefix", "", "only names starting with this")
 	fs.IntVar(&limit, "limit", 100, "at most this many stores")
-	return newCommand(command{
-		Name:       "status",
-		ShortUsage: "strata status [--kind K] [--prefix P] [--limit N] [--failing]",
-		ShortHelp:  "Per-store pending generations, fragments and last maintenance, and failing maintenance (through the API, or --database-url).",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, _ []string) error {
+	cmd := &cobra.Command{
+		Use:   "status [--kind K] [--prefix P] [--limit N] [--failing]",
+		Short: "Per-store pending generations, fragments and last maintenance, and failing maintenance (through the API, or --database-url).",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			var k catalog.Kind
 			if kind != "" {
 				var err error
@@ -79,7 +77,9 @@ func statusCommand() *cobra.Command {
 			}
 			return printFailures(os.Stdout, failures, time.Now())
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 // printReport prints the API's status report as printStatus and printFailures print the

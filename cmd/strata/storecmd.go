@@ -18,120 +18,113 @@ import (
 
 func storeCommand() *cobra.Command {
 	var cfg clientConfig
-	fs := pflag.NewFlagSet("strata store", pflag.ContinueOnError)
-	cfg.register(fs)
-	sub := func(name, usage, help string, extra func(*pflag.FlagSet), exec func(context.Context, *client.Client, []string) error) *cobra.Command {
-		sfs := pflag.NewFlagSet("strata store "+name, pflag.ContinueOnError)
-		cfg.register(sfs)
-		if extra != nil {
-			extra(sfs)
-		}
-		return newCommand(command{Name: name, ShortUsage: "strata store " + usage, ShortHelp: help, FlagSet: sfs,
-			Exec: func(ctx context.Context, args []string) error {
+	sub := func(usage, help string, extra func(*pflag.FlagSet), exec func(context.Context, *client.Client, []string) error) *cobra.Command {
+		cmd := &cobra.Command{Use: usage, Short: help,
+			RunE: func(cmd *cobra.Command, args []string) error {
 				c, err := cfg.client()
 				if err != nil {
 					return err
 				}
-				return exec(ctx, c, args)
-			}})
+				return exec(cmd.Context(), c, args)
+			}}
+		if extra != nil {
+			extra(cmd.Flags())
+		}
+		return cmd
 	}
 	var schema string
 	var sealOnAdd bool
 	var prefix string
 	var limit int
-	return newCommand(command{
-		Name:       "store",
-		ShortUsage: "strata store create|list|get|delete [flags] ...",
-		ShortHelp:  "Create, list, describe and delete stores (through the API).",
-		FlagSet:    fs,
-		Subcommands: []*cobra.Command{
-			sub("create", "create [--schema JSON|@file] <kind>/<name>", "Create a store (generic stores need --schema).",
-				func(fs *pflag.FlagSet) {
-					fs.StringVar(&schema, "schema", "", "generic stores: the schema as JSON, or @file to read it from a file")
-					fs.BoolVar(&sealOnAdd, "seal-on-add", false, "generic stores: seal after every add")
-				},
-				func(ctx context.Context, c *client.Client, args []string) error {
-					kind, name, err := oneStoreArg(args)
+	group := groupCommand("store create|list|get|delete [flags] ...", "Create, list, describe and delete stores (through the API).",
+		sub("create [--schema JSON|@file] <kind>/<name>", "Create a store (generic stores need --schema).",
+			func(fs *pflag.FlagSet) {
+				fs.StringVar(&schema, "schema", "", "generic stores: the schema as JSON, or @file to read it from a file")
+				fs.BoolVar(&sealOnAdd, "seal-on-add", false, "generic stores: seal after every add")
+			},
+			func(ctx context.Context, c *client.Client, args []string) error {
+				kind, name, err := oneStoreArg(args)
+				if err != nil {
+					return err
+				}
+				opts := client.CreateOptions{SealOnAdd: sealOnAdd}
+				if schema != "" {
+					if opts.Schema, err = readJSONArg(schema); err != nil {
+						return fmt.Errorf("--schema: %w", err)
+					}
+				}
+				s, created, err := c.CreateStore(ctx, kind, name, opts)
+				if err != nil {
+					return err
+				}
+				verb := "created"
+				if !created {
+					verb = "exists (same definition)"
+				}
+				fmt.Printf("%s/%s %s: %s\n", kind, s.Name, verb, s.URI)
+				return nil
+			}),
+		sub("list [--prefix P] <kind>", "List stores of a kind.",
+			func(fs *pflag.FlagSet) {
+				fs.StringVar(&prefix, "prefix", "", "only names starting with this")
+				fs.IntVar(&limit, "limit", 0, "stop after this many stores (0 = all)")
+			},
+			func(ctx context.Context, c *client.Client, args []string) error {
+				if len(args) != 1 {
+					return fmt.Errorf("usage: strata store list [--prefix P] rollout|generic")
+				}
+				kind, err := client.ParseKind(args[0])
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tURI")
+				n, cursor := 0, ""
+				for {
+					page, err := c.ListStores(ctx, kind, prefix, cursor, 1000)
 					if err != nil {
 						return err
 					}
-					opts := client.CreateOptions{SealOnAdd: sealOnAdd}
-					if schema != "" {
-						if opts.Schema, err = readJSONArg(schema); err != nil {
-							return fmt.Errorf("--schema: %w", err)
-						}
-					}
-					s, created, err := c.CreateStore(ctx, kind, name, opts)
-					if err != nil {
-						return err
-					}
-					verb := "created"
-					if !created {
-						verb = "exists (same definition)"
-					}
-					fmt.Printf("%s/%s %s: %s\n", kind, s.Name, verb, s.URI)
-					return nil
-				}),
-			sub("list", "list [--prefix P] <kind>", "List stores of a kind.",
-				func(fs *pflag.FlagSet) {
-					fs.StringVar(&prefix, "prefix", "", "only names starting with this")
-					fs.IntVar(&limit, "limit", 0, "stop after this many stores (0 = all)")
-				},
-				func(ctx context.Context, c *client.Client, args []string) error {
-					if len(args) != 1 {
-						return fmt.Errorf("usage: strata store list [--prefix P] rollout|generic")
-					}
-					kind, err := client.ParseKind(args[0])
-					if err != nil {
-						return err
-					}
-					tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tURI")
-					n, cursor := 0, ""
-					for {
-						page, err := c.ListStores(ctx, kind, prefix, cursor, 1000)
-						if err != nil {
-							return err
-						}
-						for _, s := range page.Stores {
-							if limit > 0 && n >= limit {
-								return tw.Flush()
-							}
-							fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.URI)
-							n++
-						}
-						if page.Next == "" {
+					for _, s := range page.Stores {
+						if limit > 0 && n >= limit {
 							return tw.Flush()
 						}
-						cursor = page.Next
+						fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.URI)
+						n++
 					}
-				}),
-			sub("get", "get <kind>/<name>", "Describe a store (JSON).", nil,
-				func(ctx context.Context, c *client.Client, args []string) error {
-					kind, name, err := oneStoreArg(args)
-					if err != nil {
-						return err
+					if page.Next == "" {
+						return tw.Flush()
 					}
-					s, err := c.GetStore(ctx, kind, name)
-					if err != nil {
-						return err
-					}
-					return printJSON(s)
-				}),
-			sub("delete", "delete <kind>/<name>", "Delete a store (soft delete; maintenance purges the data later).", nil,
-				func(ctx context.Context, c *client.Client, args []string) error {
-					kind, name, err := oneStoreArg(args)
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteStore(ctx, kind, name); err != nil {
-						return err
-					}
-					fmt.Printf("%s/%s deleted\n", kind, name)
-					return nil
-				}),
-		},
-	})
+					cursor = page.Next
+				}
+			}),
+		sub("get <kind>/<name>", "Describe a store (JSON).", nil,
+			func(ctx context.Context, c *client.Client, args []string) error {
+				kind, name, err := oneStoreArg(args)
+				if err != nil {
+					return err
+				}
+				s, err := c.GetStore(ctx, kind, name)
+				if err != nil {
+					return err
+				}
+				return printJSON(s)
+			}),
+		sub("delete <kind>/<name>", "Delete a store (soft delete; maintenance purges the data later).", nil,
+			func(ctx context.Context, c *client.Client, args []string) error {
+				kind, name, err := oneStoreArg(args)
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteStore(ctx, kind, name); err != nil {
+					return err
+				}
+				fmt.Printf("%s/%s deleted\n", kind, name)
+				return nil
+			}),
+	)
+	cfg.register(group.PersistentFlags()) // the endpoint flags belong to every store command
+	return group
 }
 
 // oneStoreArg parses the single <kind>/<name> argument.

@@ -112,12 +112,11 @@ func workerCommand() *cobra.Command {
 	cfg.Temporal.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:3001", "address serving /metrics and /api/v1/health (empty = none)")
 	registerLogFlags(fs, &cfg.LogLevel, &cfg.LogFormat)
-	return newCommand(command{
-		Name:       "worker",
-		ShortUsage: "strata worker [flags]",
-		ShortHelp:  "Run the Temporal maintenance worker (merge WAL, index, compact, cleanup).",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, _ []string) error {
+	cmd := &cobra.Command{
+		Use:   "worker [flags]",
+		Short: "Run the Temporal maintenance worker (merge WAL, index, compact, cleanup).",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
 			if err != nil {
 				return err
@@ -143,7 +142,9 @@ func workerCommand() *cobra.Command {
 			stop()
 			return nil
 		},
-	})
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
 }
 
 // serveMetrics serves the worker's /metrics and a health route (for Prometheus and container
