@@ -25,12 +25,19 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-// Activity phases shown in heartbeat details (a merge also reports its own: lsm.MergePhase).
+// Phase is what a maintenance job is doing, as its heartbeat details show it (a merge reports
+// its own steps: lsm.MergePhase, the same words).
+type Phase string
+
 const (
-	PhaseIndexing   = string(lsm.MergeIndexing)
-	PhaseCompacting = "compacting"
-	PhaseCleaning   = "cleaning"
-	PhaseStats      = "stats"
+	PhaseIndexing         = Phase(lsm.MergeIndexing)
+	PhaseCompacting Phase = "compacting"
+	PhaseCleaning   Phase = "cleaning"
+	PhaseStats      Phase = "stats"
+	// Registry cleanup's steps.
+	PhasePurging     Phase = "purging"      // a deleted store's data (Store names it)
+	PhaseOrphans     Phase = "orphans"      // adopting unregistered directories (Store names the kind)
+	PhaseQuietShards Phase = "quiet shards" // sealing shards no process wrote to lately
 )
 
 // DefaultStallTimeout is how long an activity may go without progress before its attempt is
@@ -70,7 +77,7 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Sto
 // goroutine of their own that owns the store's reference: when the watchdog abandons a stalled
 // attempt (a storage call hung while opening or working), that goroutine releases the store once
 // its hung call returns.
-func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, phase string,
+func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, phase Phase,
 	fn func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
 	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
 	hb, work := a.startHeartbeats(ctx, phase)
@@ -126,7 +133,7 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 		var merged int // generations merged by the passes before this one
 		opts.OnPhase = func(p lsm.MergeProgress) {
 			hb.set(func(d *HeartbeatDetails) {
-				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = string(p.Phase), p.Shard, p.ReservedBytes, p.WaitingForBudget()
+				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = Phase(p.Phase), p.Shard, p.ReservedBytes, p.WaitingForBudget()
 				d.GenerationsRead = merged + p.GenerationsRead
 				if p.Phase == lsm.MergeDone {
 					merged += p.GenerationsRead
@@ -160,7 +167,7 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: compactionFor(a.Compaction, in.Request),
+		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: CompactionFor(a.Compaction, in.Request),
 			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) },
 			// Waiting for merge memory is not a stall (the watchdog spares it), and the
 			// details show what the compaction holds.
@@ -186,8 +193,10 @@ func mergeOptionsFor(opts lsm.MergeOptions, compaction table.CompactionConfig) l
 	return opts
 }
 
-// compactionFor applies a request's overrides to the worker's compaction config.
-func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
+// CompactionFor applies a maintenance request's overrides to a compaction config: the one
+// mapping of a compaction request, used by the Compact activity (over the worker's config) and by
+// the API when no maintenance worker runs (over the defaults).
+func CompactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
 	if req.TargetRowsPerFragment > 0 {
 		cfg.TargetRowsPerFragment = req.TargetRowsPerFragment
 	}

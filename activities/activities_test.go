@@ -92,7 +92,7 @@ func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
 	f.seed(t, "m", 3, 40)
 	env := f.env()
 	var mu sync.Mutex
-	var phases []string
+	var phases []activities.Phase
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
 		var d activities.HeartbeatDetails
 		if details.Get(&d) == nil {
@@ -110,7 +110,7 @@ func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
 	require.EqualValues(t, 120, res.RowsMerged)
 	require.Equal(t, before, testutil.ToFloat64(f.metrics.UnindexedKeyScans), "index-before-merge: no key-column scans")
 	mu.Lock()
-	require.Contains(t, phases, "indexing")
+	require.Contains(t, phases, activities.PhaseIndexing)
 	mu.Unlock()
 
 	st, err := f.cat.GetStoreStats(context.Background(), catalog.KindRollout, "m")

@@ -35,7 +35,8 @@ const abandonGrace = 5 * time.Second
 
 // HeartbeatDetails are recorded with every heartbeat (visible in the UI's pending activity).
 type HeartbeatDetails struct {
-	Phase            string `json:"phase"`
+	Phase            Phase  `json:"phase"`
+	Store            string `json:"store,omitempty"` // the store a registry step works on
 	Shard            string `json:"shard,omitempty"`
 	ReservedBytes    int64  `json:"reserved_bytes"`
 	WaitingForBudget bool   `json:"waiting_for_budget"`
@@ -63,7 +64,7 @@ type heartbeater struct {
 }
 
 // startHeartbeats starts the heartbeater of an activity whose work runs with the returned context.
-func (a *Activities) startHeartbeats(ctx context.Context, phase string) (*heartbeater, context.Context) {
+func (a *Activities) startHeartbeats(ctx context.Context, phase Phase) (*heartbeater, context.Context) {
 	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = 5 * time.Second

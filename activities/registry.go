@@ -44,7 +44,7 @@ func (a *Activities) RegistryCleanup(ctx context.Context, in workflows.RegistryC
 		deleted = deleted[:in.MaxStores]
 	}
 	for _, st := range deleted {
-		activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: "purging " + string(st.Kind) + "/" + st.Name})
+		activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: PhasePurging, Store: string(st.Kind) + "/" + st.Name})
 		n, err := a.Stores.Purge(ctx, st)
 		res.ObjectsDeleted += n
 		if err != nil {
@@ -59,7 +59,7 @@ func (a *Activities) RegistryCleanup(ctx context.Context, in workflows.RegistryC
 		res.StoresPurged++
 	}
 	for _, kind := range catalog.Kinds {
-		activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: "orphans " + string(kind)})
+		activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: PhaseOrphans, Store: string(kind)})
 		orphans, err := a.Stores.Orphans(ctx, kind)
 		if err != nil {
 			return res, err
@@ -80,7 +80,7 @@ func (a *Activities) RegistryCleanup(ctx context.Context, in workflows.RegistryC
 			}
 		}
 	}
-	activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: "quiet shards"})
+	activity.RecordHeartbeat(ctx, HeartbeatDetails{Phase: PhaseQuietShards})
 	res.ShardRowsDeleted, err = cat.DeleteQuietShardStats(ctx, time.Now().Add(-in.QuietShards), 10_000)
 	return res, err
 }
