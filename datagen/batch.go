@@ -54,7 +54,13 @@ func NewBatch(events []Event, now time.Time, mem memory.Allocator) (*Batch, erro
 func DecodeBatch(r io.Reader, declared int64, now time.Time, mem memory.Allocator) (*Batch, error) {
 	b := newRecordBuilder(mem, now)
 	defer b.release()
-	b.size(min(eventChunk, MaxEventsPerAppend))
+	// Room for the first rows: about as many as the body can hold, at most eventChunk; more are
+	// made as rows arrive (this only sizes the start).
+	first := eventChunk
+	if declared > 0 {
+		first = int(min(int64(eventChunk), declared/minEventBytes+1))
+	}
+	b.size(first)
 	sized := declared <= 0
 	n, err := decodeEvents(r, func(i int, ev *Event, read int64) error {
 		if err := ev.Validate(); err != nil {
@@ -77,8 +83,12 @@ func DecodeBatch(r io.Reader, declared int64, now time.Time, mem memory.Allocato
 	return newBatch(b.finish()), nil
 }
 
-// eventChunk is how many rows a decoded batch has room for before its length is known.
-const eventChunk = 1024
+// eventChunk is how many rows a decoded batch has room for before its length is known;
+// minEventBytes is about the least JSON a valid event takes (its required members alone).
+const (
+	eventChunk    = 1024
+	minEventBytes = 128
+)
 
 func eventError(i int, err error) error { return fmt.Errorf("event %d: %w", i, err) }
 
