@@ -167,11 +167,21 @@ func (l *Log) Overview(ctx context.Context) (*Overview, error) {
 	st := &l.ov
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !st.built {
+		position, err := l.s.CurrentPosition(ctx)
+		if err == nil {
+			err = l.rebuildOverview(ctx, position)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return st.sums.overview(), nil
+	}
 	keys, next, complete, err := l.s.ChangedKeys(ctx, st.position)
 	if err != nil {
 		return nil, err
 	}
-	if !st.built || !complete {
+	if !complete {
 		if err := l.rebuildOverview(ctx, next); err != nil {
 			return nil, err
 		}

@@ -28,27 +28,20 @@ func (s *Store) ChangedKeys(ctx context.Context, since Position) (keys []string,
 	if err != nil {
 		return nil, Position{}, false, err
 	}
-	next = Position{gens: maps.Clone(since.gens)}
-	if next.gens == nil {
-		next.gens = map[string]uint64{}
-	}
-	complete = true
+	next = positionOf(snap, since)
 	for sh, wm := range snap.Table.WALWatermarks {
 		if wm > since.gens[sh] {
-			complete = false // merged before this reader saw it
+			return nil, next, false, nil // merged before this reader saw it
 		}
-		next.gens[sh] = max(next.gens[sh], wm)
 	}
 	for _, sh := range snap.Shards {
 		for _, g := range sh.Generations {
-			next.gens[sh.Shard] = max(next.gens[sh.Shard], g.Gen)
-			if !complete || g.Gen <= since.gens[sh.Shard] {
+			if g.Gen <= since.gens[sh.Shard] {
 				continue
 			}
 			k, err := s.GenerationKeys(ctx, sh.Shard, g)
 			if errors.Is(err, ErrVanished) {
-				complete, keys = false, nil
-				continue
+				return nil, next, false, nil // merged away meanwhile
 			}
 			if err != nil {
 				return nil, Position{}, false, err
@@ -56,8 +49,33 @@ func (s *Store) ChangedKeys(ctx context.Context, since Position) (keys []string,
 			keys = append(keys, k...)
 		}
 	}
-	if !complete {
-		keys = nil
+	return keys, next, true, nil
+}
+
+// CurrentPosition is the position of a reader that has seen every write sealed up to a snapshot
+// taken now (a reader that is about to read the whole store).
+func (s *Store) CurrentPosition(ctx context.Context) (Position, error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return Position{}, err
 	}
-	return keys, next, complete, nil
+	return positionOf(snap, Position{}), nil
+}
+
+// positionOf is since moved up to everything snap holds: its table's watermarks and its shards'
+// pending generations.
+func positionOf(snap *Snapshot, since Position) Position {
+	next := Position{gens: maps.Clone(since.gens)}
+	if next.gens == nil {
+		next.gens = map[string]uint64{}
+	}
+	for sh, wm := range snap.Table.WALWatermarks {
+		next.gens[sh] = max(next.gens[sh], wm)
+	}
+	for _, sh := range snap.Shards {
+		for _, g := range sh.Generations {
+			next.gens[sh.Shard] = max(next.gens[sh.Shard], g.Gen)
+		}
+	}
+	return next
 }

@@ -67,4 +67,17 @@ func TestChangedKeysFollowSealedGenerations(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, complete)
 	require.Empty(t, keys)
+
+	// A reader about to read the whole store starts from the current position: what is sealed
+	// after it is all it is told of.
+	appendIDs(t, other, e.mem, 3, "b2")
+	require.NoError(t, other.Flush(ctx))
+	now, err := s.CurrentPosition(ctx)
+	require.NoError(t, err)
+	appendIDs(t, other, e.mem, 4, "b3")
+	require.NoError(t, other.Flush(ctx))
+	keys, _, complete, err = s.ChangedKeys(ctx, now)
+	require.NoError(t, err)
+	require.True(t, complete)
+	require.Equal(t, []string{"b3"}, keys)
 }
