@@ -6,8 +6,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -343,7 +346,7 @@ func rolloutEqualities(raw string) (map[string]any, error) {
 	for k, v := range in {
 		want, ok := kinds.RolloutFilterColumns[k]
 		if !ok {
-			return nil, invalid("cannot filter on %q (filterable: rollout_id, problem_id, policy_version, role, artifact_type, include_in_training)", k)
+			return nil, invalid("cannot filter on %q (filterable: %s)", k, strings.Join(slices.Sorted(maps.Keys(kinds.RolloutFilterColumns)), ", "))
 		}
 		switch v.(type) {
 		case string:
