@@ -167,7 +167,7 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: CompactionFor(a.Compaction, in.Request),
+		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: compactionFor(a.Compaction, in.Request),
 			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) },
 			// Waiting for merge memory is not a stall (the watchdog spares it), and the
 			// details show what the compaction holds.
@@ -193,10 +193,8 @@ func mergeOptionsFor(opts lsm.MergeOptions, compaction table.CompactionConfig) l
 	return opts
 }
 
-// CompactionFor applies a maintenance request's overrides to a compaction config: the one
-// mapping of a compaction request, used by the Compact activity (over the worker's config) and by
-// the API when no maintenance worker runs (over the defaults).
-func CompactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
+// compactionFor applies a request's overrides to the worker's compaction config.
+func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
 	if req.TargetRowsPerFragment > 0 {
 		cfg.TargetRowsPerFragment = req.TargetRowsPerFragment
 	}

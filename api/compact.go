@@ -17,7 +17,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
@@ -76,7 +75,9 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		}
 		// No maintenance worker to run it: compact here (commits are compare-and-swaps, so this
 		// is safe next to a maintenance worker that comes up meanwhile).
-		res, err := s.Compact(ctx, lsm.CompactOptions{Compaction: activities.CompactionFor(table.CompactionConfig{}, op)})
+		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment,
+			EverySmallFragment: true, KeepDeletions: op.KeepDeletions}
+		res, err := s.Compact(ctx, lsm.CompactOptions{Compaction: cfg})
 		if err != nil {
 			return err
 		}
