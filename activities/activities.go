@@ -167,7 +167,7 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 // Compact compacts the base table and extends the key index over anything left uncovered.
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
-		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: compactionFor(a.Compaction, in.Request),
+		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction.With(in.Request.Overrides),
 			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) },
 			// Waiting for merge memory is not a stall (the watchdog spares it), and the
 			// details show what the compaction holds.
@@ -191,19 +191,6 @@ func mergeOptionsFor(opts lsm.MergeOptions, compaction table.CompactionConfig) l
 		opts.UncompressedBelowRows = compaction.TargetRowsPerFragment // 0: lsm's default, the compaction's
 	}
 	return opts
-}
-
-// compactionFor applies a request's overrides to the worker's compaction config.
-func compactionFor(cfg table.CompactionConfig, req workflows.Request) table.CompactionConfig {
-	if req.TargetRowsPerFragment > 0 {
-		cfg.TargetRowsPerFragment = req.TargetRowsPerFragment
-	}
-	if req.MinFragments > 0 {
-		cfg.MinFragments = req.MinFragments
-	}
-	cfg.KeepDeletions = cfg.KeepDeletions || req.KeepDeletions
-	cfg.EverySmallFragment = cfg.EverySmallFragment || req.EverySmallFragment
-	return cfg
 }
 
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/workflows"
@@ -60,8 +61,8 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		return invalid("target_rows_per_fragment must be positive")
 	}
 	name := c.Param("name")
-	op := workflows.Request{Op: workflows.OpCompact, MinFragments: 2, EverySmallFragment: true, TargetRowsPerFragment: req.TargetRowsPerFragment,
-		KeepDeletions: req.MaterializeDeletions != nil && !*req.MaterializeDeletions}
+	op := workflows.Request{Op: workflows.OpCompact, Overrides: compaction.Overrides{MinFragments: 2, EverySmallFragment: true,
+		TargetRowsPerFragment: req.TargetRowsPerFragment, KeepDeletions: req.MaterializeDeletions != nil && !*req.MaterializeDeletions}}
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
 		if h.maintenanceAvailable(ctx) {
@@ -75,9 +76,7 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 		}
 		// No maintenance worker to run it: compact here (commits are compare-and-swaps, so this
 		// is safe next to a maintenance worker that comes up meanwhile).
-		cfg := table.CompactionConfig{MinFragments: op.MinFragments, TargetRowsPerFragment: op.TargetRowsPerFragment,
-			EverySmallFragment: true, KeepDeletions: op.KeepDeletions}
-		res, err := s.Compact(ctx, lsm.CompactOptions{Compaction: cfg})
+		res, err := s.Compact(ctx, lsm.CompactOptions{Compaction: table.CompactionConfig{}.With(op.Overrides)})
 		if err != nil {
 			return err
 		}

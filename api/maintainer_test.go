@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/workflows"
 )
@@ -37,7 +38,7 @@ func TestTheCompactRouteRunsThroughTheStoresWorkflow(t *testing.T) {
 	var resp api.CompactResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/a/compact", map[string]any{"target_rows_per_fragment": 500, "materialize_deletions": false}, &resp))
 	require.Equal(t, api.CompactResponse{FragmentsRemoved: 3, FragmentsAdded: 1, FilesRemoved: 4, FilesAdded: 1}, resp, "files as the workflow counted them")
-	require.Equal(t, []workflows.Request{{Op: workflows.OpCompact, MinFragments: 2, EverySmallFragment: true, TargetRowsPerFragment: 500, KeepDeletions: true}}, got,
+	require.Equal(t, []workflows.Request{{Op: workflows.OpCompact, Overrides: compaction.Overrides{MinFragments: 2, EverySmallFragment: true, TargetRowsPerFragment: 500, KeepDeletions: true}}}, got,
 		"an explicit compaction rewrites every small fragment, not one size tier")
 
 	status, code := errCode(t, w, "POST", "/api/v1/rollouts/broken/compact", nil)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -252,7 +253,7 @@ func TestTheRunUpdateAnswersWithTheResultOfItsOwnRun(t *testing.T) {
 		}, r)
 	}
 	env.RegisterDelayedCallback(func() {
-		update("compact-1", workflows.Request{Op: workflows.OpCompact, TargetRowsPerFragment: 1000})
+		update("compact-1", workflows.Request{Op: workflows.OpCompact, Overrides: compaction.Overrides{TargetRowsPerFragment: 1000}})
 		update("cleanup-1", workflows.Request{Op: workflows.OpCleanupVersions})
 		update("bad", workflows.Request{Op: "nonsense"})
 	}, 0)

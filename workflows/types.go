@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/kinds/kind"
 )
 
@@ -46,16 +47,9 @@ type Request struct {
 	Op Op `json:"op"`
 	// MaxPasses bounds merge passes (merge_wal); 0 means until the shards are drained.
 	MaxPasses int `json:"max_passes,omitempty"`
-	// TargetRowsPerFragment overrides the compaction target (compact); 0 keeps the worker's.
-	TargetRowsPerFragment int64 `json:"target_rows_per_fragment,omitempty"`
-	// KeepDeletions: compact never rewrites a fragment for its deleted rows alone (compact).
-	KeepDeletions bool `json:"keep_deletions,omitempty"`
-	// MinFragments overrides how many small fragments make a compaction worthwhile (compact; the
-	// API's compact route asks for 2); 0 keeps the worker's.
-	MinFragments int `json:"min_fragments,omitempty"`
-	// EverySmallFragment: compact rewrites every small fragment together, not one size tier
-	// (compact; the API's compact route asks for it).
-	EverySmallFragment bool `json:"every_small_fragment,omitempty"`
+	// Overrides change the worker's compaction config for this request (compact); their members
+	// are the request's own in JSON.
+	compaction.Overrides
 	// ID is set on requests made by the RunUpdate (the update's ID): the caller waits for this
 	// run's result, so it is never merged with an identical request.
 	ID string `json:"id,omitempty"`

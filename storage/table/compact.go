@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/strata-store/strata/internal/compaction"
 )
 
 // DefaultTargetRowsPerFragment is CompactionConfig.TargetRowsPerFragment's default.
@@ -48,6 +50,20 @@ type CompactionConfig struct {
 	CompressIdleMinBytes int64
 	// Now is the time the plan is made at (zero: the clock's).
 	Now time.Time
+}
+
+// With applies a maintenance request's overrides: a target or minimum it sets replaces c's,
+// KeepDeletions and EverySmallFragment add to c's.
+func (c CompactionConfig) With(o compaction.Overrides) CompactionConfig {
+	if o.TargetRowsPerFragment > 0 {
+		c.TargetRowsPerFragment = o.TargetRowsPerFragment
+	}
+	if o.MinFragments > 0 {
+		c.MinFragments = o.MinFragments
+	}
+	c.KeepDeletions = c.KeepDeletions || o.KeepDeletions
+	c.EverySmallFragment = c.EverySmallFragment || o.EverySmallFragment
+	return c
 }
 
 // DefaultCompressIdleAfter is CompactionConfig.CompressIdleAfter's default.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -752,4 +753,14 @@ func TestACompactionsReservationChargesItsIndexRunNotAnEntryPerRow(t *testing.T)
 	perRow := float64(tbl.CompactionFootprint(&larger, plan)-tbl.CompactionFootprint(m, plan)) / float64(added)
 	t.Logf("the reservation grows by %.1f bytes per row", perRow)
 	require.Less(t, perRow, 16.0, "a few bytes a row (the run's footer), not an entry held per row (64)")
+}
+
+// A maintenance request's overrides replace the config's target and minimum when set and add
+// their flags; zero overrides leave the config as it is.
+func TestCompactionOverridesApplyToTheConfig(t *testing.T) {
+	base := CompactionConfig{MinFragments: 4, TargetRowsPerFragment: 1000, KeepDeletions: true}
+	require.Equal(t, base, base.With(compaction.Overrides{}))
+	got := base.With(compaction.Overrides{MinFragments: 2, TargetRowsPerFragment: 50, EverySmallFragment: true})
+	require.Equal(t, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 50, KeepDeletions: true, EverySmallFragment: true}, got)
+	require.True(t, CompactionConfig{}.With(compaction.Overrides{KeepDeletions: true}).KeepDeletions)
 }
