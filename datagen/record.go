@@ -143,63 +143,53 @@ func (r *recordBuilder) rows() int { return r.eventID.Len() }
 
 // add appends e (validated) as one row.
 func (r *recordBuilder) add(e *Event) {
-	opt := func(sb *array.StringBuilder, v *string) {
-		if v == nil {
-			sb.AppendNull()
-		} else {
-			sb.Append(*v)
-		}
-	}
-	optLarge := func(sb *array.LargeStringBuilder, v *string) {
-		if v == nil {
-			sb.AppendNull()
-		} else {
-			sb.Append(*v)
-		}
-	}
 	r.key.Append(Key(e.ItemID, e.EventID))
 	r.eventID.Append(e.EventID)
 	r.itemID.Append(e.ItemID)
 	r.rootID.Append(e.RootItemID)
-	opt(r.parent, e.ParentItemID)
+	appendOptional(r.parent, e.ParentItemID)
 	r.seq.Append(e.ItemSeq)
 	r.checkpoint.Append(e.CheckpointID)
 	r.etype.Append(e.EventType)
-	opt(r.stepName, e.StepName)
-	opt(r.stepKind, e.StepKind)
-	if e.StepIndex == nil {
-		r.stepIndex.AppendNull()
-	} else {
-		r.stepIndex.Append(*e.StepIndex)
-	}
-	opt(r.enclosing, e.EnclosingStep)
-	opt(r.selector, e.SelectorStep)
+	appendOptional(r.stepName, e.StepName)
+	appendOptional(r.stepKind, e.StepKind)
+	appendOptional(r.stepIndex, e.StepIndex)
+	appendOptional(r.enclosing, e.EnclosingStep)
+	appendOptional(r.selector, e.SelectorStep)
 	r.attempt.Append(e.Attempt)
 	r.runID.Append(e.RunID)
 	r.epoch.Append(e.WriterEpoch)
-	opt(r.fieldName, e.FieldName)
-	opt(r.fieldType, e.FieldType)
-	if e.CodecVersion == nil {
-		r.codec.AppendNull()
-	} else {
-		r.codec.Append(*e.CodecVersion)
-	}
+	appendOptional(r.fieldName, e.FieldName)
+	appendOptional(r.fieldType, e.FieldType)
+	appendOptional(r.codec, e.CodecVersion)
 	r.vb.append(e.Value)
 	if e.QueryTags == nil {
 		r.tags.AppendNull()
 	} else {
 		r.tags.Append(compactJSON(e.QueryTags))
 	}
-	opt(r.status, e.Status)
-	opt(r.errType, e.ErrorType)
-	optLarge(r.errDump, e.ErrorDump)
-	optLarge(r.tb, e.Traceback)
+	appendOptional(r.status, e.Status)
+	appendOptional(r.errType, e.ErrorType)
+	appendOptional(r.errDump, e.ErrorDump)
+	appendOptional(r.tb, e.Traceback)
 	t := r.now
 	if e.EventTS != nil {
 		t = *e.EventTS
 	}
 	r.ts.Append(arrow.Timestamp(t.UnixMicro()))
 	r.schemaVersion.Append(e.SchemaVersion)
+}
+
+// appendOptional appends *v, or a null when v is nil.
+func appendOptional[T any, B interface {
+	Append(T)
+	AppendNull()
+}](b B, v *T) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	b.Append(*v)
 }
 
 // finish returns the rows added as a record (the caller releases it).
