@@ -196,7 +196,7 @@ func mergeOptionsFor(opts lsm.MergeOptions, compaction table.CompactionConfig) l
 // CleanupVersions deletes expired versions and unreferenced files (resumable: it deletes as it goes).
 func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCleaning, func(ctx context.Context, s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
-		m, err := s.TableManifest(ctx)
+		version, err := s.LatestTableVersion(ctx)
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -206,7 +206,7 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 		}
 		// The sweep queues the next cleanup once the table has moved on again from here, or
 		// holds garbage again past what this cleanup left.
-		if err := a.Stores.Catalog().RecordCleanup(ctx, in.Store.Kind, in.Store.Name, int64(m.Version),
+		if err := a.Stores.Catalog().RecordCleanup(ctx, in.Store.Kind, in.Store.Name, int64(version),
 			int64(r.RetainedDroppedBytes)); err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -224,33 +224,23 @@ func (a *Activities) StatsRefresh(ctx context.Context, in workflows.ActivityInpu
 
 // refresh writes the store's table and shard stats to the catalog; it returns the table version.
 func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm.Store) (uint64, error) {
-	snap, err := s.Snapshot(ctx)
-	if err != nil && !errors.Is(err, lsm.ErrOverloaded) {
+	// What a compaction would do now is judged by the config the Compact activity uses: a store
+	// whose plan is empty is never queued for compaction.
+	st, err := s.Stats(ctx, a.Compaction)
+	if err != nil {
 		return 0, err
 	}
-	if snap == nil { // overloaded: report the table alone
-		m, err := s.TableManifest(ctx)
-		if err != nil {
-			return 0, err
-		}
-		snap = &lsm.Snapshot{Table: m}
-	}
-	m := snap.Table
-	kind := ref.Kind
-	st := catalog.StoreStats{Kind: kind, Name: ref.Name, TableVersion: int64(m.Version), BaseRows: m.Rows(),
-		Fragments: len(m.Fragments), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(), IndexCoveredFragments: m.CoveredFragments(),
-		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
-		MergesTotal: int64(m.Counters.Merges), CompactionsTotal: int64(m.Counters.Compactions),
-		DroppedBytes: int64(m.Counters.DroppedBytes),
-		// What a compaction would do now, by the same planner and config the Compact activity
-		// uses: a store whose plan is empty is never queued for compaction.
-		CompactableFragments: len(table.PlanCompaction(m, a.Compaction).Sources)}
-	if err := a.Stores.Catalog().UpsertStoreStats(ctx, []catalog.StoreStats{st}); err != nil {
-		return m.Version, err
+	row := catalog.StoreStats{Kind: ref.Kind, Name: ref.Name, TableVersion: int64(st.TableVersion), BaseRows: st.Rows,
+		Fragments: st.Fragments, DeletedRows: st.DeletedRows, Bytes: st.Bytes, IndexCoveredFragments: st.IndexCoveredFragments,
+		LastMergeAt: st.LastMergeAt, LastCompactAt: st.LastCompactAt, LastIndexAt: st.LastIndexAt,
+		MergesTotal: int64(st.Merges), CompactionsTotal: int64(st.Compactions), DroppedBytes: int64(st.DroppedBytes),
+		CompactableFragments: st.CompactableFragments}
+	if err := a.Stores.Catalog().UpsertStoreStats(ctx, []catalog.StoreStats{row}); err != nil {
+		return st.TableVersion, err
 	}
 	var shards []catalog.ShardStats
-	for _, sh := range snap.Shards {
-		shards = append(shards, storecache.ShardStats(kind, ref.Name, sh.State()))
+	for _, sh := range st.Shards {
+		shards = append(shards, storecache.ShardStats(ref.Kind, ref.Name, sh))
 	}
-	return m.Version, a.Stores.Catalog().UpsertShardStats(ctx, shards)
+	return st.TableVersion, a.Stores.Catalog().UpsertShardStats(ctx, shards)
 }

@@ -125,13 +125,13 @@ func (h *handlers) compactStats(c echo.Context) error {
 	name := c.Param("name")
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
-		m, err := s.TableManifest(ctx)
+		st, err := s.TableStats(ctx)
 		if err != nil {
 			return err
 		}
-		out := CompactStats{TotalFragments: len(m.Fragments), TotalCompactions: m.Counters.Compactions}
-		if m.LastCompactAt != nil {
-			t := m.LastCompactAt.UTC().Format(time.RFC3339Nano)
+		out := CompactStats{TotalFragments: st.Fragments, TotalCompactions: st.Compactions}
+		if st.LastCompactAt != nil {
+			t := st.LastCompactAt.UTC().Format(time.RFC3339Nano)
 			out.LastCompaction = &t
 		}
 		// What the store's workflow runs now, and the last compaction failure the catalog holds;

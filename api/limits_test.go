@@ -171,3 +171,21 @@ func TestArrivalBufferJoinsPartsAcrossItsSwitch(t *testing.T) {
 		require.True(t, bytes.Equal(want, a.bytes()), "declared %d", declared)
 	}
 }
+
+// A body that declares far more than it sends costs what it sent: the buffer never holds more
+// than twice what arrived (past the first preallocBodyBytes) before the read ends.
+func TestReadGrowingAllocatesWithWhatArrives(t *testing.T) {
+	sent := bytes.Repeat([]byte("x"), 20<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readGrowing(io.MultiReader(&pieces{data: sent, max: 1 << 16}, errReader{io.ErrClosedPipe}), 1<<30)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, io.ErrClosedPipe)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.LessOrEqual(t, allocated, uint64(2*len(sent)+1<<20), "allocated %d MiB for %d MiB sent of a declared 1 GiB", allocated>>20, len(sent)>>20)
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

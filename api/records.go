@@ -95,11 +95,7 @@ func (h *handlers) appendRecord(ctx context.Context, kind catalog.Kind, name str
 
 // tableVersion is the base table's version, reported by create/get/append responses.
 func tableVersion(ctx context.Context, s *lsm.Store) (uint64, error) {
-	m, err := s.TableManifest(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return m.Version, nil
+	return s.LatestTableVersion(ctx)
 }
 
 // pageParams reads limit (1..10000, default 100), offset and cursor.

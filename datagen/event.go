@@ -245,20 +245,6 @@ func (w *wireEvent) event(i int) (Event, error) {
 	return ev, nil
 }
 
-// DecodeEvents decodes an append body held in memory into events, each as sent (not validated:
-// see Event.Validate, and DecodeBatch for the append path).
-func DecodeEvents(body []byte) ([]Event, error) {
-	var out []Event
-	_, err := decodeEvents(bytes.NewReader(body), func(_ int, ev *Event, _ int64) error {
-		out = append(out, *ev)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
 
 func str(p *string) string {

@@ -1,6 +1,7 @@
 package datagen
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func TestItemIDsRoundTrip(t *testing.T) {
 
 func decodeEvent(t *testing.T, doc string) Event {
 	t.Helper()
-	evs, err := DecodeEvents([]byte(`{"events":[` + doc + `]}`))
+	evs, err := decodeAll([]byte(`{"events":[` + doc + `]}`))
 	require.NoError(t, err)
 	return evs[0]
 }
@@ -65,9 +66,9 @@ func TestEventValidationNamesTheRule(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, c.doc)
 		require.Contains(t, err.Error(), c.want, c.doc)
 	}
-	_, err := DecodeEvents([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}]}`))
+	_, err := decodeAll([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","checkpoint_id":"c","run_id":"r","writer_epoch":"w","schema_version":2,"event_type":"ITEM_CREATED"}]}`))
 	require.ErrorContains(t, err, "missing field `item_seq`")
-	_, err = DecodeEvents([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":0,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"ITEM_CREATED"}]}`))
+	_, err = decodeAll([]byte(`{"events":[{"event_id":"e","item_id":"5","root_item_id":"5","item_seq":0,"checkpoint_id":"c","run_id":"r","writer_epoch":"w","event_type":"ITEM_CREATED"}]}`))
 	require.ErrorContains(t, err, "missing field `schema_version`")
 	big := decodeEvent(t, `{`+base+`,"event_type":"FIELD_SET"`+step+field+`,"value":{"kind":"blob","bytes":""}}`)
 	big.Value.Bytes = make([]byte, MaxInlineBlobBytes+1)
@@ -102,6 +103,15 @@ func TestCheckpointBatchRules(t *testing.T) {
 	changed := ev(1, FieldSet, "gen")
 	changed.Value = &Value{Kind: KindStr, Value: json.RawMessage(`"w"`)}
 	require.ErrorContains(t, validateBatch(t, false, []Event{ev(1, FieldSet, "gen"), changed}), "reused with different content")
+	// Content is compared as stored: a retry whose JSON value is laid out differently is the same
+	// event (and a different event_ts is a retry stamped anew).
+	spaced := ev(1, FieldSet, "gen")
+	spaced.Value = &Value{Kind: KindJSON, Value: json.RawMessage(`{"a": [1, 2]}`)}
+	tight := ev(1, FieldSet, "gen")
+	tight.Value = &Value{Kind: KindJSON, Value: json.RawMessage(`{"a":[1,2]}`)}
+	later := time.Now().Add(time.Hour)
+	tight.EventTS = &later
+	require.NoError(t, validateBatch(t, false, []Event{spaced, tight}))
 	_, err := NewBatch(nil, time.Now(), memory.DefaultAllocator)
 	require.ErrorContains(t, err, "must not be empty")
 }
@@ -133,7 +143,7 @@ func TestDecodeBatchAgreesWithAndWithoutALength(t *testing.T) {
 		require.True(t, array.RecordEqual(want.Record(), got.Record()), "declared %d", declared)
 		got.Release()
 	}
-	evs, err := DecodeEvents([]byte(body))
+	evs, err := decodeAll([]byte(body))
 	require.NoError(t, err)
 	fromEvents, err := NewBatch(evs, now, mem)
 	require.NoError(t, err)
@@ -154,4 +164,14 @@ func validateBatch(t *testing.T, checkpoint bool, events []Event) error {
 	}
 	defer b.Release()
 	return b.Validate(checkpoint)
+}
+
+// decodeAll decodes an append body held in memory into its events as sent (not validated).
+func decodeAll(body []byte) ([]Event, error) {
+	var out []Event
+	_, err := decodeEvents(bytes.NewReader(body), func(_ int, ev *Event, _ int64) error {
+		out = append(out, *ev)
+		return nil
+	})
+	return out, err
 }

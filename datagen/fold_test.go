@@ -69,7 +69,7 @@ func requireNames(t *testing.T, dto string, v any) {
 func loadEvents(t *testing.T) []Event {
 	data, err := os.ReadFile("testdata/events.json")
 	require.NoError(t, err)
-	evs, err := DecodeEvents(data)
+	evs, err := decodeAll(data)
 	require.NoError(t, err)
 	require.NoError(t, validateBatch(t, false, evs))
 	return evs

@@ -51,12 +51,29 @@ func (s *Store) Stats(ctx context.Context, compaction table.CompactionConfig) (S
 	default:
 		return Stats{}, err
 	}
+	st := tableStats(m)
+	st.CompactableFragments = len(table.PlanCompaction(m, compaction).Sources)
+	st.Shards = shards
+	return st, nil
+}
+
+// TableStats is the base table's part of Stats alone (one manifest read: no shard listing, no
+// compaction plan; CompactableFragments and Shards are left zero), for readers that show the
+// table's state.
+func (s *Store) TableStats(ctx context.Context) (Stats, error) {
+	m, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	return tableStats(m), nil
+}
+
+// tableStats is what manifest m says of the table.
+func tableStats(m *table.Manifest) Stats {
 	return Stats{TableVersion: m.Version, Rows: m.Rows(), DeletedRows: m.DeletedRows(), Bytes: m.Bytes(),
 		Fragments: len(m.Fragments), IndexCoveredFragments: m.CoveredFragments(),
-		CompactableFragments: len(table.PlanCompaction(m, compaction).Sources),
-		LastMergeAt:          m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
-		Merges: m.Counters.Merges, Compactions: m.Counters.Compactions, DroppedBytes: m.Counters.DroppedBytes,
-		Shards: shards}, nil
+		LastMergeAt: m.LastMergeAt, LastCompactAt: m.LastCompactAt, LastIndexAt: m.LastIndexAt,
+		Merges: m.Counters.Merges, Compactions: m.Counters.Compactions, DroppedBytes: m.Counters.DroppedBytes}
 }
 
 // LatestTableVersion is the base table's latest version.
