@@ -20,8 +20,9 @@ func deps(t *testing.T, pkg string) []string {
 
 // The dependency rules of the tree, checked on what each package really imports (transitively):
 // storage knows nothing of HTTP, Temporal, PostgreSQL or the layers above it; inside storage the
-// layers only point down (table and objstore below shard, shard below lsm); workflows (replayed
-// deterministic code) touch no storage; no production package links the test doubles.
+// layers only point down (objstore below fragment, fragment below table, table below shard, shard
+// below lsm); workflows (replayed deterministic code) touch no storage; no production package
+// links the test doubles.
 func TestPackagesImportOnlyDownward(t *testing.T) {
 	above := []string{module + "api", module + "catalog", module + "activities", module + "workflows",
 		module + "worker", module + "storecache", module + "kinds", module + "cmd", module + "client"}
@@ -29,7 +30,8 @@ func TestPackagesImportOnlyDownward(t *testing.T) {
 		module + "internal/testenv", module + "internal/testrows"}
 	forbidden := map[string][]string{
 		"storage/...":          append(append([]string{}, above...), foreign...),
-		"storage/objstore":     {module + "storage/table", module + "storage/shard", module + "storage/lsm"},
+		"storage/objstore":     {module + "storage/fragment", module + "storage/table", module + "storage/shard", module + "storage/lsm"},
+		"storage/fragment":     {module + "storage/table", module + "storage/shard", module + "storage/lsm"},
 		"storage/table":        {module + "storage/shard", module + "storage/lsm"},
 		"storage/shard":        {module + "storage/lsm"},
 		"workflows":            {module + "storage", module + "storecache", module + "catalog", "github.com/jackc/pgx", "github.com/labstack/echo"},

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
@@ -206,7 +207,7 @@ func reportScan(b *testing.B, bt *benchTable) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, memory.DefaultAllocator)
+			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: fragment.ScanBatchRows}, memory.DefaultAllocator)
 			if err != nil {
 				b.Fatal(err)
 			}

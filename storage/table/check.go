@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/strata-store/strata/storage/fragment"
 )
 
 // Check verifies version m's invariants and returns the first violation found.
@@ -47,7 +48,7 @@ func (t *Table) Check(ctx context.Context, m *Manifest) error {
 		if int64(del.GetCardinality()) != f.DeletedRows {
 			return fmt.Errorf("check v%d: fragment %d deletion vector has %d rows, manifest says %d", m.Version, f.ID, del.GetCardinality(), f.DeletedRows)
 		}
-		rec, err := t.readFragment(ctx, f, m.Schema(), []string{m.KeyColumn, SeqColumn, TombstoneColumn}, nil, false)
+		rec, err := t.reader.ReadRowGroups(ctx, f.Ref(), fragment.Columns{Schema: m.Schema(), Names: []string{m.KeyColumn, SeqColumn, TombstoneColumn}}, nil)
 		if err != nil {
 			return err
 		}

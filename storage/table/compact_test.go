@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/internal/compaction"
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
@@ -235,7 +237,7 @@ func TestTheCacheForgetsWhatTheLatestManifestNoLongerReferences(t *testing.T) {
 	}
 	var oldPaths []string
 	for _, f := range before.Fragments {
-		_, err := tbl.fragmentFooter(ctx, f)
+		_, err := tbl.reader.Footer(ctx, f.Ref())
 		require.NoError(t, err)
 		require.True(t, cached(f.Path), "footer of %s cached", f.Path)
 		oldPaths = append(oldPaths, f.Path)
@@ -328,10 +330,10 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 	var got []string
 	for _, f := range res.Manifest.Fragments {
 		require.LessOrEqual(t, f.Bytes, int64(6<<20), "fragment %d", f.ID)
-		ft, err := tbl.fragmentFooter(ctx, f)
+		ft, err := tbl.reader.Footer(ctx, f.Ref())
 		require.NoError(t, err)
-		if ft.md.NumRowGroups() > 1 { // row groups sized as a merge sizes them (rowGroupBytes), not cut small
-			require.Greater(t, ft.md.RowGroup(0).NumRows(), int64(500), "fragment %d", f.ID)
+		if ft.RowGroups() > 1 { // row groups sized as a merge sizes them (fragment.RowGroupBytes), not cut small
+			require.Greater(t, ft.RowsIn(0), int64(500), "fragment %d", f.ID)
 		}
 	}
 	require.NoError(t, tbl.KeysAfter(ctx, res.Manifest, "", func(r RowRef) bool {
@@ -343,12 +345,12 @@ func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
 }
 
 // requireBoundedRuns checks that a source cursor over f, read to its end, never held more than
-// twice sourceBatchBytes of decoded rows at once.
+// twice fragment.SequenceBatchBytes of decoded rows at once.
 func requireBoundedRuns(t *testing.T, tbl *Table, m *Manifest, f Fragment) {
 	t.Helper()
 	most := largestRun(t, tbl, m, f)
 	t.Logf("largest run held by a source: %d bytes", most)
-	require.Less(t, most, int64(2*sourceBatchBytes), "a source's largest run")
+	require.Less(t, most, int64(2*fragment.SequenceBatchBytes), "a source's largest run")
 }
 
 // largestRun is the most decoded bytes one source cursor over f held at once (its current
@@ -450,16 +452,16 @@ func TestCompactionSourcesOnALocalStoreFetchARunsPagesNotTheirRowGroup(t *testin
 	want := fragmentsOfRandomText(t, tbl, fragments, 10_000)
 	base, err := tbl.Latest(ctx)
 	require.NoError(t, err)
-	ft, err := tbl.fragmentFooter(ctx, base.Fragments[0])
+	ft, err := tbl.reader.Footer(ctx, base.Fragments[0].Ref())
 	require.NoError(t, err)
-	require.Greater(t, ft.md.RowGroup(0).TotalCompressedSize(), int64(rowGroupBytes/2), "sources of large row groups")
+	require.Greater(t, ft.Metadata().RowGroup(0).TotalCompressedSize(), int64(fragment.RowGroupBytes/2), "sources of large row groups")
 
 	store.Reset()
 	res, err := tbl.ExecuteCompaction(ctx, PlanCompaction(base, CompactionConfig{MinFragments: 2}))
 	require.NoError(t, err)
 	require.Equal(t, fragments, res.FragmentsRemoved)
 	t.Logf("largest read of a data file: %d bytes", store.Largest())
-	require.Less(t, store.Largest(), int64(2*sourceBatchBytes), "a source read a run's pages")
+	require.Less(t, store.Largest(), int64(2*fragment.SequenceBatchBytes), "a source read a run's pages")
 	require.NoError(t, tbl.Check(ctx, res.Manifest))
 	got := sortedIDs(scanAll(t, tbl, res.Manifest))
 	slices.Sort(want)
@@ -483,7 +485,7 @@ func TestCompactionFootprintFollowsTheSourcesSizes(t *testing.T) {
 	require.Len(t, plan.Sources, fragments)
 	footprint := tbl.CompactionFootprint(base, plan)
 	t.Logf("footprint %d for %d sources", footprint, fragments)
-	require.Less(t, footprint, int64(fragments*rowGroupBytes))
+	require.Less(t, footprint, int64(fragments*fragment.RowGroupBytes))
 }
 
 // Fragments written without a page index (by the first releases) are compacted through pqarrow's
@@ -525,11 +527,9 @@ func TestCompactionReadsFragmentsWithoutAPageIndex(t *testing.T) {
 	withIndex := map[bool]int{}
 	for _, id := range plan.Sources {
 		f, _ := base.Fragment(id)
-		ft, err := tbl.fragmentFooter(ctx, f)
+		indexed, err := tbl.reader.HasPageIndex(ctx, f.Ref(), 0)
 		require.NoError(t, err)
-		rp, err := tbl.rowGroupPagesOf(ctx, f, ft.md, 0)
-		require.NoError(t, err)
-		withIndex[rp != nil]++
+		withIndex[indexed]++
 	}
 	require.Positive(t, withIndex[false], "sources without a page index")
 	require.Positive(t, withIndex[true], "sources with one")
@@ -635,9 +635,9 @@ func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
 	m, err := tbl.Latest(context.Background())
 	require.NoError(t, err)
 	require.Len(t, m.Fragments, 1)
-	ft, err := tbl.fragmentFooter(context.Background(), m.Fragments[0])
+	ft, err := tbl.reader.Footer(context.Background(), m.Fragments[0].Ref())
 	require.NoError(t, err)
-	require.Equal(t, 1, ft.md.NumRowGroups(), "the case under test: one row group")
+	require.Equal(t, 1, ft.RowGroups(), "the case under test: one row group")
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	require.Len(t, store.caps, 1)
@@ -763,4 +763,16 @@ func TestCompactionOverridesApplyToTheConfig(t *testing.T) {
 	got := base.With(compaction.Overrides{MinFragments: 2, TargetRowsPerFragment: 50, EverySmallFragment: true})
 	require.Equal(t, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 50, KeepDeletions: true, EverySmallFragment: true}, got)
 	require.True(t, CompactionConfig{}.With(compaction.Overrides{KeepDeletions: true}).KeepDeletions)
+}
+
+// decodedBytes is the size of the buffers of rec's columns that hold values (columns of nulls
+// only may share their buffers with other records).
+func decodedBytes(rec arrow.RecordBatch) int64 {
+	var size int64
+	for _, col := range rec.Columns() {
+		if col.NullN() < col.Len() {
+			size += int64(col.Data().SizeInBytes())
+		}
+	}
+	return size
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
@@ -127,15 +128,15 @@ func TestAMergesSmallFragmentIsUncompressedUntilCompactionCompressesIt(t *testin
 	}
 	check()
 	big := upsert(1500, 1000, 1000)
-	require.Equal(t, fragmentCodec, codec(big), "a merge that reaches the target is compressed")
+	require.Equal(t, fragment.Codec, codec(big), "a merge that reaches the target is compressed")
 	direct := upsert(2500, 100, 0)
-	require.Equal(t, fragmentCodec, codec(direct), "an upsert that does not ask for it is compressed")
+	require.Equal(t, fragment.Codec, codec(direct), "an upsert that does not ask for it is compressed")
 
 	res, err := tbl.Compact(ctx, CompactionConfig{MinFragments: 2, TargetRowsPerFragment: 1000, EverySmallFragment: true})
 	require.NoError(t, err)
 	require.Positive(t, res.FragmentsAdded)
 	for _, f := range res.Manifest.Fragments {
-		require.Equal(t, fragmentCodec, codec(f), "fragment %s after compaction", f.Path)
+		require.Equal(t, fragment.Codec, codec(f), "fragment %s after compaction", f.Path)
 	}
 	check()
 }
@@ -179,7 +180,7 @@ func TestAnIdleTablesMergedFragmentIsRewrittenCompressed(t *testing.T) {
 	require.Len(t, res.Manifest.Fragments, 1)
 	f := res.Manifest.Fragments[0]
 	require.False(t, f.Uncompressed)
-	require.Equal(t, fragmentCodec, fragmentCodecOf(t, store, f))
+	require.Equal(t, fragment.Codec, fragmentCodecOf(t, store, f))
 	require.Less(t, f.Bytes, merged.Bytes)
 	require.Equal(t, want, scanAll(t, tbl, res.Manifest))
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/strata-store/strata/storage/objstore"
 )
@@ -30,12 +31,19 @@ type runReader struct {
 	window []byte // the pages read last, contiguous
 	at     int64  // window's offset in the run
 	// pooled is the window's buffer when the store reads into the caller's memory: a
-	// streamChunks buffer reused for every fill (decoded pages copy what they keep) and given
+	// windowBuffers buffer reused for every fill (decoded pages copy what they keep) and given
 	// back by release, instead of a fresh allocation per window.
 	pooled *[]byte
 	page   *indexPage
 	i      int // the next entry of page
 }
+
+// windowBufferBytes is the size of a pooled window buffer: a window up to it is read into one.
+const windowBufferBytes = 1 << 20
+
+// windowBuffers recycles the windows' buffers: a fresh megabyte costs its page faults on every
+// merge.
+var windowBuffers = sync.Pool{New: func() any { b := make([]byte, 0, windowBufferBytes); return &b }}
 
 func (r *runReader) peek(ctx context.Context) (indexEntry, bool, error) {
 	for r.page == nil || r.i >= r.page.len() {
@@ -67,7 +75,7 @@ func (r *runReader) advance() { r.i++ }
 func (r *runReader) release() {
 	if r.pooled != nil {
 		*r.pooled = (*r.pooled)[:0]
-		streamChunks.Put(r.pooled)
+		windowBuffers.Put(r.pooled)
 		r.pooled, r.window = nil, nil
 	}
 }
@@ -92,9 +100,9 @@ func (r *runReader) fill(ctx context.Context) error {
 	n := last.offset + last.length - first.offset
 	var data []byte
 	var err error
-	if n <= objectStreamChunk && objstore.ReadsInto(r.t.store) {
+	if n <= windowBufferBytes && objstore.ReadsInto(r.t.store) {
 		if r.pooled == nil {
-			r.pooled = streamChunks.Get().(*[]byte)
+			r.pooled = windowBuffers.Get().(*[]byte)
 		}
 		var got int
 		got, err = objstore.ReadRangeInto(ctx, r.t.store, r.seg.Path, first.offset, (*r.pooled)[:n])
@@ -115,7 +123,7 @@ func (r *runReader) fill(ctx context.Context) error {
 // mergeRuns merges the stored runs older and the entries newest (sorted, one per key) into one
 // new stored run: per key, its live entry in manifest m (liveEntries, as scans walk the index);
 // keys with no live entry are dropped. A run of more than a chunk streams into its object on a
-// store that writes in place (objectsink.go), so the merge holds a chunk of it, a page, a read
+// store that writes in place (objstore.Sink), so the merge holds a chunk of it, a page, a read
 // window per input and the run's footer; elsewhere the run is built in memory and stored whole.
 func (t *Table) mergeRuns(ctx context.Context, m *Manifest, older []IndexRun, newest []indexEntry) (IndexRun, error) {
 	var size int64
@@ -146,7 +154,8 @@ type runMerge struct {
 	lm         *liveMerge
 	readers    []*runReader // the older runs' readers, released when the merge ends
 	judgeAdded bool         // added entries are checked for liveness too
-	out        objectSink
+	t          *Table
+	out        objstore.Sink
 	w          *segmentWriter
 	path       string
 	write      func(indexEntry) bool // w.add, as the merge's callback (made once)
@@ -158,7 +167,7 @@ type runMerge struct {
 // addedBytes encoded bytes yet to come (they size the Bloom filter and an in-memory run).
 func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, added int, addedBytes int64, judgeAdded bool) (*runMerge, error) {
 	estimate, size := added, addedBytes
-	rm := &runMerge{judgeAdded: judgeAdded, path: runPath()}
+	rm := &runMerge{t: t, judgeAdded: judgeAdded, path: runPath()}
 	cursors := make([]keyCursor, 0, len(older))
 	for _, seg := range older {
 		f, err := t.footer(ctx, seg)
@@ -177,11 +186,11 @@ func (t *Table) newRunMerge(ctx context.Context, m *Manifest, older []IndexRun, 
 		rm.releaseReaders()
 		return nil, err
 	}
-	if rm.out, err = newObjectSink(ctx, t, rm.path, size); err != nil {
+	if rm.out, err = objstore.NewSink(ctx, t.store, rm.path, size); err != nil {
 		rm.releaseReaders()
 		return nil, err
 	}
-	rm.out.reserve(int(min(size, 1<<31)))
+	rm.out.Reserve(int(min(size, 1<<31)))
 	rm.w = newSegmentWriter(rm.out, estimate)
 	rm.write = func(e indexEntry) bool { rm.w.add(e); return true }
 	return rm, nil
@@ -226,11 +235,12 @@ func (rm *runMerge) finish(ctx context.Context) (IndexRun, error) {
 	}
 	rm.releaseReaders()
 	rm.w.finish()
-	if err := rm.out.failed(); err != nil {
+	if err := rm.out.Failed(); err != nil {
 		rm.abort()
 		return IndexRun{}, err
 	}
-	if err := rm.out.store(ctx); err != nil {
+	if err := rm.out.Store(ctx); err != nil {
+		rm.t.deleteFiles([]string{rm.path}) // it may exist: a streamed run, or a put whose answer was lost
 		return IndexRun{}, err
 	}
 	return IndexRun{Path: rm.path, Entries: int64(rm.w.entries()), Bytes: rm.w.size()}, nil
@@ -239,7 +249,9 @@ func (rm *runMerge) finish(ctx context.Context) (IndexRun, error) {
 // abort ends the merge without a run, deleting what was written of it.
 func (rm *runMerge) abort() {
 	rm.releaseReaders()
-	rm.out.abort()
+	if rm.out.Abort() {
+		rm.t.deleteFiles([]string{rm.path})
+	}
 }
 
 // releaseReaders gives back the older runs' windows (every entry of theirs is written by now,
@@ -292,7 +304,7 @@ func (t *Table) IndexRunFootprint(m *Manifest, n int64) int64 {
 		tailBytes, tailEntries = tailBytes+r.Bytes, tailEntries+r.Entries
 	}
 	if inPlace {
-		bytes += objectStreamChunk
+		bytes += objstore.SinkChunkBytes
 	} else {
 		bytes += tailBytes
 	}

@@ -181,7 +181,7 @@ func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing
 		}
 		tbl := newTestTable(t, store, mem)
 		seg, m, entries := storedRunOfLiveEntries(t, tbl, 200_000)
-		require.Greater(t, seg.Bytes, int64(4*objectStreamChunk), "the run spans several chunks")
+		require.Greater(t, seg.Bytes, int64(4*objstore.SinkChunkBytes), "the run spans several chunks")
 		m.KeyIndex = &KeyIndex{Runs: []IndexRun{seg}}
 		footprint := tbl.IndexRunFootprint(m, int64(len(entries)))
 
@@ -198,7 +198,7 @@ func TestMergedIndexRunsStreamIntoTheirObjectOnStoresThatWriteInPlace(t *testing
 		}
 		var total int64
 		for _, n := range writes {
-			require.LessOrEqual(t, n, objectStreamChunk)
+			require.LessOrEqual(t, n, objstore.SinkChunkBytes)
 			total += int64(n)
 		}
 		require.Equal(t, merged.Bytes, total, "every byte written in place")

@@ -123,7 +123,7 @@ func encodeSegment(entries []indexEntry) []byte {
 
 // segmentWriter encodes a run entry by entry (sorted by key, one per key) into out, a page at a
 // time: a merge of runs streams into one without holding their entries, and, when out writes
-// through to the run's object (objectsink.go), without holding the run either — only the page
+// through to the run's object (objstore.Sink), without holding the run either — only the page
 // being encoded and the footer (page directory and Bloom filter) that ends the run.
 type segmentWriter struct {
 	out     io.Writer // never fails: a sink keeps its first error (objectSink.failed)

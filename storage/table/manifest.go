@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -55,6 +56,9 @@ type Fragment struct {
 	// tier or once the table is idle (CompactionConfig.CompressIdleAfter).
 	Uncompressed bool `json:"uncompressed,omitempty"`
 }
+
+// Ref names the fragment's data file for the fragment package.
+func (f Fragment) Ref() fragment.Ref { return fragment.Ref{Path: f.Path, Bytes: f.Bytes} }
 
 // LiveRows is the number of rows not deleted.
 func (f Fragment) LiveRows() int64 { return f.Rows - f.DeletedRows }

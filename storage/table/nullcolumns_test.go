@@ -2,7 +2,6 @@ package table
 
 import (
 	"context"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,11 +9,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/typedrows"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
 // A fragment does not store the nullable columns null in every one of its rows, flat and nested
-// alike, and every read (scans, gets, point reads) takes them as null. A compaction stores a
+// alike, and every read (scans and gets) takes them as null. A compaction stores a
 // column when any of its sources holds a value in it, and leaves it out when none does.
 func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	ctx := context.Background()
@@ -30,7 +30,7 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 		want map[string][]string // id -> every user column's value, as text
 	}
 	newTable := func() table {
-		tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+		tbl, err := Create(ctx, objstoretest.NewMemory(), typedrows.Schema, "id", Options{Allocator: mem})
 		require.NoError(t, err)
 		return table{tbl, map[string][]string{}}
 	}
@@ -38,13 +38,13 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	// says, and returns the fragment it added.
 	upsert := func(tbl table, first, n int, null func() bool) Fragment {
 		t.Helper()
-		all := typedRowsWith(mem, first+n, rng, null)
+		all := typedrows.RowsWith(mem, first+n, rng, null)
 		rec := all.NewSlice(int64(first), int64(first+n))
 		all.Release()
 		defer rec.Release()
 		for i := range n {
 			var values []string
-			for c := range pointReadSchema.NumFields() {
+			for c := range typedrows.Schema.NumFields() {
 				values = append(values, rec.Column(c).ValueStr(i))
 			}
 			tbl.want[rec.Column(0).ValueStr(i)] = values
@@ -53,9 +53,9 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	}
 	stored := func(tbl table, f Fragment) []string {
 		t.Helper()
-		ft, err := tbl.fragmentFooter(ctx, f)
+		ft, err := tbl.reader.Footer(ctx, f.Ref())
 		require.NoError(t, err)
-		return slices.Sorted(maps.Keys(ft.topLeaves))
+		return ft.Columns()
 	}
 	// compactBoth compacts the table's two fragments into one and returns it.
 	compactBoth := func(tbl table) Fragment {
@@ -75,10 +75,10 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 		require.NoError(t, err)
 		got := map[string][]string{}
 		require.NoError(t, tbl.Scan(ctx, m, ScanOptions{}, func(rec arrow.RecordBatch) error {
-			require.Equal(t, pointReadSchema.NumFields(), int(rec.NumCols()))
+			require.Equal(t, typedrows.Schema.NumFields(), int(rec.NumCols()))
 			for i := range int(rec.NumRows()) {
 				var values []string
-				for c := range pointReadSchema.NumFields() {
+				for c := range typedrows.Schema.NumFields() {
 					values = append(values, rec.Column(c).ValueStr(i))
 				}
 				got[values[0]] = values
@@ -93,8 +93,8 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 			rec, err := tbl.Get(ctx, m, id, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, rec.NumRows(), id)
-			for c := range pointReadSchema.NumFields() {
-				require.Equal(t, tbl.want[id][c], rec.Column(c).ValueStr(0), "%s column %s", id, pointReadSchema.Field(c).Name)
+			for c := range typedrows.Schema.NumFields() {
+				require.Equal(t, tbl.want[id][c], rec.Column(c).ValueStr(0), "%s column %s", id, typedrows.Schema.Field(c).Name)
 			}
 			rec.Release()
 		}
@@ -106,19 +106,6 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	dense := upsert(tbl, 0, 1000, someNull)
 	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, dense), "a fragment with values in every column")
 	check(tbl)
-	// A point read of the sparse fragment reads every column from its pages: the columns it does
-	// not store, nested ones included, need no decoding through the row group.
-	m, err := tbl.Latest(ctx)
-	require.NoError(t, err)
-	ft, err := tbl.fragmentFooter(ctx, sparse)
-	require.NoError(t, err)
-	rp, err := tbl.rowGroupPagesOf(ctx, sparse, ft.md, 0)
-	require.NoError(t, err)
-	names, err := userColumns(m, nil)
-	require.NoError(t, err)
-	flat, nested := splitPageColumns(m.Schema(), ft, rp, names)
-	require.Equal(t, names, flat)
-	require.Empty(t, nested)
 	require.Equal(t, slices.Sorted(slices.Values(every)), stored(tbl, compactBoth(tbl)), "compacted with a source holding values")
 	check(tbl)
 
@@ -127,7 +114,5 @@ func TestFragmentsLeaveOutTheColumnsNullInEveryRow(t *testing.T) {
 	upsert(tbl, 1000, 1000, allNull)
 	require.Equal(t, slices.Sorted(slices.Values(nonNullable)), stored(tbl, compactBoth(tbl)), "compacted from sources that leave the columns out")
 	check(tbl)
-
-	// Point reads of such a fragment answer what decoding its row groups whole does.
-	comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, allNull))
+	// Point reads of such fragments: storage/fragment's TestPointReadsOfFragmentsThatLeaveOutNullColumns.
 }

@@ -78,14 +78,14 @@ func TestStreamedFragmentsReachTheirObjectAChunkAtATime(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, res.FragmentsAdded)
 	out := res.Manifest.Fragments[0]
-	require.Greater(t, out.Bytes, int64(2*objectStreamChunk), "the output spans several chunks")
+	require.Greater(t, out.Bytes, int64(2*objstore.SinkChunkBytes), "the output spans several chunks")
 
 	require.Zero(t, rec.puts[out.Path], "the object is created empty")
 	writes := rec.writes[out.Path]
 	require.Greater(t, len(writes), 2)
 	var total int
 	for _, n := range writes[:len(writes)-1] {
-		require.Equal(t, objectStreamChunk, n, "every write but the last is one chunk")
+		require.Equal(t, objstore.SinkChunkBytes, n, "every write but the last is one chunk")
 		total += n
 	}
 	total += writes[len(writes)-1]
@@ -182,5 +182,5 @@ func TestCompactionFootprintCountsTheOutputWhereItIsHeld(t *testing.T) {
 	buffered, err := Open(ctx, withoutInPlaceWrites{inner}, Options{Allocator: mem})
 	require.NoError(t, err)
 	streamed, whole := tbl.CompactionFootprint(m, plan), buffered.CompactionFootprint(m, plan)
-	require.Equal(t, sources*17/16-objectStreamChunk, whole-streamed)
+	require.Equal(t, sources*17/16-objstore.SinkChunkBytes, whole-streamed)
 }

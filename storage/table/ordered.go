@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/fragment"
 )
 
 // RowRef locates one live row of a version.
@@ -287,19 +288,20 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 	}()
 	order := make([]int64, len(refs)) // output position -> row in the concatenation of parts
 	var base int64
+	cols := fragment.Columns{Schema: m.Schema(), Names: names}
 	for _, id := range fragments {
 		wants := byFragment[id]
 		f, ok := m.Fragment(id)
 		if !ok {
 			return nil, fmt.Errorf("table: version %d has no fragment %d", m.Version, id)
 		}
-		ft, err := t.fragmentFooter(ctx, f)
+		ft, err := t.reader.Footer(ctx, f.Ref())
 		if err != nil {
 			return nil, err
 		}
 		groups := map[int][]want{}
 		for _, w := range wants {
-			rg, off := ft.rowGroupOf(w.row)
+			rg, off := ft.RowGroupOf(w.row)
 			if rg < 0 {
 				return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, w.row)
 			}
@@ -314,14 +316,14 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			}
 			slices.Sort(offsets)
 			offsets = slices.Compact(offsets)
-			if len(offsets) > pointReadRows {
+			if len(offsets) > fragment.PointReadRows {
 				first, n := offsets[0], offsets[len(offsets)-1]-offsets[0]+1
-				if n*rangeReadShare > ft.rowStarts[rg+1]-ft.rowStarts[rg] {
+				if n*fragment.RangeReadShare > ft.RowsIn(rg) {
 					decode = append(decode, rg)
 					continue
 				}
 				// Rows of a small part of the row group (a listing's page): that run only.
-				rec, err := t.readRowRange(ctx, f, m.Schema(), names, rg, first, n)
+				rec, err := t.reader.ReadRowRange(ctx, f.Ref(), cols, rg, first, n)
 				if err != nil {
 					return nil, err
 				}
@@ -333,7 +335,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 				continue
 			}
 			// A few rows: seek to each (rec row i is offsets[i]).
-			rec, err := t.readRowsAt(ctx, f, m.Schema(), names, rg, offsets)
+			rec, err := t.reader.ReadRowsAt(ctx, f.Ref(), cols, rg, offsets)
 			if err != nil {
 				return nil, err
 			}
@@ -350,15 +352,15 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 			for run < len(decode) && decode[run] == decode[run-1]+1 {
 				run++
 			}
-			rec, err := t.readFragment(ctx, f, m.Schema(), names, decode[:run], false)
+			rec, err := t.reader.ReadRowGroups(ctx, f.Ref(), cols, decode[:run])
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, rec)
-			first := ft.rowStarts[decode[0]]
+			first := ft.RowGroupStart(decode[0])
 			for _, rg := range decode[:run] {
 				for _, w := range groups[rg] {
-					order[w.out] = base + ft.rowStarts[rg] - first + w.row
+					order[w.out] = base + ft.RowGroupStart(rg) - first + w.row
 				}
 			}
 			base += rec.NumRows()
@@ -366,7 +368,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 		}
 	}
 	if identity(order, base) { // a single row, or rows already in order: no take
-		return arrowutil.Concat(t.projected.of(m.Schema(), names), parts, t.mem)
+		return arrowutil.Concat(t.projected.Of(m.Schema(), names), parts, t.mem)
 	}
 	// The rows wanted, out of the parts read, in one copy (run by run where they come in runs).
 	return arrowutil.TakeParts(ctx, t.mem, parts, order)
@@ -383,12 +385,4 @@ func identity(order []int64, n int64) bool {
 		}
 	}
 	return true
-}
-
-func projectFields(s *arrow.Schema, names []string) []arrow.Field {
-	out := make([]arrow.Field, len(names))
-	for i, n := range names {
-		out[i] = s.Field(s.FieldIndices(n)[0])
-	}
-	return out
 }

@@ -141,10 +141,10 @@ func TestReadRowsOfAKeyRangeInsideRowGroups(t *testing.T) {
 	var refs []RowRef
 	require.NoError(t, tbl.KeysAfter(ctx, m, "", func(r RowRef) bool { refs = append(refs, r); return true }))
 	require.Len(t, refs, 3000)
-	ft, err := tbl.fragmentFooter(ctx, m.Fragments[0])
+	ft, err := tbl.reader.Footer(ctx, m.Fragments[0].Ref())
 	require.NoError(t, err)
-	require.Greater(t, ft.md.NumRowGroups(), 2, "the test needs several row groups")
-	boundary := int(ft.rowStarts[1])
+	require.Greater(t, ft.RowGroups(), 2, "the test needs several row groups")
+	boundary := int(ft.RowGroupStart(1))
 	for _, run := range [][2]int{{10, 60}, {boundary - 40, boundary + 40}, {boundary + 1, boundary + 300}, {0, 3000}} {
 		want := refs[run[0]:run[1]]
 		rec, err := tbl.ReadRows(ctx, m, want, []string{"id", "value"})
@@ -188,10 +188,10 @@ func TestAFewRowsOfALargeRowGroupAreReadFromTheirPagesOnly(t *testing.T) {
 	require.NoError(t, err)
 	var refs []RowRef
 	require.NoError(t, tbl.KeysAfter(ctx, m, "", func(r RowRef) bool { refs = append(refs, r); return true }))
-	ft, err := tbl.fragmentFooter(ctx, m.Fragments[0])
+	ft, err := tbl.reader.Footer(ctx, m.Fragments[0].Ref())
 	require.NoError(t, err)
-	require.Equal(t, 1, ft.md.NumRowGroups(), "the case under test: one large row group")
-	groupBytes := ft.md.RowGroup(0).TotalCompressedSize()
+	require.Equal(t, 1, ft.RowGroups(), "the case under test: one large row group")
+	groupBytes := ft.Metadata().RowGroup(0).TotalCompressedSize()
 
 	// 1000-1400: parallelRunRows or more, so its columns decode concurrently.
 	for _, run := range [][2]int{{0, 40}, {1500, 1600}, {2900, 3000}, {1000, 1400}} {

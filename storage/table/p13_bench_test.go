@@ -17,12 +17,13 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/strata-store/strata/internal/benchfmt"
+	"github.com/strata-store/strata/storage/fragment"
 )
 
 // BenchmarkP13FragmentCodecs writes the same 100,000 rollout-like rows (ids, a few repeated
 // labels, a timestamp, 500 B of word-like text each) as one fragment with each page codec and
 // reads it back: CPU per row to encode and to decode, and bytes per row — the measurement behind
-// fragmentCodec.
+// fragment.Codec.
 func BenchmarkP13FragmentCodecs(b *testing.B) {
 	const rows = 100_000
 	rec := p13Rows(rows)
@@ -36,7 +37,7 @@ func BenchmarkP13FragmentCodecs(b *testing.B) {
 			var data []byte
 			encode := benchfmt.BestOf(3, func() {
 				var err error
-				if data, err = encodeFragmentWith(rec, memory.DefaultAllocator, c.codec); err != nil {
+				if data, err = fragment.Encode(rec, memory.DefaultAllocator, c.codec); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -45,7 +46,7 @@ func BenchmarkP13FragmentCodecs(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: scanBatchRows}, memory.DefaultAllocator)
+				fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: fragment.ScanBatchRows}, memory.DefaultAllocator)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -58,7 +59,7 @@ func BenchmarkP13FragmentCodecs(b *testing.B) {
 			})
 			perRow := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / rows }
 			default_ := ""
-			if c.codec == fragmentCodec {
+			if c.codec == fragment.Codec {
 				default_ = " (the codec fragments use)"
 			}
 			benchfmt.Report("P13-encode-"+c.name, perRow(encode), "µs", fmt.Sprintf("CPU per row to write 100,000 rollout-like rows (500 B of text each) as a fragment, %s pages%s", c.name, default_))

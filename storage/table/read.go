@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/fragment"
 )
 
 // userColumns returns the named columns, or every user column when names is empty; unknown
@@ -46,15 +47,15 @@ func (t *Table) Get(ctx context.Context, m *Manifest, key string, columns []stri
 		return nil, nil
 	}
 	f, _ := m.Fragment(loc.fragment)
-	ft, err := t.fragmentFooter(ctx, f)
+	ft, err := t.reader.Footer(ctx, f.Ref())
 	if err != nil {
 		return nil, err
 	}
-	rg, offset := ft.rowGroupOf(loc.row)
+	rg, offset := ft.RowGroupOf(loc.row)
 	if rg < 0 {
 		return nil, fmt.Errorf("table: fragment %s has no row %d", f.Path, loc.row)
 	}
-	return t.readRowsAt(ctx, f, m.Schema(), names, rg, []int64{offset})
+	return t.reader.ReadRowsAt(ctx, f.Ref(), fragment.Columns{Schema: m.Schema(), Names: names}, rg, []int64{offset})
 }
 
 // ScanOptions select what Scan returns.
@@ -65,7 +66,7 @@ type ScanOptions struct {
 }
 
 // Scan streams the live rows of version m, fragment by fragment, as records of at most
-// scanBatchRows rows. fn must not keep a record after returning without retaining it; an error
+// fragment.ScanBatchRows rows. fn must not keep a record after returning without retaining it; an error
 // from fn ends the scan and is returned as is.
 func (t *Table) Scan(ctx context.Context, m *Manifest, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
 	names, err := userColumns(m, opts.Columns)
@@ -99,32 +100,10 @@ func (t *Table) scanFragment(ctx context.Context, m *Manifest, f Fragment, read 
 	if err != nil {
 		return err
 	}
-	fr, err := t.openFragment(ctx, f, accessWhole, nil)
-	if err != nil {
-		return err
-	}
-	defer fr.ParquetReader().Close()
-	fr.Props.Parallel = true // columns decode concurrently
-	leaves, _ := leafColumns(fr, read)
-	rr, err := fr.GetRecordReader(ctx, leaves, nil)
-	if err != nil {
-		return fmt.Errorf("table: scan %s: %w", f.Path, err)
-	}
-	defer rr.Release()
 	schema := m.Schema()
-	var offset int64
-	for rr.Next() {
-		batch := rr.RecordBatch()
-		err := t.emitBatch(ctx, batch, schema, read, keep, offset, del, dropTombstones, fn)
-		offset += batch.NumRows()
-		if err != nil {
-			return err
-		}
-	}
-	if err := rr.Err(); err != nil {
-		return fmt.Errorf("table: scan %s: %w", f.Path, err)
-	}
-	return nil
+	return t.reader.Scan(ctx, f.Ref(), read, func(batch arrow.RecordBatch, offset int64) error {
+		return t.emitBatch(ctx, batch, schema, read, keep, offset, del, dropTombstones, fn)
+	})
 }
 
 // maxSliceRuns: a batch whose live rows form at most this many runs is emitted as zero-copy

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/strata-store/strata/storage/fragment"
 )
 
 // keyRow is one row's identity as the key columns describe it.
@@ -20,7 +21,7 @@ type keyRow struct {
 // scanKeys calls fn for every live row of fragment f (rows in its deletion vector are skipped),
 // reading only the key, _seq and _tombstone columns.
 func (t *Table) scanKeys(ctx context.Context, m *Manifest, f Fragment, fn func(keyRow)) error {
-	rec, err := t.readFragment(ctx, f, m.Schema(), []string{m.KeyColumn, SeqColumn, TombstoneColumn}, nil, false)
+	rec, err := t.reader.ReadRowGroups(ctx, f.Ref(), fragment.Columns{Schema: m.Schema(), Names: []string{m.KeyColumn, SeqColumn, TombstoneColumn}}, nil)
 	if err != nil {
 		return err
 	}

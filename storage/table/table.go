@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -49,9 +50,10 @@ type Table struct {
 	now     func() time.Time
 	retries int
 
-	cache      cache.Namespace // manifests, footers, deletion bitmaps, key-index footers
-	latestSeen atomic.Uint64   // the latest version found last; where the next search starts
-	projected  projections     // the schemas of column lists reads asked for
+	cache      cache.Namespace      // manifests, footers, deletion bitmaps, key-index footers
+	latestSeen atomic.Uint64        // the latest version found last; where the next search starts
+	projected  fragment.Projections // the schemas of column lists reads asked for
+	reader     *fragment.Reader     // reads the table's fragments (same store, cache namespace, allocator)
 	// schema is the schema the handle's manifests were last decoded with: a manifest read with
 	// the same fields shares it (shareSchema), so that retained versions do not each hold a copy
 	// and the projections keyed by it stay found across versions.
@@ -93,6 +95,7 @@ func newHandle(store objstore.Store, opts Options) *Table {
 		shared = cache.New(defaultCacheBytes, nil)
 	}
 	t.cache = shared.Namespace()
+	t.reader = &fragment.Reader{Store: store, Cache: t.cache, Mem: t.mem, Schemas: &t.projected}
 	return t
 }
 

@@ -22,6 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/strata-store/strata/storage/fragment"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -472,4 +474,16 @@ func insertSorted(s []uint64, v uint64) []uint64 {
 		return s
 	}
 	return slices.Insert(s, i, v)
+}
+
+// upsertCodec is the page codec of an upsert's fragment of n rows: none when n is below
+// uncompressedBelow (a WAL merge passes the compaction's target, so the fragment is a compaction
+// candidate from its commit on, and the compaction that takes it in compresses its rows: LZ4 at
+// the merge too would be paid twice, for bytes kept only until then; the first level of an LSM
+// tree left uncompressed), fragment.Codec otherwise.
+func upsertCodec(n, uncompressedBelow int64) compress.Compression {
+	if n < uncompressedBelow {
+		return compress.Codecs.Uncompressed
+	}
+	return fragment.Codec
 }

@@ -314,7 +314,7 @@ func TestManifestsOfOneSchemaShareItsDecodedForm(t *testing.T) {
 		require.EqualValues(t, 1, got.NumRows())
 		got.Release()
 	}
-	require.Len(t, reader.projected.m, 1, "one table schema keys the projections of every version")
+	require.Equal(t, 1, reader.projected.TableSchemas(), "one table schema keys the projections of every version")
 
 	upsertScoredRow(t, writer, mem, "new", 0.5, 10)
 	evolved, err := reader.Latest(ctx)

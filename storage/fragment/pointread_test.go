@@ -1,4 +1,4 @@
-package table
+package fragment
 
 import (
 	"bytes"
@@ -18,89 +18,20 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/typedrows"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
-var pointReadSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.BinaryTypes.String},
-	{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	{Name: "f", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
-	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-	{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true},
-	{Name: "tokens", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
-	{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-	{Name: "meta", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
-	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-}, nil)
+// pointReadSchema and typedRows: a user schema of every column type a point read meets, and
+// rows of it (internal/typedrows, shared with the table's tests).
+var pointReadSchema = typedrows.Schema
 
-// typedRows builds n rows of pointReadSchema (with _seq and _tombstone) with random nulls,
-// empty and null lists, and values of varied length.
 func typedRows(mem memory.Allocator, n int, rng *rand.Rand) arrow.RecordBatch {
-	return typedRowsWith(mem, n, rng, func() bool { return rng.IntN(4) == 0 })
+	return typedrows.Rows(mem, n, rng)
 }
 
-// typedRowsWith is typedRows with null deciding whether each nullable value is null.
 func typedRowsWith(mem memory.Allocator, n int, rng *rand.Rand, null func() bool) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, withInternalColumns(pointReadSchema))
-	defer b.Release()
-	for i := range n {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%05d", i))
-		if null() {
-			b.Field(1).AppendNull()
-		} else {
-			b.Field(1).(*array.Int32Builder).Append(rng.Int32())
-		}
-		if null() {
-			b.Field(2).AppendNull()
-		} else {
-			b.Field(2).(*array.Float32Builder).Append(rng.Float32())
-		}
-		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(rng.Int64N(1 << 50)))
-		if null() {
-			b.Field(4).AppendNull()
-		} else {
-			b.Field(4).(*array.LargeStringBuilder).Append(fmt.Sprintf("%0*d", rng.IntN(3000), i))
-		}
-		lb := b.Field(5).(*array.ListBuilder)
-		if null() {
-			lb.AppendNull()
-		} else {
-			lb.Append(true)
-			for range rng.IntN(5) {
-				lb.ValueBuilder().(*array.Int32Builder).Append(rng.Int32())
-			}
-		}
-		tb := b.Field(6).(*array.ListBuilder)
-		if null() {
-			tb.AppendNull()
-		} else {
-			tb.Append(true)
-			for range rng.IntN(3) {
-				tb.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprint(rng.IntN(100)))
-			}
-		}
-		sb := b.Field(7).(*array.StructBuilder)
-		if null() {
-			sb.AppendNull()
-		} else {
-			sb.Append(true)
-			sb.FieldBuilder(0).(*array.Int64Builder).Append(rng.Int64())
-			if null() {
-				sb.FieldBuilder(1).AppendNull()
-			} else {
-				sb.FieldBuilder(1).(*array.StringBuilder).Append("b")
-			}
-		}
-		if null() {
-			b.Field(8).AppendNull()
-		} else {
-			b.Field(8).(*array.BooleanBuilder).Append(rng.IntN(2) == 0)
-		}
-		b.Field(9).(*array.Uint64Builder).Append(1)
-		b.Field(10).(*array.BooleanBuilder).Append(false)
-	}
-	return b.NewRecordBatch()
+	return typedrows.RowsWith(mem, n, rng, null)
 }
 
 func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
@@ -113,8 +44,8 @@ func TestPointReadsMatchRowGroupDecodesForEveryColumnType(t *testing.T) {
 // fragments written before they were left out do): the flat ones are answered from column chunk
 // statistics without being read, the nested ones are read; both as a whole-group decode.
 func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
-	leaveOutNullColumns = false
-	t.Cleanup(func() { leaveOutNullColumns = true })
+	storeEveryColumn = true
+	t.Cleanup(func() { storeEveryColumn = false })
 	mem := checkedAlloc(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	tbl := comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, func() bool { return true }))
@@ -151,9 +82,9 @@ func TestPointReadsOfColumnsNullInTheWholeRowGroup(t *testing.T) {
 
 // comparePointReads upserts rec (and releases it), then checks point reads of every row group
 // of every fragment against whole-group decodes; it returns the table.
-func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec arrow.RecordBatch) *Table {
+func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec arrow.RecordBatch) *testTable {
 	ctx := context.Background()
-	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	tbl, err := newTestTableOf(t, objstoretest.NewMemory(), pointReadSchema, mem), error(nil)
 	require.NoError(t, err)
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
 	rec.Release()
@@ -243,7 +174,7 @@ func comparePointReads(t *testing.T, mem memory.Allocator, rng *rand.Rand, rec a
 
 // runsCrossingPages is how many of runs span two or more data pages of some leaf column of
 // row group rg.
-func runsCrossingPages(t *testing.T, tbl *Table, f Fragment, md *metadata.FileMetaData, rg int, runs []rowRun) int {
+func runsCrossingPages(t *testing.T, tbl *testTable, f Ref, md *metadata.FileMetaData, rg int, runs []rowRun) int {
 	rp, err := tbl.rowGroupPagesOf(context.Background(), f, md, rg)
 	require.NoError(t, err)
 	require.NotNil(t, rp)
@@ -295,7 +226,7 @@ func takeRows(_ context.Context, mem memory.Allocator, rec arrow.RecordBatch, of
 }
 
 // countedGet gets key (which must exist) at m and returns the object I/O it cost.
-func countedGet(t *testing.T, tbl *Table, m *Manifest, counting *objstoretest.Counting, key string) objstoretest.IOStats {
+func countedGet(t *testing.T, tbl *testTable, m *testManifest, counting *objstoretest.Counting, key string) objstoretest.IOStats {
 	t.Helper()
 	before := counting.Stats()
 	rec, err := tbl.Get(context.Background(), m, key, nil)
@@ -428,7 +359,7 @@ func TestPagePointReadsOfDictionaryPages(t *testing.T) {
 // most zero-padded) run to thousands of bytes. Such distinct values get no dictionary either.
 func TestFragmentStatisticsDropLongValues(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	tbl, err := newTestTableOf(t, objstoretest.NewMemory(), pointReadSchema, mem), error(nil)
 	require.NoError(t, err)
 	rec := typedRows(mem, 5000, rand.New(rand.NewPCG(4, 4)))
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
@@ -472,7 +403,7 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Write(rec))
 	require.NoError(t, w.Close())
-	f := Fragment{ID: 1, Path: "data/v2.parquet", Rows: int64(len(rows)), Bytes: int64(buf.Len())}
+	f := Ref{Path: "data/v2.parquet", Bytes: int64(buf.Len())}
 	require.NoError(t, objects.Put(ctx, f.Path, buf.Bytes()))
 	names := []string{"id", "value", "payload"}
 	_, ok, err := tbl.readRowsFromPages(ctx, f, readWindow{}, nil, rec.Schema(), names, 1, pointRuns([]int64{5}))
@@ -497,7 +428,7 @@ func TestPointReadsOfPagesThePagePathSkips(t *testing.T) {
 func TestRowGroupPruningNeverRulesOutAPresentValue(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	rng := rand.New(rand.NewPCG(11, 11))
-	tbl, err := Create(ctx, objstoretest.NewMemory(), pointReadSchema, "id", Options{Allocator: mem})
+	tbl, err := newTestTableOf(t, objstoretest.NewMemory(), pointReadSchema, mem), error(nil)
 	require.NoError(t, err)
 	rec := typedRows(mem, 20_000, rng)
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
@@ -513,19 +444,19 @@ func TestRowGroupPruningNeverRulesOutAPresentValue(t *testing.T) {
 			require.NoError(t, err)
 			ids, ns, flags := whole.Column(0).(*array.String), whole.Column(1).(*array.Int32), whole.Column(2).(*array.Boolean)
 			for i := 0; i < int(whole.NumRows()); i++ {
-				require.True(t, chunkMayHold(ft, rg, "id", ids.Value(i)))
+				require.True(t, ft.MayHold(rg, "id", ids.Value(i)))
 				if ns.IsValid(i) {
-					require.True(t, chunkMayHold(ft, rg, "n", int64(ns.Value(i))))
-					require.True(t, chunkMayHold(ft, rg, "n", int(ns.Value(i))))
+					require.True(t, ft.MayHold(rg, "n", int64(ns.Value(i))))
+					require.True(t, ft.MayHold(rg, "n", int(ns.Value(i))))
 				}
 				if flags.IsValid(i) {
-					require.True(t, chunkMayHold(ft, rg, "flag", flags.Value(i)))
+					require.True(t, ft.MayHold(rg, "flag", flags.Value(i)))
 				}
 			}
 			whole.Release()
-			require.False(t, chunkMayHold(ft, rg, "id", "~beyond every key"))
-			require.False(t, chunkMayHold(ft, rg, "n", int64(math.MaxInt32)+1))
-			require.False(t, chunkMayHold(ft, rg, "missing", "x"), "a column the fragment lacks is null")
+			require.False(t, ft.MayHold(rg, "id", "~beyond every key"))
+			require.False(t, ft.MayHold(rg, "n", int64(math.MaxInt32)+1))
+			require.False(t, ft.MayHold(rg, "missing", "x"), "a column the fragment lacks is null")
 		}
 	}
 }
@@ -535,7 +466,7 @@ func TestRowGroupPruningNeverRulesOutAPresentValue(t *testing.T) {
 func TestWarmPointReadOfNestedColumnsIsOneObjectRead(t *testing.T) {
 	ctx, mem := context.Background(), checkedAlloc(t)
 	counting := objstoretest.NewCounting(objstoretest.NewMemory())
-	tbl, err := Create(ctx, counting, pointReadSchema, "id", Options{Allocator: mem})
+	tbl, err := newTestTableOf(t, counting, pointReadSchema, mem), error(nil)
 	require.NoError(t, err)
 	rec := typedRowsWith(mem, 3000, rand.New(rand.NewPCG(8, 8)), func() bool { return false })
 	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
@@ -637,4 +568,30 @@ func TestAColdDictionaryIsFetchedWithItsDataPage(t *testing.T) {
 	defer got.Release()
 	require.Equal(t, labels[2], got.Column(0).(*array.String).Value(0))
 	require.EqualValues(t, 1, counting.Stats().Sub(before).Reads, "the dictionary page and the data page in one read")
+}
+
+// A fragment that leaves out its nullable columns null in every row (as every fragment written
+// now does) is read from its pages alone, nested columns included: they need no decoding through
+// the row group. Point reads of it answer what decoding its row groups whole does.
+func TestPointReadsOfFragmentsThatLeaveOutNullColumns(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	tbl := newTestTableOf(t, objstoretest.NewMemory(), pointReadSchema, mem)
+	rec := typedRowsWith(mem, 1000, rng, func() bool { return true })
+	sparse, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	ft, err := tbl.Footer(ctx, sparse)
+	require.NoError(t, err)
+	require.Equal(t, []string{"_seq", "_tombstone", "id", "ts"}, ft.Columns(), "only the columns that are not nullable")
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	names, err := userColumns(m, nil)
+	require.NoError(t, err)
+	g, err := tbl.newGroupRead(ctx, sparse, Columns{Schema: m.Schema(), Names: names}, 0)
+	require.NoError(t, err)
+	require.Equal(t, names, g.flat)
+	require.Empty(t, g.nested)
+
+	comparePointReads(t, mem, rng, typedRowsWith(mem, 20000, rng, func() bool { return true }))
 }

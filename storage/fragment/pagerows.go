@@ -4,7 +4,7 @@
 // first row — definition levels, then PLAIN values or dictionary indices — into the read's
 // pointValues. Dictionaries are decoded once and cached with where each entry starts, so an
 // entry is found without walking the ones before it.
-package table
+package fragment
 
 import (
 	"encoding/binary"

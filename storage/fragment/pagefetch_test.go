@@ -1,4 +1,4 @@
-package table
+package fragment
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func TestPointReadsThroughPooledPageBuffersKeepNoReferenceToThem(t *testing.T) {
 		require.True(t, objstore.ReadsInto(s))
 		return s
 	}
-	typed, err := Create(ctx, local(), pointReadSchema, "id", Options{Allocator: mem})
+	typed, err := newTestTableOf(t, local(), pointReadSchema, mem), error(nil)
 	require.NoError(t, err)
 	rec := typedRows(mem, 20000, rng)
 	_, err = typed.Upsert(ctx, rec, UpsertOptions{})
@@ -85,7 +85,7 @@ func TestPointReadsThroughPooledPageBuffersKeepNoReferenceToThem(t *testing.T) {
 		}
 	}()
 	pooled, dictionaries := 0, 0
-	for _, tbl := range []*Table{typed, labels} {
+	for _, tbl := range []*testTable{typed, labels} {
 		m, err := tbl.Latest(ctx)
 		require.NoError(t, err)
 		names, err := userColumns(m, nil)

@@ -1,7 +1,7 @@
 // Projected schemas: the schema of a read's columns, built once per table schema and column list
 // and then shared (an arrow.Schema is immutable). A point get would otherwise build one per call
 // (its field slice and its name index) for the row it returns.
-package table
+package fragment
 
 import (
 	"strconv"
@@ -14,18 +14,22 @@ import (
 // is not bounded by the table; past the bound the cache starts over.
 const maxProjections = 256
 
-// projections caches projected schemas by table schema and column list.
-type projections struct {
+// Projections caches projected schemas by table schema and column list. The zero value is
+// ready; a nil *Projections builds a schema per call.
+type Projections struct {
 	mu sync.Mutex                                 // guards m and n; held only for the lookup or insert
-	m  map[*arrow.Schema]map[string]*arrow.Schema // by a manifest's schema (one per table schema: Table.shareSchema), then by column list
+	m  map[*arrow.Schema]map[string]*arrow.Schema // by table schema (a table shares one per distinct schema), then by column list, then by column list
 	n  int                                        // schemas held, across every table schema
 }
 
 // projectionKeyBytes: column lists whose key fits are keyed without an allocation.
 const projectionKeyBytes = 512
 
-// of returns the schema of columns names of s (each must be in s).
-func (p *projections) of(s *arrow.Schema, names []string) *arrow.Schema {
+// Of returns the schema of columns names of s (each must be in s).
+func (p *Projections) Of(s *arrow.Schema, names []string) *arrow.Schema {
+	if p == nil {
+		return arrow.NewSchema(projectFields(s, names), nil)
+	}
 	// The key is the column list with each name length-prefixed (names may hold any byte),
 	// built on the stack; the map lookup by string(key) does not copy it.
 	var stack [projectionKeyBytes]byte
@@ -56,5 +60,20 @@ func (p *projections) of(s *arrow.Schema, names []string) *arrow.Schema {
 		p.n++
 	}
 	p.mu.Unlock()
+	return out
+}
+
+// TableSchemas is how many table schemas key the cache (tests check that versions share one).
+func (p *Projections) TableSchemas() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
+}
+
+func projectFields(s *arrow.Schema, names []string) []arrow.Field {
+	out := make([]arrow.Field, len(names))
+	for i, n := range names {
+		out[i] = s.Field(s.FieldIndices(n)[0])
+	}
 	return out
 }

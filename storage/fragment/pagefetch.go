@@ -3,7 +3,7 @@
 // a point read decodes one page per column (a few KiB each, about 32 KiB at most), so fetching only
 // those pages cuts what each get reads, allocates and leaves to the collector several times
 // over; a range not fetched up front (a dictionary page not yet cached) is read on first use.
-package table
+package fragment
 
 import (
 	"context"
@@ -28,8 +28,8 @@ type byteRange struct{ at, n int64 }
 // them is read from the object on demand (and kept).
 type pageWindows struct {
 	ctx     context.Context
-	t       *Table
-	f       Fragment
+	rd      *Reader
+	f       Ref
 	windows []readWindow
 	// reuse: reads go into pooled buffers, listed in buffers (nil entries: not pooled), which
 	// the caller hands back with release once nothing it read is referenced any more.
@@ -76,15 +76,15 @@ func (w *pageWindows) release() {
 }
 
 // spanWindows wraps an already fetched span (the whole row group).
-func (t *Table) spanWindows(ctx context.Context, f Fragment, span readWindow) *pageWindows {
-	return &pageWindows{ctx: ctx, t: t, f: f, windows: []readWindow{span}}
+func (rd *Reader) spanWindows(ctx context.Context, f Ref, span readWindow) *pageWindows {
+	return &pageWindows{ctx: ctx, rd: rd, f: f, windows: []readWindow{span}}
 }
 
 // fetchPages reads ranges of fragment f: sorted, coalesced across gaps under pageFetchGap,
 // each run one ranged read, the runs concurrently. reuse: the caller copies what it keeps and
 // calls release when done, so the reads may go into pooled buffers.
-func (t *Table) fetchPages(ctx context.Context, f Fragment, ranges []byteRange, reuse bool) (*pageWindows, error) {
-	w := &pageWindows{ctx: ctx, t: t, f: f, reuse: reuse && objstore.ReadsInto(t.store)}
+func (rd *Reader) fetchPages(ctx context.Context, f Ref, ranges []byteRange, reuse bool) (*pageWindows, error) {
+	w := &pageWindows{ctx: ctx, rd: rd, f: f, reuse: reuse && objstore.ReadsInto(rd.Store)}
 	if len(ranges) == 0 {
 		return w, nil
 	}
@@ -124,22 +124,22 @@ func (w *pageWindows) readWith(ctx context.Context, r byteRange) ([]byte, *[]byt
 	}
 	if class := pageClass(r.n); w.reuse && class >= 0 {
 		buf := pooledPageBuffer(class)
-		n, err := objstore.ReadRangeInto(ctx, w.t.store, w.f.Path, r.at, (*buf)[:r.n])
+		n, err := objstore.ReadRangeInto(ctx, w.rd.Store, w.f.Path, r.at, (*buf)[:r.n])
 		if err == nil && int64(n) != r.n {
 			err = errPage
 		}
 		if err != nil {
 			pageReadPools[class].Put(buf)
-			return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, err)
+			return nil, nil, fmt.Errorf("fragment: read %s: %w", w.f.Path, err)
 		}
 		return (*buf)[:r.n], buf, nil
 	}
-	data, err := w.t.store.GetRange(ctx, w.f.Path, r.at, r.n)
+	data, err := w.rd.Store.GetRange(ctx, w.f.Path, r.at, r.n)
 	if err != nil {
-		return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, err)
+		return nil, nil, fmt.Errorf("fragment: read %s: %w", w.f.Path, err)
 	}
 	if int64(len(data)) != r.n {
-		return nil, nil, fmt.Errorf("table: read fragment %s: %w", w.f.Path, errPage)
+		return nil, nil, fmt.Errorf("fragment: read %s: %w", w.f.Path, errPage)
 	}
 	return data, nil, nil
 }

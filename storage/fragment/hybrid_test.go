@@ -1,4 +1,4 @@
-package table
+package fragment
 
 import (
 	"encoding/binary"

@@ -2,7 +2,7 @@
 // run's rows), laid out as Arrow arrays directly, every column's buffers carved from one
 // allocation per read. A builder per column would allocate its own buffers (sized for 32 values,
 // each padded, regrown as values come) and builder objects, even for the one value a get returns.
-package table
+package fragment
 
 import (
 	"fmt"

@@ -4,7 +4,7 @@
 // up per read (no per-column readers, buffers or goroutines). Fragments or columns this path
 // does not handle (nested types, no page index, encodings other than PLAIN and dictionary, data
 // page v2) are read by the general path (readRowsAt). Malformed pages are errors, never panics.
-package table
+package fragment
 
 import (
 	"context"
@@ -501,12 +501,12 @@ type chunkInfo struct {
 
 // rowGroupPagesOf returns row group rg's rowGroupPages (nil when the fragment has no page
 // index), cached.
-func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.FileMetaData, rg int) (*rowGroupPages, error) {
+func (rd *Reader) rowGroupPagesOf(ctx context.Context, f Ref, md *metadata.FileMetaData, rg int) (*rowGroupPages, error) {
 	key := f.Path + "#pages-" + strconv.Itoa(rg)
-	if rp, ok := cache.Get[*rowGroupPages](t.cache, "page_locations", key); ok {
+	if rp, ok := cache.Get[*rowGroupPages](rd.Cache, "page_locations", key); ok {
 		return rp, nil
 	}
-	w, err := t.offsetIndexWindow(ctx, f, md, rg)
+	w, err := rd.offsetIndexWindow(ctx, f, md, rg)
 	if err != nil || w.data == nil {
 		return nil, err
 	}
@@ -517,15 +517,15 @@ func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.Fi
 	for c := range n {
 		cc, stats := leafStats(meta, c)
 		if cc == nil {
-			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, errPage)
+			return nil, fmt.Errorf("fragment: %s: %w", f.Path, errPage)
 		}
 		loc := cc.GetOffsetIndexLocation()
 		start := loc.Offset - w.at
 		if start < 0 || start+int64(loc.Length) > int64(len(w.data)) {
-			return nil, fmt.Errorf("table: fragment %s: %w", f.Path, errPage)
+			return nil, fmt.Errorf("fragment: %s: %w", f.Path, errPage)
 		}
 		if rp.pages[c], err = decodeOffsetIndex(w.data[start : start+int64(loc.Length)]); err != nil {
-			return nil, fmt.Errorf("table: fragment %s offset index: %w", f.Path, err)
+			return nil, fmt.Errorf("fragment: %s offset index: %w", f.Path, err)
 		}
 		rp.chunks[c] = chunkInfo{codec: cc.Compression(), hasDict: cc.HasDictionaryPage(), dataAt: cc.DataPageOffset()}
 		chunkAt := cc.DataPageOffset()
@@ -537,13 +537,24 @@ func (t *Table) rowGroupPagesOf(ctx context.Context, f Fragment, md *metadata.Fi
 		rp.allNull[c] = nullInEveryRow(meta, cc, stats)
 		cost += int64(len(rp.pages[c])) * 24
 	}
-	cache.Add(t.cache, "page_locations", key, rp, cost)
+	cache.Add(rd.Cache, "page_locations", key, rp, cost)
 	return rp, nil
+}
+
+// HasPageIndex reports whether row group rg of f was written with a page index (fragments of
+// the first releases were not: every read of theirs goes through pqarrow).
+func (rd *Reader) HasPageIndex(ctx context.Context, f Ref, rg int) (bool, error) {
+	ft, err := rd.Footer(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	rp, err := rd.rowGroupPagesOf(ctx, f, ft.md, rg)
+	return rp != nil, err
 }
 
 // nestedAllNull reports whether top-level field name holds only nulls in the row group: every one
 // of its leaves does, or the fragment does not store it.
-func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
+func (rp *rowGroupPages) nestedAllNull(ft *Footer, name string) bool {
 	leaves, stored := ft.topLeaves[name]
 	if !stored {
 		return true // the fragment does not store the column: null in every row
@@ -556,31 +567,23 @@ func (rp *rowGroupPages) nestedAllNull(ft *footer, name string) bool {
 	return len(leaves) > 0
 }
 
-// readRowsFromPages reads runs of rows (ascending, disjoint) of row group rg (names of schema)
-// page by page: from span (the row group's bytes) when the caller fetched it, else fetching just
-// the pages it decodes. rp is the row group's page metadata when the caller has it (nil: looked
-// up). ok=false when the fragment or a column needs the general path.
-func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWindow, rp *rowGroupPages, tableSchema *arrow.Schema, names []string, rg int, runs []rowRun) (rec arrow.RecordBatch, ok bool, err error) {
-	ft, err := t.fragmentFooter(ctx, f)
-	if err != nil {
-		return nil, false, err
-	}
+// readFromPages reads runs of rows (ascending, disjoint) of the row group's columns names (flat
+// ones, typed by the read's schema) page by page: from the span (the row group's bytes) when
+// fetched, else fetching just the pages it decodes. ok=false when the fragment or a column needs
+// the general path.
+func (g *groupRead) readFromPages(ctx context.Context, names []string, runs []rowRun) (rec arrow.RecordBatch, ok bool, err error) {
+	rd, f, ft, rg, rp, tableSchema := g.rd, g.f, g.ft, g.rg, g.pages, g.schema
 	md := ft.md
-	if rg < 0 || rg >= md.NumRowGroups() {
+	if rp == nil {
 		return nil, false, nil
 	}
 	rgRows := ft.rowStarts[rg+1] - ft.rowStarts[rg]
 	var rows int64
 	for _, run := range runs {
 		if run.first < 0 || run.n < 1 || run.n > rgRows-run.first {
-			return nil, false, fmt.Errorf("table: fragment %s row group %d has no rows %d+%d", f.Path, rg, run.first, run.n)
+			return nil, false, fmt.Errorf("fragment: %s row group %d has no rows %d+%d", f.Path, rg, run.first, run.n)
 		}
 		rows += run.n
-	}
-	if rp == nil {
-		if rp, err = t.rowGroupPagesOf(ctx, f, md, rg); err != nil || rp == nil {
-			return nil, false, err
-		}
 	}
 	idx := rp.pages
 	cols := pageColumns(len(names))
@@ -588,7 +591,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 	for i, name := range names {
 		fi := tableSchema.FieldIndices(name)
 		if len(fi) == 0 {
-			return nil, false, fmt.Errorf("table: no column %q", name)
+			return nil, false, fmt.Errorf("fragment: no column %q", name)
 		}
 		cols[i].name, cols[i].typ = name, tableSchema.Field(fi[0]).Type
 		leaf, stored := ft.flatLeaves[name]
@@ -610,7 +613,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 		chunk := rp.chunks[leaf]
 		cols[i].desc, cols[i].chunk, cols[i].leaf = desc, chunk, leaf
-		cols[i].cache, cols[i].path, cols[i].rowGroup = t.cache, f.Path, rg
+		cols[i].cache, cols[i].path, cols[i].rowGroup = rd.Cache, f.Path, rg
 		if chunk.codec != compress.Codecs.Uncompressed {
 			if cols[i].codec, err = compress.GetCodec(chunk.codec); err != nil {
 				return nil, false, nil
@@ -618,8 +621,8 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 	}
 	var window *pageWindows
-	if span.data != nil {
-		window = t.spanWindows(ctx, f, span)
+	if g.span.data != nil {
+		window = rd.spanWindows(ctx, f, g.span)
 	} else {
 		// The data pages holding the runs and the dictionary pages not cached yet, fetched
 		// together (a dictionary page is decoded once, then cached).
@@ -642,7 +645,7 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 		}
 		// Every value is copied into values below and a dictionary page before it is cached,
 		// so the pages' buffers go back to their pools when the read returns.
-		if window, err = t.fetchPages(ctx, f, ranges, true); err != nil {
+		if window, err = rd.fetchPages(ctx, f, ranges, true); err != nil {
 			window.release()
 			return nil, false, err
 		}
@@ -663,18 +666,18 @@ func (t *Table) readRowsFromPages(ctx context.Context, f Fragment, span readWind
 				if errors.Is(err, errPageUnsupported) {
 					return nil, false, nil
 				}
-				return nil, false, fmt.Errorf("table: read fragment %s row group %d rows %d+%d column %q: %w", f.Path, rg, run.first, run.n, c.name, err)
+				return nil, false, fmt.Errorf("fragment: read %s row group %d rows %d+%d column %q: %w", f.Path, rg, run.first, run.n, c.name, err)
 			}
 		}
 	}
-	arrs, err := values.arrays(t.mem, types, int(rows))
+	arrs, err := values.arrays(rd.Mem, types, int(rows))
 	if errors.Is(err, errPageUnsupported) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("table: read fragment %s row group %d: %w", f.Path, rg, err)
+		return nil, false, fmt.Errorf("fragment: read %s row group %d: %w", f.Path, rg, err)
 	}
 	defer releaseArrays(arrs) // the record batch holds its own references
 	// Every column's field is tableSchema's field of that name (cols above).
-	return array.NewRecordBatch(t.projected.of(tableSchema, names), arrs, rows), true, nil
+	return array.NewRecordBatch(rd.Schemas.Of(tableSchema, names), arrs, rows), true, nil
 }

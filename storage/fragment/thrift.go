@@ -1,7 +1,7 @@
 // A minimal reader of Thrift's compact protocol, enough to parse the Parquet structures a point
 // read needs (page headers, offset indexes) without the general Parquet reader's per-read set-up.
 // It never panics: malformed or truncated input is an error.
-package table
+package fragment
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package table
+package fragment
 
 import (
 	"fmt"
@@ -116,7 +116,7 @@ func TestColumnsWithoutRepeatedValuesAreWrittenWithoutADictionary(t *testing.T) 
 	withEmpty := array.NewRecordBatch(arrow.NewSchema(append(rec.Schema().Fields(), arrow.Field{Name: "empty", Type: arrow.BinaryTypes.String, Nullable: true}), nil),
 		append(rec.Columns(), empty), rec.NumRows())
 	defer withEmpty.Release()
-	props := parquet.NewWriterProperties(fragmentWriterProperties(withEmpty, mem, fragmentCodec)...)
+	props := parquet.NewWriterProperties(writerProperties(withEmpty, mem, Codec, true)...)
 	require.False(t, props.DictionaryEnabledFor("id"), "distinct ids")
 	require.False(t, props.DictionaryEnabledFor("empty"), "no values")
 	require.True(t, props.DictionaryEnabledFor("value"), "three values")

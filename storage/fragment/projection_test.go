@@ -1,4 +1,4 @@
-package table
+package fragment
 
 import (
 	"fmt"
@@ -17,15 +17,15 @@ func TestProjectedSchemasAreSharedPerColumnList(t *testing.T) {
 		{Name: "a\x00b", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "1:a", Type: arrow.FixedWidthTypes.Boolean},
 	}, nil)
-	var p projections
-	ab := p.of(s, []string{"a", "b"})
-	require.Same(t, ab, p.of(s, []string{"a", "b"}), "the same list: the same schema")
+	var p Projections
+	ab := p.Of(s, []string{"a", "b"})
+	require.Same(t, ab, p.Of(s, []string{"a", "b"}), "the same list: the same schema")
 	require.Equal(t, []string{"a", "b"}, fieldNames(ab))
-	require.Equal(t, []string{"a\x00b"}, fieldNames(p.of(s, []string{"a\x00b"})))
-	require.Equal(t, []string{"1:a"}, fieldNames(p.of(s, []string{"1:a"})))
-	require.Equal(t, []string{"b", "a"}, fieldNames(p.of(s, []string{"b", "a"})), "order is part of the list")
+	require.Equal(t, []string{"a\x00b"}, fieldNames(p.Of(s, []string{"a\x00b"})))
+	require.Equal(t, []string{"1:a"}, fieldNames(p.Of(s, []string{"1:a"})))
+	require.Equal(t, []string{"b", "a"}, fieldNames(p.Of(s, []string{"b", "a"})), "order is part of the list")
 	other := arrow.NewSchema(s.Fields(), nil)
-	require.NotSame(t, ab, p.of(other, []string{"a", "b"}), "another table schema: its own projection")
+	require.NotSame(t, ab, p.Of(other, []string{"a", "b"}), "another table schema: its own projection")
 
 	for i := range 3 * maxProjections {
 		names := []string{"a", "b"}
@@ -33,7 +33,7 @@ func TestProjectedSchemasAreSharedPerColumnList(t *testing.T) {
 			names = []string{"b"}
 		}
 		fresh := arrow.NewSchema(s.Fields(), nil) // a new manifest's schema each time
-		require.Equal(t, names, fieldNames(p.of(fresh, names)), fmt.Sprint(i))
+		require.Equal(t, names, fieldNames(p.Of(fresh, names)), fmt.Sprint(i))
 		require.LessOrEqual(t, p.n, maxProjections)
 		n := 0
 		for _, bySchema := range p.m {
@@ -41,4 +41,12 @@ func TestProjectedSchemasAreSharedPerColumnList(t *testing.T) {
 		}
 		require.Equal(t, p.n, n, "the count is what the maps hold")
 	}
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	out := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		out[i] = f.Name
+	}
+	return out
 }
