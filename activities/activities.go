@@ -26,12 +26,12 @@ import (
 )
 
 // Phase is what a maintenance job is doing, as its heartbeat details show it (a merge reports
-// its own steps: lsm.MergePhase, the same words).
+// its own steps: lsm.Phase, the same words).
 type Phase string
 
 const (
-	PhaseIndexing         = Phase(lsm.MergeIndexing)
-	PhaseCompacting Phase = "compacting"
+	PhaseIndexing         = Phase(lsm.PhaseIndexing)
+	PhaseCompacting       = Phase(lsm.PhaseCompacting)
 	PhaseCleaning   Phase = "cleaning"
 	PhaseStats      Phase = "stats"
 	// Registry cleanup's steps.
@@ -131,11 +131,11 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 		var res workflows.ActivityResult
 		opts := mergeOptionsFor(a.Merge, a.Compaction)
 		var merged int // generations merged by the passes before this one
-		opts.OnPhase = func(p lsm.MergeProgress) {
+		opts.OnProgress = func(p lsm.Progress) {
 			hb.set(func(d *HeartbeatDetails) {
-				d.Phase, d.Shard, d.ReservedBytes, d.WaitingForBudget = Phase(p.Phase), p.Shard, p.ReservedBytes, p.WaitingForBudget()
+				d.apply(p)
 				d.GenerationsRead = merged + p.GenerationsRead
-				if p.Phase == lsm.MergeDone {
+				if p.Phase == lsm.PhaseDone {
 					merged += p.GenerationsRead
 					d.RowsMerged += p.RowsMerged
 					d.ReservedBytes = 0
@@ -168,12 +168,9 @@ func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInp
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction.With(in.Request.Overrides),
-			OnIndexing: func() { hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseIndexing }) },
 			// Waiting for merge memory is not a stall (the watchdog spares it), and the
 			// details show what the compaction holds.
-			OnBudget: func(bytes int64, waiting bool) {
-				hb.set(func(d *HeartbeatDetails) { d.ReservedBytes, d.WaitingForBudget = bytes, waiting })
-			}})
+			OnProgress: func(p lsm.Progress) { hb.set(func(d *HeartbeatDetails) { d.apply(p) }) }})
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}

@@ -23,6 +23,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -44,6 +45,15 @@ type HeartbeatDetails struct {
 	RowsMerged       int64  `json:"rows_merged"`
 	StorageCalls     int64  `json:"storage_calls"`
 	StorageBytes     int64  `json:"storage_bytes"`
+}
+
+// apply takes a store job's progress (phase, shard, memory held) into the details; counts that
+// add up across passes are the caller's.
+func (d *HeartbeatDetails) apply(p lsm.Progress) {
+	d.Phase, d.ReservedBytes, d.WaitingForBudget = Phase(p.Phase), p.ReservedBytes, p.WaitingForBudget()
+	if p.Shard != "" {
+		d.Shard = p.Shard
+	}
 }
 
 // heartbeater records progress-driven heartbeats until stopped, and cancels the work when it

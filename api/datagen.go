@@ -49,11 +49,9 @@ type DatagenRootStatusesResponse struct {
 	Statuses map[string]string `json:"statuses"`
 }
 
+// registerDatagen registers the datagen kind's own routes (its registry routes:
+// registerStoreRoutes).
 func (h *handlers) registerDatagen(g *routeGroup) {
-	g.POST("/datagen", h.createDatagen)
-	g.GET("/datagen", h.listStores(catalog.KindDatagen))
-	g.GET("/datagen/:name", h.getStore(catalog.KindDatagen))
-	g.DELETE("/datagen/:name", h.deleteStore(catalog.KindDatagen))
 	g.POST("/datagen/:name/events", h.addDatagenEvents, middleware.BodyLimit(datagenBodyLimit))
 	g.GET("/datagen/:name/items/:item_id", h.foldDatagenItem)
 	g.GET("/datagen/:name/items/:item_id/failures", h.datagenItemFailures)
@@ -62,8 +60,6 @@ func (h *handlers) registerDatagen(g *routeGroup) {
 	g.GET("/datagen/:name/root-status", h.datagenRootStatuses)
 	g.GET("/datagen/:name/roots/:root_item_id/events", h.datagenRootEvents)
 	g.GET("/datagen/:name/blobs/:event_id", h.datagenBlob)
-	g.POST("/datagen/:name/flush", h.flushStore(catalog.KindDatagen))
-	g.POST("/datagen/:name/merge-wal", h.mergeWAL(catalog.KindDatagen))
 }
 
 func (h *handlers) createDatagen(c echo.Context) error {

@@ -37,17 +37,13 @@ type genericOptions struct {
 	SealOnAdd      bool              `json:"seal_on_add,omitempty"`
 }
 
+// registerGeneric registers the generic kind's own routes (its registry routes:
+// registerStoreRoutes).
 func (h *handlers) registerGeneric(g *routeGroup) {
-	g.POST("/generic", h.createGeneric)
-	g.GET("/generic", h.listStores(catalog.KindGeneric))
-	g.GET("/generic/:name", h.getStore(catalog.KindGeneric))
-	g.DELETE("/generic/:name", h.deleteStore(catalog.KindGeneric))
 	g.POST("/generic/:name/rows", h.addGenericRows)
 	g.GET("/generic/:name/rows", h.listGenericRows)
 	g.GET("/generic/:name/rows/:id", h.getGenericRow)
 	g.DELETE("/generic/:name/rows/:id", h.deleteRecord(catalog.KindGeneric))
-	g.POST("/generic/:name/flush", h.flushStore(catalog.KindGeneric))
-	g.POST("/generic/:name/merge-wal", h.mergeWAL(catalog.KindGeneric))
 }
 
 func (h *handlers) createGeneric(c echo.Context) error {

@@ -122,9 +122,7 @@ func New(d Deps) *echo.Echo {
 	open.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	if d.Stores != nil {
 		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken, d.AdminToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
-		h.registerRollouts(data)
-		h.registerGeneric(data)
-		h.registerDatagen(data)
+		h.registerStores(data)
 		admin := newRouteGroup(e, "/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
 		h.registerAdmin(admin)
 		if d.Pprof {

@@ -6,6 +6,8 @@ package kinds
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -26,14 +28,26 @@ type Kind struct {
 	JSONColumns map[string]bool
 	// KeyColumn is the table's key column (a non-empty UTF-8 string, newest _seq wins).
 	KeyColumn string
+	// Route is the kind's collection in the HTTP API: /api/v1/<Route>/<name>.
+	Route string
 }
 
 var served = map[catalog.Kind]*Kind{
 	catalog.KindRollout: {Name: catalog.KindRollout, Schema: func(json.RawMessage) (*arrow.Schema, error) { return RolloutSchema, nil },
-		JSONColumns: RolloutJSONColumns, KeyColumn: KeyColumn},
-	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}, KeyColumn: KeyColumn},
+		JSONColumns: RolloutJSONColumns, KeyColumn: KeyColumn, Route: "rollouts"},
+	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}, KeyColumn: KeyColumn, Route: "generic"},
 	catalog.KindDatagen: {Name: catalog.KindDatagen, Schema: func(json.RawMessage) (*arrow.Schema, error) { return DatagenSchema, nil },
-		JSONColumns: map[string]bool{}, KeyColumn: DatagenKeyColumn},
+		JSONColumns: map[string]bool{}, KeyColumn: DatagenKeyColumn, Route: "datagen"},
+}
+
+// Served is every kind this server serves, in name order.
+func Served() []*Kind {
+	out := make([]*Kind, 0, len(served))
+	for _, k := range served {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b *Kind) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
 }
 
 // Of returns the kind's description, or an error wrapping catalog.ErrInvalid for a kind this

@@ -26,6 +26,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/kinds"
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/table"
@@ -401,17 +402,23 @@ func (m *Manager) Purge(ctx context.Context, st catalog.Store) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	deleted := 0
+	var doomed []string
 	for _, o := range objs {
-		if slices.ContainsFunc(keep, func(p string) bool { return strings.HasPrefix(o.Key, p) }) {
-			continue
+		if !slices.ContainsFunc(keep, func(p string) bool { return strings.HasPrefix(o.Key, p) }) {
+			doomed = append(doomed, o.Key)
 		}
-		if err := objects.Delete(ctx, o.Key); err != nil {
-			return deleted, err
-		}
-		deleted++
 	}
-	return deleted, m.cat.PurgeStore(ctx, st.ID)
+	// Through the process's deleter: paced, so a purge of a large store does not flood the
+	// object store every other store reads from.
+	del := m.cfg.Store.Table.Deleter
+	if del == nil {
+		del = deleter.Shared()
+	}
+	res := del.Delete(ctx, objects, deleter.PurgedStore, doomed...)
+	if res.Failed > 0 || res.Skipped > 0 {
+		return res.Deleted, fmt.Errorf("purge %s/%s: %d objects left: %w", st.Kind, st.Name, res.Failed+res.Skipped, res.Err)
+	}
+	return res.Deleted, m.cat.PurgeStore(ctx, st.ID)
 }
 
 // maxNestedStores bounds the registered stores a purge steps around inside a store's directory

@@ -28,6 +28,7 @@ import (
 	"github.com/strata-store/strata/internal/memlimit"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
@@ -279,6 +280,7 @@ type runtime struct {
 	registry    *prometheus.Registry
 	stores      *storecache.Manager
 	writeBuffer *shard.WriteBuffer // closed after the stores
+	deleter     *deleter.Deleter   // every delete of every store; closed after the stores
 	memory      *memlimit.Governor // the soft memory limit; stopped last
 	log         *slog.Logger
 }
@@ -296,6 +298,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	writeBuffer := shard.NewWriteBuffer(memtableLimit(cfg.MemtableBytes), 0, reg)
 	objectCache := cache.New(cacheLimit(cfg.CacheBytes), reg)
 	mergeBudget := budget.New(cfg.MergeMemoryBytes, reg)
+	objectDeleter := deleter.New(deleter.Options{Metrics: deleter.NewMetrics(reg)})
 	sdkMetrics := worker.NewSDKMetrics(reg)
 	var tc client.Client
 	var requestMerge storecache.MergeRequester
@@ -334,7 +337,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			Budget:               mergeBudget,
 			WriteBuffer:          writeBuffer,
 			Metrics:              lsm.NewMetrics(reg),
-			Table:                table.Options{Metrics: table.NewMetrics(reg), Cache: objectCache},
+			Table:                table.Options{Metrics: table.NewMetrics(reg), Cache: objectCache, Deleter: objectDeleter},
 		},
 	}, reg, log)
 	if err != nil {
@@ -357,7 +360,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 	memory.Track(objectCache.Bytes)
 	memory.Track(mergeBudget.Reserved)
 	return &runtime{temporal: tc, sdkMetrics: sdkMetrics, catalog: cat, registry: reg, stores: mgr, writeBuffer: writeBuffer,
-		memory: memory, log: log}, nil
+		deleter: objectDeleter, memory: memory, log: log}, nil
 }
 
 // memtableLimit resolves --memtable-memory-bytes: 0 picks a quarter of the Go memory limit
@@ -397,6 +400,7 @@ func (r *runtime) close(ctx context.Context) {
 		r.log.Error("sealing resident stores at shutdown", "err", err)
 	}
 	r.writeBuffer.Close()
+	r.deleter.Close() // after the stores: their last seals and merges hand it garbage
 	r.catalog.Close()
 	r.memory.Stop()
 	if r.temporal != nil {

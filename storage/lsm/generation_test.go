@@ -128,7 +128,7 @@ func writeFormat1Generation(t *testing.T, s *Store, sh string, rec arrow.RecordB
 		put(stamped.Seqs[i])
 		keys.WriteByte(0)
 	}
-	_, err = shard.UpdateManifest(ctx, s.objects, sh, func(cur *shard.ShardManifest) (*shard.ShardManifest, error) {
+	_, _, err = shard.UpdateManifest(ctx, s.objects, sh, func(cur *shard.ShardManifest) (*shard.ShardManifest, error) {
 		base := fmt.Sprintf("%s%s/gens/%020d-format1", shard.WALDir, sh, cur.NextGeneration)
 		g := shard.Generation{Gen: cur.NextGeneration, Path: base + ".arrow", KeysPath: base + ".keys", Rows: rec.NumRows(),
 			Bytes: int64(file.Len()), MinKey: stamped.Keys[0], MaxKey: stamped.Keys[len(stamped.Keys)-1], SealedAt: time.Now()}

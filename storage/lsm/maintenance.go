@@ -15,9 +15,6 @@ import (
 	"github.com/strata-store/strata/storage/table"
 )
 
-// MergeIndexing is the phase a merge reports while it builds the key index first.
-const MergeIndexing MergePhase = "indexing"
-
 // MergeSummary reports Merge.
 type MergeSummary struct {
 	Generations int   // generations folded into the table
@@ -31,7 +28,7 @@ type MergeSummary struct {
 // does not cover the table (index before merge).
 func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (MergeSummary, error) {
 	var sum MergeSummary
-	if err := s.ensureKeyIndex(ctx, func() { report(opts, MergeProgress{Phase: MergeIndexing}) }); err != nil {
+	if err := s.ensureKeyIndex(ctx, func() { opts.OnProgress.report(Progress{Phase: PhaseIndexing}) }); err != nil {
 		return sum, err
 	}
 	shards, err := s.ListShards(ctx)
@@ -53,12 +50,6 @@ func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (Me
 		}
 	}
 	return sum, nil
-}
-
-func report(opts MergeOptions, p MergeProgress) {
-	if opts.OnPhase != nil {
-		opts.OnPhase(p)
-	}
 }
 
 // ensureKeyIndex builds the key index when it does not cover every fragment; onBuild is called
@@ -84,11 +75,9 @@ func (s *Store) BuildKeyIndex(ctx context.Context) (*table.Manifest, error) {
 // CompactOptions configure Compact.
 type CompactOptions struct {
 	Compaction table.CompactionConfig
-	OnIndexing func() // called before the key index is extended over the new fragments
-	// OnBudget, when set, reports the compaction's hold on the merge memory budget: (0, true)
-	// while it waits, (bytes held, false) once it holds them, (0, false) once they are given
-	// back.
-	OnBudget func(bytes int64, waiting bool)
+	// OnProgress, when set, is told what the compaction is doing: waiting for merge memory,
+	// compacting (with the bytes it holds), extending the key index, done (nothing held).
+	OnProgress ProgressFunc
 }
 
 // Compact compacts the table, then extends the key index over the fragments it wrote when the
@@ -104,28 +93,22 @@ func (s *Store) Compact(ctx context.Context, opts CompactOptions) (table.Compact
 	if len(plan.Sources) == 0 {
 		return table.CompactionResult{Manifest: m}, nil
 	}
-	onBudget := opts.OnBudget
-	if onBudget == nil {
-		onBudget = func(int64, bool) {}
-	}
+	progress := opts.OnProgress
+	defer progress.report(Progress{Phase: PhaseDone})
 	footprint := s.tbl.CompactionFootprint(m, plan)
-	onBudget(0, true)
+	progress.report(Progress{Phase: PhaseWaitingForBudget})
 	res, err := s.opts.Budget.Reserve(ctx, footprint)
 	if err != nil {
-		onBudget(0, false)
 		return table.CompactionResult{}, err
 	}
-	onBudget(res.Bytes(), false)
+	progress.report(Progress{Phase: PhaseCompacting, ReservedBytes: res.Bytes()})
 	r, err := s.tbl.ExecuteCompaction(ctx, plan)
 	res.Release()
-	onBudget(0, false)
 	if err != nil {
 		return r, err
 	}
 	if r.FragmentsAdded > 0 && r.Manifest != nil && r.Manifest.KeyIndex != nil && !r.Manifest.IndexCoversAll() {
-		if opts.OnIndexing != nil {
-			opts.OnIndexing()
-		}
+		progress.report(Progress{Phase: PhaseIndexing})
 		m, err := s.tbl.BuildKeyIndex(ctx)
 		if err != nil {
 			return r, err

@@ -39,34 +39,9 @@ type MergeOptions struct {
 	// pass the compaction's target rows. Default table.DefaultTargetRowsPerFragment; negative =
 	// always compressed.
 	UncompressedBelowRows int64
-	// OnPhase, when set, is told what the merge is doing (for activity heartbeats).
-	OnPhase func(MergeProgress)
+	// OnProgress, when set, is told what the merge is doing (for activity heartbeats).
+	OnProgress ProgressFunc
 }
-
-// MergePhase is what a merge is doing; activities report it in their heartbeat details.
-type MergePhase string
-
-// The phases of one merge pass, in order.
-const (
-	MergePlanning         MergePhase = "planning"
-	MergeWaitingForBudget MergePhase = "waiting_for_budget" // for merge memory from the process budget
-	MergeReading          MergePhase = "reading"
-	MergeCommitting       MergePhase = "committing" // the table upsert that advances the watermark
-	MergeDropping         MergePhase = "dropping"   // the merged generations, from the shard manifest and storage
-	MergeDone             MergePhase = "done"
-)
-
-// MergeProgress is a merge's state, as reported to OnPhase.
-type MergeProgress struct {
-	Phase           MergePhase
-	Shard           string
-	ReservedBytes   int64
-	GenerationsRead int
-	RowsMerged      int64
-}
-
-// WaitingForBudget reports whether the merge waits for merge memory.
-func (p MergeProgress) WaitingForBudget() bool { return p.Phase == MergeWaitingForBudget }
 
 // MergeResult reports a merge pass.
 type MergeResult struct {
@@ -90,12 +65,8 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	if opts.UncompressedBelowRows == 0 {
 		opts.UncompressedBelowRows = table.DefaultTargetRowsPerFragment
 	}
-	progress := MergeProgress{Phase: MergePlanning, Shard: shardID}
-	report := func() {
-		if opts.OnPhase != nil {
-			opts.OnPhase(progress)
-		}
-	}
+	progress := Progress{Phase: PhasePlanning, Shard: shardID}
+	report := func() { opts.OnProgress.report(progress) }
 	report()
 
 	sm, err := s.shards.LatestManifest(ctx, shardID)
@@ -117,7 +88,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 
 	// Reserve the batch's footprint (known from the shardID manifest) before reading anything, in
 	// one acquire: a small merge holds little, so concurrency is bounded by bytes, not by the cap.
-	progress.Phase = MergeWaitingForBudget
+	progress.Phase = PhaseWaitingForBudget
 	report()
 	// The index run the merge adds may take in tail runs, built in memory: that is reserved too.
 	var keys int64
@@ -129,7 +100,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 		return MergeResult{}, err
 	}
 	defer res.Release()
-	progress.Phase, progress.ReservedBytes = MergeReading, res.Bytes()
+	progress.Phase, progress.ReservedBytes = PhaseReading, res.Bytes()
 	report()
 
 	parts, err := s.readGenerations(ctx, shardID, batch, &progress, report)
@@ -147,7 +118,7 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 	for _, p := range parts {
 		rows += p.NumRows()
 	}
-	progress.Phase, progress.RowsMerged = MergeCommitting, rows
+	progress.Phase, progress.RowsMerged = PhaseCommitting, rows
 	report()
 	first, last := batch[0].Gen, batch[len(batch)-1].Gen
 	up, err := s.tbl.UpsertParts(ctx, parts, table.UpsertOptions{
@@ -172,14 +143,14 @@ func (s *Store) MergeShard(ctx context.Context, shardID string, opts MergeOption
 		s.metrics.merges.WithLabelValues("error").Inc()
 		return MergeResult{}, err
 	}
-	progress.Phase = MergeDropping
+	progress.Phase = PhaseDropping
 	report()
 	s.dropMerged(ctx, shardID, last)
 	s.metrics.merges.WithLabelValues("merged").Inc()
 	s.metrics.generationsMerged.Add(float64(len(batch)))
 	s.metrics.rowsMerged.Add(float64(rows))
 	s.metrics.mergeDuration.Observe(time.Since(start).Seconds())
-	progress.Phase = MergeDone
+	progress.Phase = PhaseDone
 	report()
 	return MergeResult{Generations: len(batch), Rows: rows, Remaining: len(pending) - len(batch), Version: up.Manifest.Version}, nil
 }
@@ -224,7 +195,7 @@ func totalFootprint(gens []shard.Generation) int64 {
 // readGenerations reads the generations' rows, batch by batch in generation order, each laid
 // out as the table schema (the upsert dedupes them and gathers the rows it writes from the
 // batches: they are never joined). The caller releases them.
-func (s *Store) readGenerations(ctx context.Context, shardID string, gens []shard.Generation, progress *MergeProgress, report func()) ([]arrow.RecordBatch, error) {
+func (s *Store) readGenerations(ctx context.Context, shardID string, gens []shard.Generation, progress *Progress, report func()) ([]arrow.RecordBatch, error) {
 	var parts []arrow.RecordBatch
 	for _, g := range gens {
 		recs, err := s.shards.GenerationRows(ctx, shardID, g)

@@ -190,7 +190,7 @@ func TestADamagedListedSegmentFailsTheClaimLoudly(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, m.Segments)
 	// Make the shard need replay from a listed segment, then damage it.
-	_, err = shard.UpdateManifest(ctx, e.objects, s.Shard(), func(cur *shard.ShardManifest) (*shard.ShardManifest, error) {
+	_, _, err = shard.UpdateManifest(ctx, e.objects, s.Shard(), func(cur *shard.ShardManifest) (*shard.ShardManifest, error) {
 		cur.ReplayAfter, cur.Generations = 0, nil
 		return cur, nil
 	})

@@ -140,6 +140,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 		schema: m.Schema(), keyColumn: m.KeyColumn}
 	s.shards = shard.NewAccess(objects, s.schema, s.keyColumn, s.mem, opts.Table.Cache, opts.Metrics.Shard, opts.IOTimeout)
 	s.shards.Name = opts.Name
+	s.shards.Deleter = opts.Table.Deleter // the process's one deleter, for the WAL as for the table
 	s.warnLimiter = rate.NewLimiter(rate.Every(time.Minute), 1)
 	// A writing process that wrote here before (same instance id) takes its shard back at once
 	// and replays what it had not sealed, rather than waiting for its next write: the rows it

@@ -35,3 +35,19 @@ func Fault(err error) string {
 	}
 	return ""
 }
+
+// ErrStopped: the store will not serve this handle again (it was closed, or the process that
+// owns it is going away); retrying cannot help.
+var ErrStopped = errors.New("object store stopped")
+
+// Retryable reports whether trying the call that failed with err again may succeed: a fault
+// of the store or the network may pass; bad input, a permission, or a stopped store will not.
+func Retryable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, ErrInvalidKey), errors.Is(err, ErrStopped), errors.Is(err, ErrUnsupported),
+		errors.Is(err, context.Canceled),
+		errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return false
+	}
+	return true
+}

@@ -30,7 +30,7 @@ import (
 // returned writer holds every row the shard acknowledged and not yet sealed, and appends from here.
 func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	shard := cfg.Shard
-	m, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+	m, obsolete, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		cur.Epoch++
 		cur.Instance = cfg.Instance
 		return cur, nil
@@ -47,6 +47,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	w := &Writer{a: a, cfg: cfg, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: segments,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}), liveSegments: map[string]bool{}}
 	w.gc = newCollector(w)
+	w.gc.delete(obsolete...)
 	w.pending.Store(int64(len(m.Generations)))
 	ok := false
 	defer func() {
@@ -136,7 +137,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 		// Close the earlier epochs' segments at what was found, before anything is acknowledged:
 		// whatever a fenced writer appends from now on is never read.
 		var garbage []SegmentRef
-		_, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+		_, obsolete, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 			if cur.Epoch != m.Epoch {
 				return nil, fmt.Errorf("%w: shard %s was claimed again (epoch %d, ours %d)", ErrFenced, shard, cur.Epoch, m.Epoch)
 			}
@@ -149,6 +150,7 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 			return nil, err
 		}
 		w.gc.delete(segmentKeys(shard, append(scan.strays, refNames(garbage)...))...)
+		w.gc.delete(obsolete...)
 	}
 	w.nextPos = fence + 1
 	ok = true

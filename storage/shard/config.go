@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/objstore"
 )
@@ -24,6 +25,8 @@ type Access struct {
 	Allocator memory.Allocator
 	Metrics   *Metrics
 	IOTimeout time.Duration // bound on each background object-store call
+	// Deleter carries out every WAL deletion (the process's; deleter.Shared() when nil).
+	Deleter   *deleter.Deleter
 	cache     cache.Namespace
 	manifests *shardManifestCache
 }

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -240,30 +241,46 @@ func (w *Writer) deleteObjects(ctx context.Context, keys []string) {
 	w.a.deleteObjects(ctx, w.shard, keys)
 }
 
-// deleteObjects deletes a shard's WAL objects (keys chosen by the planner or by the manifest
-// edit that just made them garbage); failures are logged once per batch and counted.
+// deleteObjects hands a shard's WAL objects (keys chosen by the planner or by the manifest
+// edit that just made them garbage) to the process's deleter, kind by kind; failures are logged
+// once per batch (the deleter counts them) and left for the next sweep.
 func (a *Access) deleteObjects(ctx context.Context, shard string, keys []string) {
+	d := a.Deleter
+	if d == nil {
+		d = deleter.Shared()
+	}
+	byKind := map[deleter.Kind][]string{}
+	for _, key := range keys {
+		kind := walKind(shard, key)
+		byKind[kind] = append(byKind[kind], key)
+	}
 	var failed int
 	var firstErr error
-	for _, key := range keys {
-		if ctx.Err() != nil {
-			return
+	for _, kind := range deleter.Kinds {
+		if len(byKind[kind]) == 0 {
+			continue
 		}
-		callCtx, cancel := context.WithTimeout(ctx, a.IOTimeout)
-		err := a.Objects.Delete(callCtx, key)
-		cancel()
-		switch {
-		case err == nil: // deleting what is already gone succeeds too
-			a.Metrics.walGarbage.WithLabelValues("deleted").Inc()
-		default:
-			a.Metrics.walGarbage.WithLabelValues("error").Inc()
-			failed++
-			if firstErr == nil {
-				firstErr = err
-			}
+		res := d.Delete(ctx, a.Objects, kind, byKind[kind]...)
+		if failed += res.Failed; firstErr == nil && res.Failed > 0 {
+			firstErr = res.Err
 		}
 	}
 	if failed > 0 {
 		slog.Warn("shard: WAL garbage left for the next sweep", "store", a.Name, "shard", shard, "failed", failed, "err", firstErr)
 	}
+}
+
+// walKind is what a WAL object of shard is, by where it lives.
+func walKind(shard, key string) deleter.Kind {
+	switch {
+	case strings.HasPrefix(key, EntryPrefix(shard)):
+		return deleter.WALEntry
+	case strings.HasPrefix(key, SegmentPrefix(shard)):
+		return deleter.WALSegment
+	case strings.HasPrefix(key, GenerationsPrefix(shard)):
+		return deleter.Generation
+	case strings.HasPrefix(key, manifestPrefix(shard)):
+		return deleter.ShardManifest
+	}
+	return deleter.Other
 }

@@ -218,12 +218,14 @@ var errStopEdit = errors.New("no change")
 
 // UpdateManifest applies edit to the latest manifest of shard and commits the result as the next
 // version, re-reading and re-applying on conflict. edit may return errStopEdit (nothing to do;
-// the latest manifest is returned) or any other error (returned as is).
-func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edit func(cur *ShardManifest) (*ShardManifest, error)) (*ShardManifest, error) {
+// the latest manifest is returned) or any other error (returned as is). obsolete is the keys of
+// the manifest versions the commit left more than keepManifests behind: the caller hands them to
+// its deleter (what it fails to delete, the garbage sweep finds).
+func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edit func(cur *ShardManifest) (*ShardManifest, error)) (next *ShardManifest, obsolete []string, err error) {
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, versions, err := latestShardManifest(ctx, store, shard)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		base := cur
 		if base == nil {
@@ -231,32 +233,32 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 		}
 		next, err := edit(base.clone())
 		if errors.Is(err, errStopEdit) {
-			return cur, nil
+			return cur, nil, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		next.Version = base.Version + 1
 		next.UpdatedAt = time.Now().UTC()
 		data, err := json.Marshal(next)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		err = store.PutIfAbsent(ctx, ManifestKey(shard, next.Version), data)
 		if errors.Is(err, objstore.ErrExists) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, v := range versions {
 			if v+keepManifests < next.Version {
-				_ = store.Delete(ctx, ManifestKey(shard, v))
+				obsolete = append(obsolete, ManifestKey(shard, v))
 			}
 		}
-		return next, nil
+		return next, obsolete, nil
 	}
-	return nil, fmt.Errorf("shard: shard %s manifest kept changing under concurrent updates", shard)
+	return nil, nil, fmt.Errorf("shard: shard %s manifest kept changing under concurrent updates", shard)
 }
 
 // LatestManifest returns the newest manifest of shard (nil when the shard has none), through the

@@ -38,11 +38,12 @@ func TestReadersFindTheNewestManifestPastTheOneTheyKnew(t *testing.T) {
 	reader := NewAccess(counting, nil, "id", nil, cache.New(1<<20, nil), nil, 0)
 	bump := func(n int) {
 		for range n {
-			_, err := UpdateManifest(ctx, counting, "s1", func(cur *ShardManifest) (*ShardManifest, error) {
+			_, obsolete, err := UpdateManifest(ctx, counting, "s1", func(cur *ShardManifest) (*ShardManifest, error) {
 				cur.NextGeneration++
 				return cur, nil
 			})
 			require.NoError(t, err)
+			reader.deleteObjects(ctx, "s1", obsolete) // as the edit's owner does
 		}
 	}
 	bump(1)

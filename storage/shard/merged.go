@@ -20,7 +20,7 @@ import (
 func (a *Access) DropMerged(ctx context.Context, shard string, gen uint64) int {
 	var dropped []Generation
 	var segGarbage []SegmentRef
-	_, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+	_, obsolete, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		dropped = nil
 		keep := cur.Generations[:0:0]
 		for _, g := range cur.Generations {
@@ -40,7 +40,7 @@ func (a *Access) DropMerged(ctx context.Context, shard string, gen uint64) int {
 	if err != nil || len(dropped) == 0 {
 		return 0
 	}
-	keys := segmentKeys(shard, refNames(segGarbage))
+	keys := append(segmentKeys(shard, refNames(segGarbage)), obsolete...)
 	var ranges [][2]uint64
 	for _, g := range dropped {
 		if g.Path != "" {

@@ -1,5 +1,5 @@
-// Shard writer metrics (appends, group commits, seals, WAL garbage). No per-store or per-shard
-// labels. Read and merge metrics live with the store (lsm).
+// Shard writer metrics (appends, group commits, seals; WAL garbage is counted by the deleter,
+// strata_deletes_total). No per-store or per-shard labels. Read and merge metrics live with the store (lsm).
 package shard
 
 import "github.com/prometheus/client_golang/prometheus"
@@ -11,7 +11,6 @@ type Metrics struct {
 	walEntries   prometheus.Counter
 	walSegments  prometheus.Counter
 	seals        *prometheus.CounterVec
-	walGarbage   *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not nil).
@@ -22,10 +21,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		walEntries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_entries_written_total", Help: "WAL entries written (one per group commit)."}),
 		walSegments:  prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_wal_segments_created_total", Help: "WAL segment files started (group commits are appended to segments when the object store writes in place)."}),
 		seals:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_wal_seals_total", Help: "Memtable seals, by outcome."}, []string{"outcome"}),
-		walGarbage:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_wal_garbage_deletes_total", Help: "Deletions of WAL objects nothing needs any more (entries, segments, generation files, old shard manifests), by outcome (deleted, error); what fails is retried by the next sweep."}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.walSegments, m.seals, m.walGarbage)
+		reg.MustRegister(m.appends, m.rowsAppended, m.walEntries, m.walSegments, m.seals)
 	}
 	return m
 }

@@ -541,7 +541,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 	retired := slices.Clone(w.retired)
 	w.mu.Unlock()
 	var segGarbage []SegmentRef
-	next, err := UpdateManifest(ctx, w.a.Objects, w.shard, func(cur *ShardManifest) (*ShardManifest, error) {
+	next, obsolete, err := UpdateManifest(ctx, w.a.Objects, w.shard, func(cur *ShardManifest) (*ShardManifest, error) {
 		if cur.Epoch != w.epoch {
 			return nil, w.fence(cur)
 		}
@@ -567,7 +567,7 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 		delete(w.liveSegments, ref.Name)
 	}
 	w.mu.Unlock()
-	w.gc.delete(segmentKeys(w.shard, refNames(segGarbage))...)
+	w.gc.delete(append(segmentKeys(w.shard, refNames(segGarbage)), obsolete...)...)
 	w.pending.Store(int64(len(next.Generations)))
 	if gen.KeysPath != "" && w.segments {
 		w.rollBelow.Store(max(w.rollBelow.Load(), m.lastPos+1)) // seals are serialised (sealMu)

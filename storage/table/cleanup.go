@@ -1,6 +1,8 @@
 // Version cleanup: delete old manifests, then the data, deletion and index files no retained
-// manifest references. It takes no lock and holds nothing a writer waits on; it deletes as it
-// goes, so abandoning it (timeout, crash) loses nothing and the next run resumes.
+// manifest references. What to delete is planned by pure functions (a listing, the retained
+// manifests and the time in; keys out) and carried out by the process's deleter. It takes no
+// lock and holds nothing a writer waits on, so abandoning it (timeout, crash) loses nothing and
+// the next run plans again.
 //
 // Safety: files younger than the grace period are never deleted, because a writer may have
 // written them and not committed yet; the latest version is never deleted, and writers only ever
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -36,82 +39,52 @@ type CleanupResult struct {
 	RetainedDroppedBytes uint64
 }
 
-// CleanupVersions removes expired versions and unreferenced files.
+// CleanupVersions removes expired versions and unreferenced files: it lists, plans
+// (planExpiredVersions, planUnreferencedFiles: pure) and hands the plan to the process's deleter.
+// Deletes that fail are counted, not returned: the next cleanup plans them again.
 func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (CleanupResult, error) {
-	if opts.OlderThan <= 0 {
-		opts.OlderThan = time.Hour
-	}
-	if opts.KeepLatest < 1 {
-		opts.KeepLatest = 1
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = time.Hour
-	}
+	opts = opts.withDefaults()
 	now := t.now()
 	var res CleanupResult
 
-	objs, err := objstore.ListAll(ctx, t.store, versionsDir)
+	listing, err := objstore.ListAll(ctx, t.store, versionsDir)
 	if err != nil {
 		return res, err
 	}
-	type ver struct {
-		v   uint64
-		obj objstore.ObjectInfo
-	}
-	var versions []ver
-	for _, o := range objs {
-		if v, ok := parseVersionKey(o.Key); ok {
-			versions = append(versions, ver{v, o})
-		}
-	}
-	slices.SortFunc(versions, func(a, b ver) int { return compareUint(a.v, b.v) })
-	if len(versions) == 0 {
+	expired, retained := planExpiredVersions(listing, now, opts)
+	if len(retained) == 0 {
 		return res, ErrNotFound
 	}
-	keepFrom := max(0, len(versions)-opts.KeepLatest)
-	var retained []uint64
-	for i, v := range versions {
-		if i >= keepFrom || now.Sub(v.obj.ModTime) < opts.OlderThan {
-			retained = append(retained, v.v)
-			continue
-		}
-		if err := t.store.Delete(ctx, v.obj.Key); err != nil {
-			return res, err
-		}
-		res.VersionsDeleted++
+	del := t.deleter.Delete(ctx, t.store, deleter.TableManifest, objectKeys(expired)...)
+	res.VersionsDeleted = del.Deleted
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 
 	// Everything a retained version references. A version committed after the listing above
-	// references only files that are either referenced by a version we read or young.
-	referenced := map[string]bool{}
-	for i, v := range retained {
+	// references only files that are either referenced by a version read here or young.
+	manifests := make([]*Manifest, 0, len(retained))
+	for _, v := range retained {
 		m, err := readManifest(ctx, t.store, v)
 		if err != nil {
 			return res, fmt.Errorf("table: cleanup: %w", err)
 		}
-		if i == 0 {
-			res.RetainedDroppedBytes = m.Counters.DroppedBytes
-		}
-		for _, p := range manifestFiles(m) {
-			referenced[p] = true
-		}
+		manifests = append(manifests, m)
 	}
+	res.RetainedDroppedBytes = manifests[0].Counters.DroppedBytes
+	referenced := referencedFiles(manifests)
+	// A page of the listing at a time: a table's files are never all held at once.
 	for _, dir := range []string{dataDir, deletesDir, indexDir} {
-		after := ""
-		for {
+		for after := ""; ; {
 			page, err := t.store.List(ctx, dir, after, 1000)
 			if err != nil {
 				return res, err
 			}
-			for _, o := range page.Objects {
-				if referenced[o.Key] || now.Sub(o.ModTime) < opts.Grace || strings.HasSuffix(o.Key, "/") {
-					continue
+			for _, o := range planUnreferencedFiles(referenced, page.Objects, now, opts.Grace) {
+				if t.deleter.Delete(ctx, t.store, fileKind(o.Key), o.Key).Deleted == 1 {
+					res.FilesDeleted++
+					res.BytesDeleted += o.Size
 				}
-				if err := t.store.Delete(ctx, o.Key); err != nil {
-					return res, err
-				}
-				res.FilesDeleted++
-				res.BytesDeleted += o.Size
 			}
 			if page.Next == "" {
 				break
@@ -119,7 +92,94 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 			after = page.Next
 		}
 	}
-	return res, nil
+	return res, ctx.Err()
+}
+
+func (o CleanupOptions) withDefaults() CleanupOptions {
+	if o.OlderThan <= 0 {
+		o.OlderThan = time.Hour
+	}
+	if o.KeepLatest < 1 {
+		o.KeepLatest = 1
+	}
+	if o.Grace <= 0 {
+		o.Grace = time.Hour
+	}
+	return o
+}
+
+// planExpiredVersions splits a listing of the versions directory into the manifests to delete
+// (older than opts.OlderThan at now, and not among the newest opts.KeepLatest) and the versions
+// kept, ascending. Pure: no I/O.
+func planExpiredVersions(listing []objstore.ObjectInfo, now time.Time, opts CleanupOptions) (expired []objstore.ObjectInfo, retained []uint64) {
+	type ver struct {
+		v   uint64
+		obj objstore.ObjectInfo
+	}
+	var versions []ver
+	for _, o := range listing {
+		if v, ok := parseVersionKey(o.Key); ok {
+			versions = append(versions, ver{v, o})
+		}
+	}
+	slices.SortFunc(versions, func(a, b ver) int { return compareUint(a.v, b.v) })
+	keepFrom := max(0, len(versions)-opts.KeepLatest)
+	for i, v := range versions {
+		if i >= keepFrom || now.Sub(v.obj.ModTime) < opts.OlderThan {
+			retained = append(retained, v.v)
+		} else {
+			expired = append(expired, v.obj)
+		}
+	}
+	return expired, retained
+}
+
+// referencedFiles is every file a manifest of retained references.
+func referencedFiles(retained []*Manifest) map[string]bool {
+	referenced := map[string]bool{}
+	for _, m := range retained {
+		for _, p := range manifestFiles(m) {
+			referenced[p] = true
+		}
+	}
+	return referenced
+}
+
+// planUnreferencedFiles is the files of listing (under the data, deletion and index
+// directories) that are not referenced and that are at least grace old at now: a younger one
+// may belong to a writer that has not committed yet. Pure: no I/O.
+func planUnreferencedFiles(referenced map[string]bool, listing []objstore.ObjectInfo, now time.Time, grace time.Duration) []objstore.ObjectInfo {
+	var out []objstore.ObjectInfo
+	for _, o := range listing {
+		if referenced[o.Key] || now.Sub(o.ModTime) < grace || strings.HasSuffix(o.Key, "/") {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// fileKind is what a table object is, by where it lives.
+func fileKind(key string) deleter.Kind {
+	switch {
+	case strings.HasPrefix(key, dataDir):
+		return deleter.Fragment
+	case strings.HasPrefix(key, deletesDir):
+		return deleter.DeletionVector
+	case strings.HasPrefix(key, indexDir):
+		return deleter.IndexRun
+	case strings.HasPrefix(key, versionsDir):
+		return deleter.TableManifest
+	}
+	return deleter.Other
+}
+
+func objectKeys(objs []objstore.ObjectInfo) []string {
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	return keys
 }
 
 // fileBytes maps every file m references to its size in bytes (a deletion file shared by several

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/deleter"
 	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/objstore"
 )
@@ -36,6 +37,8 @@ type Options struct {
 	// Cache is the process-wide object cache (share one per process); when nil, the handle gets a
 	// private one of defaultCacheBytes.
 	Cache *cache.Cache
+	// Deleter carries out every deletion (share one per process); deleter.Shared() when nil.
+	Deleter *deleter.Deleter
 }
 
 // defaultCacheBytes is the object cache of a handle opened without a shared one (tests, tools).
@@ -45,6 +48,7 @@ const defaultCacheBytes = 64 << 20
 // lock across I/O; see the package comment for the commit protocol.
 type Table struct {
 	store   objstore.Store
+	deleter *deleter.Deleter // every delete of the table's objects
 	mem     memory.Allocator
 	metrics *Metrics
 	now     func() time.Time
@@ -77,7 +81,10 @@ func (t *Table) shareSchema(m *Manifest) {
 }
 
 func newHandle(store objstore.Store, opts Options) *Table {
-	t := &Table{store: store, mem: opts.Allocator, metrics: opts.Metrics, now: opts.Now, retries: opts.CommitRetries}
+	t := &Table{store: store, deleter: opts.Deleter, mem: opts.Allocator, metrics: opts.Metrics, now: opts.Now, retries: opts.CommitRetries}
+	if t.deleter == nil {
+		t.deleter = deleter.Shared()
+	}
 	if t.mem == nil {
 		t.mem = memory.DefaultAllocator
 	}
@@ -264,17 +271,12 @@ func (t *Table) commitWithRetry(ctx context.Context, op string, prepare func(bas
 	return nil, fmt.Errorf("%w: %s lost the commit race %d times", ErrConflict, op, t.retries)
 }
 
-// deleteFiles removes files an abandoned attempt wrote, best effort and detached from the
-// caller's context (which may be the reason the attempt failed). Anything left is removed by
-// CleanupVersions after its grace period.
+// deleteFiles hands the files an abandoned attempt wrote (no manifest names them) to the
+// deleter, detached from the caller's context (which may be the reason the attempt failed).
+// Anything left is removed by CleanupVersions after its grace period.
 func (t *Table) deleteFiles(paths []string) {
-	if len(paths) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	for _, p := range paths {
-		_ = t.store.Delete(ctx, p)
+		t.deleter.Abandon(t.store, fileKind(p), p)
 	}
 }
 

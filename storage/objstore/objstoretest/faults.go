@@ -6,6 +6,7 @@ package objstoretest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,7 @@ import (
 var ErrInjected = errors.New("injected fault")
 
 // ErrCrashed is returned by writes after the injected crash point.
-var ErrCrashed = errors.New("injected crash: process is dead")
+var ErrCrashed = fmt.Errorf("injected crash: process is dead: %w", objstore.ErrStopped)
 
 // Op names an operation for fault rules.
 type Op string
