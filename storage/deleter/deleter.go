@@ -66,7 +66,7 @@ type Options struct {
 	PerSecond float64
 	// CallTimeout bounds each delete call, retries aside (default 30s).
 	CallTimeout time.Duration
-	// Retries is how many times a failed call is tried again (default 2).
+	// Retries is how many times a failed call is tried again (default 2; a negative value: none).
 	Retries int
 	// CloseTimeout is how long Close lets running deletes finish before it cancels them
 	// (default 10s).
