@@ -1,4 +1,4 @@
-// Compaction routes for rollout stores (lance-context compatible): run a compaction of the base
+// Compaction routes for rollout and context stores (lance-context compatible): run a compaction of the base
 // table now, and report its compaction state. The compaction runs as a request of the store's
 // maintenance workflow (update-with-start, answered when it has run), so it is serial with every
 // other maintenance of the store; only when no maintenance worker serves the queue does the
@@ -50,7 +50,12 @@ type CompactStats struct {
 // maintenanceProbeTimeout bounds asking Temporal about a store's workflow from a request.
 const maintenanceProbeTimeout = 2 * time.Second
 
-func (h *handlers) compactRollouts(c echo.Context) error {
+// compact answers POST .../compact for stores of kind.
+func (h *handlers) compact(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error { return h.compactStore(c, kind) }
+}
+
+func (h *handlers) compactStore(c echo.Context, kind catalog.Kind) error {
 	var req CompactRequest
 	if c.Request().ContentLength != 0 {
 		if err := decodeBody(c, &req); err != nil {
@@ -63,11 +68,11 @@ func (h *handlers) compactRollouts(c echo.Context) error {
 	name := c.Param("name")
 	op := workflows.Request{Op: workflows.OpCompact, Overrides: compaction.Overrides{MinFragments: 2, EverySmallFragment: true,
 		TargetRowsPerFragment: req.TargetRowsPerFragment, KeepDeletions: req.MaterializeDeletions != nil && !*req.MaterializeDeletions}}
-	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+	return h.withStore(c, kind, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
 		if h.maintenanceAvailable(ctx) {
 			// Through the store's workflow: serial with every other maintenance of the store.
-			res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: catalog.KindRollout, Name: name}, op)
+			res, err := h.deps.Maintenance.Run(ctx, workflows.StoreRef{Kind: kind, Name: name}, op)
 			if err != nil {
 				return maintenanceError(string(workflows.OpCompact), name, err)
 			}
@@ -121,9 +126,14 @@ func maintenanceError(op, name string, err error) error {
 		Message: "maintenance could not be run: Temporal did not answer; retry"}
 }
 
-func (h *handlers) compactStats(c echo.Context) error {
+// compactStatsOf answers GET .../compact/stats for stores of kind.
+func (h *handlers) compactStatsOf(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error { return h.compactStats(c, kind) }
+}
+
+func (h *handlers) compactStats(c echo.Context, kind catalog.Kind) error {
 	name := c.Param("name")
-	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
+	return h.withStore(c, kind, func(s *lsm.Store) error {
 		ctx := c.Request().Context()
 		st, err := s.TableStats(ctx)
 		if err != nil {
@@ -139,10 +149,10 @@ func (h *handlers) compactStats(c echo.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, maintenanceProbeTimeout)
 		defer cancel()
 		if h.deps.Maintenance != nil {
-			running, _ := h.deps.Maintenance.Running(pctx, workflows.StoreRef{Kind: catalog.KindRollout, Name: name})
+			running, _ := h.deps.Maintenance.Running(pctx, workflows.StoreRef{Kind: kind, Name: name})
 			out.IsCompacting = slices.Contains(running, workflows.ActivityCompact)
 		}
-		if f, err := h.deps.Stores.Catalog().StoreFailure(pctx, catalog.KindRollout, name, string(workflows.OpCompact)); err == nil && f != nil {
+		if f, err := h.deps.Stores.Catalog().StoreFailure(pctx, kind, name, string(workflows.OpCompact)); err == nil && f != nil {
 			msg := fmt.Sprintf("%s: %s (failing since %s)", f.ErrorType, f.Message, f.Since.UTC().Format(time.RFC3339))
 			out.LastError = &msg
 		}

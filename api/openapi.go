@@ -79,12 +79,17 @@ func with(ok []resp, errs ...int) []resp { return append(ok, errorsFor(errs...).
 
 // storeRoutes are the registry routes every kind has.
 func storeRoutes(collection, kind, title string, create any) []operation {
+	return storeRoutesListing(collection, kind, title, create, StoreList{})
+}
+
+// storeRoutesListing is storeRoutes for a kind whose listing has its own shape.
+func storeRoutesListing(collection, kind, title string, create, list any) []operation {
 	base := "/api/v1/" + collection
 	return []operation{
 		{"POST", base, "create" + title + "Store", "Create a " + kind + " store (201; 409 ALREADY_EXISTS when the name exists, unless exist_ok: then 200 for the same definition)",
 			[]param{qExistOK}, create, with([]resp{{status: 201, body: StoreInfo{}, doc: "created"}, {status: 200, body: StoreInfo{}, doc: "exists (exist_ok)"}}, 400, 409, 503)},
 		{"GET", base, "list" + title + "Stores", "List " + kind + " stores: every store without ?limit (streamed), a page with ?limit (next_cursor)",
-			qStoreLists, nil, with([]resp{{status: 200, body: StoreList{}}}, 400, 503)},
+			qStoreLists, nil, with([]resp{{status: 200, body: list}}, 400, 503)},
 		{"GET", base + "/{name}", "get" + title + "Store", "Describe a " + kind + " store", nil, nil, with([]resp{{status: 200, body: StoreInfo{}}}, 400, 404, 503)},
 		{"DELETE", base + "/{name}", "delete" + title + "Store", "Delete a " + kind + " store (soft delete; data purged by maintenance)", nil, nil,
 			with([]resp{{status: 204, doc: "deleted"}}, 400, 404, 503)},
@@ -167,6 +172,9 @@ func apiOperations() []operation {
 		operation{"GET", "/api/v1/datagen/{name}/blobs/{event_id}", "getDatagenBlob", "Download an event's blob", []param{{"item_id", "string", "the event's item: a point read"}}, nil,
 			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the blob"}}, 400, 404, 503)},
 		operation{"POST", "/api/v1/datagen/{name}/merge-wal", "mergeDatagenWAL", "Seal this worker's shard and merge the store's pending generations", nil, nil, mergeWALResp},
+	)
+	ops = append(ops, contextOperations()...)
+	ops = append(ops,
 		operation{"GET", "/api/v1/admin/status", "getStatus", "Each store's maintenance state (pending generations, fragments, index coverage, last merge/compaction/cleanup) and failing maintenance (admin token)",
 			[]param{{"kind", "string", "only stores of this kind"}, qPrefix, qLimit, {"failing", "boolean", "only the failing maintenance"}}, nil,
 			with([]resp{{status: 200, body: StatusResponse{}}}, 400, 401, 503)},
@@ -175,6 +183,53 @@ func apiOperations() []operation {
 			workflows.Request{}, with([]resp{{status: 202, body: MaintenanceResponse{}, doc: "queued"}, {status: 200, body: MaintenanceResponse{}, doc: "ran (wait=true)"}}, 400, 401, 404, 503)},
 	)
 	return ops
+}
+
+// contextOperations are the context kind's routes.
+func contextOperations() []operation {
+	base := "/api/v1/contexts/{name}"
+	qLifecycle := []param{{"include_expired", "boolean", "include expired records"}, {"include_retired", "boolean", "include retired, superseded and non-active records"}}
+	qExternalID := param{"external_id", "string", "the record's external id"}
+	ops := storeRoutesListing("contexts", "context", "Context", CreateContextRequest{}, ContextList{})
+	return append(ops,
+		operation{"POST", base + "/records", "addContextRecords", "Add records (ids chosen by the server, answered in order); durable when answered", []param{qFlush},
+			AddContextRecordsRequest{}, with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 409, 413, 503)},
+		operation{"GET", base + "/records", "listContextRecords", "List visible records in creation order; filters= a JSON object (built-in fields, created_at bounds, metadata keys)",
+			append([]param{qLimit, qOffset, qVersion, {"filters", "string", "a JSON filter object"}}, qLifecycle...), nil,
+			with([]resp{{status: 200, body: ContextRecordsResponse{}}}, 400, 404, 503)},
+		operation{"PUT", base + "/records", "upsertContextRecord", "Insert, or replace the record holding the same external_id (the new record supersedes it)", []param{qFlush},
+			UpsertContextRecordRequest{}, with([]resp{{status: 201, body: UpsertContextRecordResponse{}, doc: "inserted"}, {status: 200, body: UpsertContextRecordResponse{}, doc: "replaced"}}, 400, 404, 413, 503)},
+		operation{"PUT", base + "/records/batch", "upsertContextRecords", "Upsert many records by external_id, in one write", []param{qFlush},
+			UpsertContextRecordsRequest{}, with([]resp{{status: 200, body: UpsertContextRecordsResponse{}}}, 400, 404, 413, 503)},
+		operation{"PATCH", base + "/records", "updateContextRecord", "Update a record by id or external_id: a successor record supersedes it", []param{qFlush},
+			UpdateContextRecordRequest{}, with([]resp{{status: 200, body: UpdateContextRecordResponse{}}}, 400, 404, 503)},
+		operation{"DELETE", base + "/records", "deleteContextRecordByExternalID", "Delete the record holding an external id", []param{qExternalID, qFlush}, nil,
+			with([]resp{{status: 200, body: DeleteContextRecordResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/records/by-external-id", "getContextRecordByExternalID", "The record holding an external id ({record: null} when none)", []param{qExternalID}, nil,
+			with([]resp{{status: 200, body: ContextRecordResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/records/related", "relatedContextRecords", "Visible records with a relationship to target_id",
+			append([]param{{"target_id", "string", "the relationship's target"}, {"relation", "string", "only this relation"}, qLimit}, qLifecycle...), nil,
+			with([]resp{{status: 200, body: ContextRecordsResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/records/{id}", "getContextRecord", "Get one record, whatever its lifecycle ({record: null} when absent)", nil, nil,
+			with([]resp{{status: 200, body: ContextRecordResponse{}}}, 400, 404, 503)},
+		operation{"DELETE", base + "/records/{id}", "deleteContextRecord", "Delete a record (tombstone)", []param{qFlush}, nil,
+			with([]resp{{status: 200, body: DeleteContextRecordResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/records/{id}/payload", "getContextPayload", "Download a record's binary payload (else its text)", nil, nil,
+			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 400, 404, 503)},
+		operation{"POST", base + "/search", "searchContext", "Vector k-NN over visible records, filters applied before ranking", nil,
+			SearchContextRequest{}, with([]resp{{status: 200, body: SearchContextResponse{}}}, 400, 404, 503)},
+		operation{"POST", base + "/retrieve", "retrieveContext", "Hybrid retrieval: text (BM25) and vector channels fused by reciprocal rank fusion", nil,
+			RetrieveContextRequest{}, with([]resp{{status: 200, body: RetrieveContextResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/version", "getContextVersion", "The base table's version", nil, nil,
+			with([]resp{{status: 200, body: VersionResponse{}}}, 400, 404, 503)},
+		operation{"POST", base + "/checkout", "checkoutContextStore", "Confirm a base-table version is readable; list it with ?version=N", nil, CheckoutRequest{},
+			with([]resp{{status: 200, body: CheckoutRequest{}}}, 400, 404, 503)},
+		operation{"POST", base + "/compact", "compactContextStore", "Compact the base table now", nil, bodySpec{json: CompactRequest{}, optional: true},
+			with([]resp{{status: 200, body: CompactResponse{}}}, 400, 404, 503)},
+		operation{"GET", base + "/compact/stats", "getContextCompactionStats", "Compaction state of the base table", nil, nil,
+			with([]resp{{status: 200, body: CompactStats{}}}, 404, 503)},
+		operation{"POST", base + "/merge-wal", "mergeContextWAL", "Seal this worker's shard and merge the store's pending generations", nil, nil, mergeWALResp},
+	)
 }
 
 // schemaOf is the schema of a body or answer: a schema map as it is, else its Go type's.

@@ -73,9 +73,9 @@ func (h *handlers) registerRollouts(g *routeGroup) {
 	g.DELETE("/rollouts/:name/records/:id", h.deleteRecord(catalog.KindRollout))
 	g.GET("/rollouts/:name/records/:id/blob", h.getRolloutBlob)
 	g.POST("/internal/merge-wal/:name", h.mergeWAL(catalog.KindRollout)) // lance-context's path
-	g.POST("/rollouts/:name/compact", h.compactRollouts)
-	g.POST("/rollouts/:name/checkout", h.checkoutRollouts)
-	g.GET("/rollouts/:name/compact/stats", h.compactStats)
+	g.POST("/rollouts/:name/compact", h.compact(catalog.KindRollout))
+	g.POST("/rollouts/:name/checkout", h.checkout(catalog.KindRollout))
+	g.GET("/rollouts/:name/compact/stats", h.compactStatsOf(catalog.KindRollout))
 }
 
 func (h *handlers) createRollout(c echo.Context) error {
@@ -404,23 +404,25 @@ type CheckoutRequest struct {
 	Version uint64 `json:"version"`
 }
 
-// checkoutRollouts confirms that a base-table version is retained and readable. Reads pin it
+// checkout confirms that a base-table version is retained and readable. Reads pin it
 // with ?version=N (read-only, without the WAL); nothing is pinned on the server, so one client's
 // checkout never changes what another client reads.
-func (h *handlers) checkoutRollouts(c echo.Context) error {
-	var req CheckoutRequest
-	if err := decodeBody(c, &req); err != nil {
-		return err
-	}
-	if req.Version == 0 {
-		return invalid("version must be a positive integer")
-	}
-	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
-		if _, err := s.TableVersion(c.Request().Context(), req.Version); err != nil {
+func (h *handlers) checkout(kind catalog.Kind) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req CheckoutRequest
+		if err := decodeBody(c, &req); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, CheckoutRequest{Version: req.Version})
-	})
+		if req.Version == 0 {
+			return invalid("version must be a positive integer")
+		}
+		return h.withStore(c, kind, func(s *lsm.Store) error {
+			if _, err := s.TableVersion(c.Request().Context(), req.Version); err != nil {
+				return err
+			}
+			return c.JSON(http.StatusOK, CheckoutRequest{Version: req.Version})
+		})
+	}
 }
 
 // versionParam reads ?version= (0 when absent: the live view).

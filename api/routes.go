@@ -46,3 +46,13 @@ func (g *routeGroup) POST(path string, h echo.HandlerFunc, middleware ...echo.Mi
 func (g *routeGroup) DELETE(path string, h echo.HandlerFunc, middleware ...echo.MiddlewareFunc) {
 	g.add(http.MethodDelete, path, h, middleware)
 }
+
+// PUT registers a PUT route.
+func (g *routeGroup) PUT(path string, h echo.HandlerFunc, middleware ...echo.MiddlewareFunc) {
+	g.add(http.MethodPut, path, h, middleware)
+}
+
+// PATCH registers a PATCH route.
+func (g *routeGroup) PATCH(path string, h echo.HandlerFunc, middleware ...echo.MiddlewareFunc) {
+	g.add(http.MethodPatch, path, h, middleware)
+}

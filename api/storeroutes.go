@@ -21,12 +21,24 @@ import (
 type kindRoutes struct {
 	create   func(h *handlers) echo.HandlerFunc
 	register func(h *handlers, g *routeGroup)
+	// listKey is the member of a store listing that holds the stores: "stores", or the kind's own
+	// name in lance-context's API ("contexts": ListContextsResponse).
+	listKey string
+}
+
+// listKeyOf is kind's listKey.
+func listKeyOf(kind catalog.Kind) string {
+	if k := routesOf[kind].listKey; k != "" {
+		return k
+	}
+	return "stores"
 }
 
 var routesOf = map[catalog.Kind]kindRoutes{
 	catalog.KindRollout: {create: func(h *handlers) echo.HandlerFunc { return h.createRollout }, register: (*handlers).registerRollouts},
 	catalog.KindGeneric: {create: func(h *handlers) echo.HandlerFunc { return h.createGeneric }, register: (*handlers).registerGeneric},
 	catalog.KindDatagen: {create: func(h *handlers) echo.HandlerFunc { return h.createDatagen }, register: (*handlers).registerDatagen},
+	catalog.KindContext: {create: func(h *handlers) echo.HandlerFunc { return h.createContext }, register: (*handlers).registerContexts, listKey: "contexts"},
 }
 
 // registerStores registers, for every kind served, its registry routes under /<route> and then
@@ -71,6 +83,9 @@ func (h *handlers) listStores(kind catalog.Kind) echo.HandlerFunc {
 		for _, st := range p.Stores {
 			out.Stores = append(out.Stores, StoreInfo{Name: st.Name, URI: h.deps.Stores.PublicURI(st)})
 		}
+		if listKeyOf(kind) == "contexts" {
+			return c.JSON(http.StatusOK, ContextList{Contexts: out.Stores, NextCursor: out.NextCursor})
+		}
 		return c.JSON(http.StatusOK, out)
 	}
 }
@@ -96,7 +111,7 @@ func (h *handlers) streamStores(c echo.Context, kind catalog.Kind, cursor string
 	res.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(res, 64<<10)
 	enc := json.NewEncoder(bw)
-	_, _ = bw.WriteString(`{"stores":[`)
+	_, _ = bw.WriteString(`{"` + listKeyOf(kind) + `":[`)
 	first := true
 	for {
 		for _, st := range p.Stores {

@@ -38,6 +38,8 @@ var served = map[catalog.Kind]*Kind{
 	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}, KeyColumn: KeyColumn, Route: "generic"},
 	catalog.KindDatagen: {Name: catalog.KindDatagen, Schema: func(json.RawMessage) (*arrow.Schema, error) { return DatagenSchema, nil },
 		JSONColumns: map[string]bool{}, KeyColumn: DatagenKeyColumn, Route: "datagen"},
+	catalog.KindContext: {Name: catalog.KindContext, Schema: func(json.RawMessage) (*arrow.Schema, error) { return ContextSchema, nil },
+		JSONColumns: ContextJSONColumns, KeyColumn: KeyColumn, Route: "contexts"},
 }
 
 // Served is every kind this server serves, in name order.

@@ -47,7 +47,7 @@ func TestGenericSchemaSpec(t *testing.T) {
 }
 
 func TestEveryServedKindHasASchemaAndOthersAreRefused(t *testing.T) {
-	for _, k := range []catalog.Kind{catalog.KindRollout, catalog.KindGeneric, catalog.KindDatagen} {
+	for _, k := range catalog.Kinds {
 		d, err := Of(k)
 		require.NoError(t, err)
 		require.Equal(t, k, d.Name)
@@ -60,8 +60,9 @@ func TestEveryServedKindHasASchemaAndOthersAreRefused(t *testing.T) {
 	s, err := SchemaOf(catalog.Store{Kind: catalog.KindRollout})
 	require.NoError(t, err)
 	require.Equal(t, KeyColumn, s.Field(0).Name)
-	_, err = Of(catalog.KindContext)
+	_, err = Of(catalog.Kind("graph"))
 	require.ErrorIs(t, err, catalog.ErrInvalid)
+	require.Len(t, Served(), len(catalog.Kinds), "every kind is served")
 	_, err = SchemaOf(catalog.Store{Kind: catalog.KindGeneric, Schema: json.RawMessage(`{"columns": 3}`)})
 	require.ErrorIs(t, err, catalog.ErrInvalid)
 }
@@ -107,4 +108,30 @@ func firstJSON(t *testing.T, a arrow.Array) []byte {
 	b, err := json.Marshal(a.GetOneForMarshal(0))
 	require.NoError(t, err)
 	return b
+}
+
+// A context store's declared config is checked (metric, dimension, id index, blob columns) and
+// read back from its catalog options.
+func TestContextConfig(t *testing.T) {
+	for _, ok := range []ContextConfig{{}, {EmbeddingDim: 384, DistanceMetric: "COSINE"}, {DistanceMetric: "dot", IDIndexType: "btree"},
+		{BlobColumns: []string{"binary_payload"}}} {
+		require.NoError(t, ok.Validate(), ok)
+	}
+	for _, bad := range []ContextConfig{{EmbeddingDim: -1}, {EmbeddingDim: MaxVectorDim + 1}, {DistanceMetric: "hamming"},
+		{IDIndexType: "hash"}, {BlobColumns: []string{"metadata"}}} {
+		require.Error(t, bad.Validate(), bad)
+	}
+	c := ContextConfig{DistanceMetric: "Cosine"}
+	require.NoError(t, c.Validate())
+	require.Equal(t, MetricCosine, c.Metric())
+	require.Equal(t, MetricL2, ContextConfig{}.Metric())
+	doc, err := json.Marshal(ContextConfig{EmbeddingDim: 3, DistanceMetric: MetricDot})
+	require.NoError(t, err)
+	back, err := ParseContextConfig(doc)
+	require.NoError(t, err)
+	require.Equal(t, 3, back.EmbeddingDim)
+	require.Equal(t, MetricDot, back.Metric())
+	empty, err := ParseContextConfig(nil)
+	require.NoError(t, err)
+	require.Zero(t, empty.EmbeddingDim)
 }

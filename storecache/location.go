@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -177,6 +178,16 @@ func decodeStoreOptions(kind catalog.Kind, options []byte) (storeOptions, error)
 			return out, fmt.Errorf("%w: options of a generic store: {\"storage_options\": {...}, \"seal_on_add\": bool} (%v)", catalog.ErrInvalid, err)
 		}
 		return storeOptions{Storage: doc.StorageOptions, SealOnAdd: doc.SealOnAdd}, nil
+	}
+	if kind == catalog.KindContext {
+		var cfg kinds.ContextConfig
+		if err := dec.Decode(&cfg); err != nil {
+			return out, fmt.Errorf("%w: options of a context store: {\"embedding_dim\", \"distance_metric\", \"id_index_type\", \"blob_columns\", \"storage_options\"} (%v)", catalog.ErrInvalid, err)
+		}
+		if err := cfg.Validate(); err != nil {
+			return out, fmt.Errorf("%w: %v", catalog.ErrInvalid, err)
+		}
+		return storeOptions{Storage: cfg.StorageOptions}, nil
 	}
 	if err := dec.Decode(&out.Storage); err != nil {
 		return out, fmt.Errorf("%w: storage_options must be an object of strings", catalog.ErrInvalid)

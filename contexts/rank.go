@@ -1,0 +1,166 @@
+// Ranking: vector distances under a store's metric, the k nearest records kept in bounded
+// memory while a read streams the store's rows past, and reciprocal rank fusion of the vector
+// and text channels for retrieve.
+package contexts
+
+import (
+	"container/heap"
+	"math"
+	"sort"
+
+	"github.com/strata-store/strata/kinds"
+)
+
+// Distance is a's distance from query under metric (kinds.MetricL2: squared Euclidean;
+// kinds.MetricCosine: 1 - cosine similarity, 1 when either vector is zero; kinds.MetricDot:
+// 1 - dot product). The vectors have the same length.
+func Distance(metric string, query, v []float32) float32 {
+	switch metric {
+	case kinds.MetricCosine:
+		var dot, nq, nv float64
+		for i, q := range query {
+			x := float64(v[i])
+			dot += float64(q) * x
+			nq += float64(q) * float64(q)
+			nv += x * x
+		}
+		if nq == 0 || nv == 0 {
+			return 1
+		}
+		return float32(1 - dot/math.Sqrt(nq*nv))
+	case kinds.MetricDot:
+		var dot float64
+		for i, q := range query {
+			dot += float64(q) * float64(v[i])
+		}
+		return float32(1 - dot)
+	default:
+		var sum float64
+		for i, q := range query {
+			d := float64(q) - float64(v[i])
+			sum += d * d
+		}
+		return float32(sum)
+	}
+}
+
+// Scored is a record id with its distance (vector channel) or score (text channel).
+type Scored struct {
+	ID    string
+	Value float32
+}
+
+// Nearest keeps the k records of smallest distance offered so far (ties: the smaller id), in
+// memory proportional to k.
+type Nearest struct {
+	k int
+	h scoredHeap // a max-heap: the worst kept record on top
+}
+
+// NewNearest keeps k records (k ≥ 1).
+func NewNearest(k int) *Nearest { return &Nearest{k: max(k, 1)} }
+
+// Offer considers id at distance d.
+func (n *Nearest) Offer(id string, d float32) {
+	s := Scored{ID: id, Value: d}
+	if len(n.h) < n.k {
+		heap.Push(&n.h, s)
+		return
+	}
+	if nearer(s, n.h[0]) {
+		n.h[0] = s
+		heap.Fix(&n.h, 0)
+	}
+}
+
+// Sorted is what is kept, nearest first.
+func (n *Nearest) Sorted() []Scored {
+	out := append([]Scored(nil), n.h...)
+	sort.Slice(out, func(i, j int) bool { return nearer(out[i], out[j]) })
+	return out
+}
+
+func nearer(a, b Scored) bool {
+	if a.Value != b.Value {
+		return a.Value < b.Value
+	}
+	return a.ID < b.ID
+}
+
+type scoredHeap []Scored
+
+func (h scoredHeap) Len() int           { return len(h) }
+func (h scoredHeap) Less(i, j int) bool { return nearer(h[j], h[i]) } // the farthest on top
+func (h scoredHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *scoredHeap) Push(x any)        { *h = append(*h, x.(Scored)) }
+func (h *scoredHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// RRFK is reciprocal rank fusion's constant: a record at rank r (from 1) of a channel scores
+// 1/(RRFK + r) from it.
+const RRFK = 60
+
+// CandidateDepth is how many records each channel of a retrieve ranks for fusion: enough below
+// the limit that a record ranked modestly by both channels can still make the cut.
+func CandidateDepth(limit int) int { return min(max(4*limit, 50), 4*MaxLimit) }
+
+// MaxLimit bounds a search's or a retrieve's limit.
+const MaxLimit = 1000
+
+// Channel names a retrieve result reports in matched_channels.
+const (
+	ChannelVector = "vector"
+	ChannelText   = "text"
+)
+
+// Fused is one retrieve result.
+type Fused struct {
+	ID             string
+	Score          float32
+	VectorDistance *float32
+	TextScore      *float32
+	Channels       []string
+}
+
+// Fuse ranks the union of the vector channel's candidates (nearest first) and the text
+// channel's (best first) by reciprocal rank fusion, highest first (ties: the smaller id), and
+// keeps limit.
+func Fuse(vector, text []Scored, limit int) []Fused {
+	byID := map[string]*Fused{}
+	var order []*Fused
+	add := func(list []Scored, channel string) {
+		for rank, s := range list {
+			f := byID[s.ID]
+			if f == nil {
+				f = &Fused{ID: s.ID}
+				byID[s.ID] = f
+				order = append(order, f)
+			}
+			f.Score += 1 / float32(RRFK+rank+1)
+			v := s.Value
+			if channel == ChannelVector {
+				f.VectorDistance = &v
+			} else {
+				f.TextScore = &v
+			}
+			f.Channels = append(f.Channels, channel)
+		}
+	}
+	add(vector, ChannelVector)
+	add(text, ChannelText)
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].Score != order[j].Score {
+			return order[i].Score > order[j].Score
+		}
+		return order[i].ID < order[j].ID
+	})
+	out := make([]Fused, 0, min(limit, len(order)))
+	for _, f := range order[:min(limit, len(order))] {
+		out = append(out, *f)
+	}
+	return out
+}
