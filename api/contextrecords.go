@@ -18,75 +18,8 @@ import (
 	"github.com/strata-store/strata/contexts"
 )
 
-// AddContextRecordsRequest is the body of POST .../records.
-type AddContextRecordsRequest struct {
-	Records []contexts.AddRecord `json:"records"`
-}
-
-// UpsertContextRecordRequest is the body of PUT .../records.
-type UpsertContextRecordRequest struct {
-	Record contexts.AddRecord `json:"record"`
-	Key    string             `json:"key,omitempty"`
-}
-
-// UpsertContextRecordsRequest is the body of PUT .../records/batch.
-type UpsertContextRecordsRequest struct {
-	Records []contexts.AddRecord `json:"records"`
-	Key     string               `json:"key,omitempty"`
-}
-
-// UpsertContextResult is one upsert's outcome.
-type UpsertContextResult struct {
-	Inserted   bool            `json:"inserted"`
-	ReplacedID *string         `json:"replaced_id,omitempty"`
-	Record     contexts.Record `json:"record"`
-}
-
-// UpsertContextRecordResponse is the body answering PUT .../records.
-type UpsertContextRecordResponse struct {
-	Version uint64 `json:"version"`
-	UpsertContextResult
-}
-
-// UpsertContextRecordsResponse is the body answering PUT .../records/batch.
-type UpsertContextRecordsResponse struct {
-	Version uint64                `json:"version"`
-	Results []UpsertContextResult `json:"results"`
-}
-
-// UpdateContextRecordRequest is the body of PATCH .../records: one of id or external_id.
-type UpdateContextRecordRequest struct {
-	ID         *string        `json:"id,omitempty"`
-	ExternalID *string        `json:"external_id,omitempty"`
-	Patch      contexts.Patch `json:"patch"`
-}
-
-// UpdateContextRecordResponse answers PATCH .../records.
-type UpdateContextRecordResponse struct {
-	Version    uint64           `json:"version"`
-	Updated    bool             `json:"updated"`
-	ReplacedID *string          `json:"replaced_id,omitempty"`
-	Record     *contexts.Record `json:"record,omitempty"`
-}
-
-// ContextRecordResponse answers a get ({"record": null} when absent).
-type ContextRecordResponse struct {
-	Record *contexts.Record `json:"record"`
-}
-
-// ContextRecordsResponse answers a list or related.
-type ContextRecordsResponse struct {
-	Records []contexts.Record `json:"records"`
-}
-
-// DeleteContextRecordResponse answers a delete.
-type DeleteContextRecordResponse struct {
-	Deleted bool   `json:"deleted"`
-	Version uint64 `json:"version"`
-}
-
 func (h *handlers) addContextRecords(c echo.Context) error {
-	var req AddContextRecordsRequest
+	var req contexts.AddRecordsRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -152,20 +85,20 @@ func upsertKey(key string) error {
 
 // upsertRows builds the rows of one upsert: the new record, the original it replaces (now
 // superseded) and the claim of its external id.
-func upsertRows(c echo.Context, cs contextStore, a contexts.AddRecord, runID string) (UpsertContextResult, []contexts.Record, error) {
+func upsertRows(c echo.Context, cs contextStore, a contexts.AddRecord, runID string) (contexts.UpsertResult, []contexts.Record, error) {
 	if a.ExternalID == nil || *a.ExternalID == "" {
-		return UpsertContextResult{}, nil, invalid("upsert requires record.external_id")
+		return contexts.UpsertResult{}, nil, invalid("upsert requires record.external_id")
 	}
 	now := contextNow()
 	rec, err := cs.rules().NewRecord(a, newRecordID(), runID, now)
 	if err != nil {
-		return UpsertContextResult{}, nil, invalid("%v", err)
+		return contexts.UpsertResult{}, nil, invalid("%v", err)
 	}
 	held, err := byExternalID(c.Request().Context(), cs.s, *a.ExternalID)
 	if err != nil {
-		return UpsertContextResult{}, nil, err
+		return contexts.UpsertResult{}, nil, err
 	}
-	res := UpsertContextResult{Inserted: true}
+	res := contexts.UpsertResult{Inserted: true}
 	rows := []contexts.Record{rec}
 	if held != nil && held.SupersededByID == nil {
 		res.Inserted = false
@@ -182,7 +115,7 @@ func upsertRows(c echo.Context, cs contextStore, a contexts.AddRecord, runID str
 }
 
 func (h *handlers) upsertContextRecord(c echo.Context) error {
-	var req UpsertContextRecordRequest
+	var req contexts.UpsertRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -203,12 +136,12 @@ func (h *handlers) upsertContextRecord(c echo.Context) error {
 		if res.Inserted {
 			status = http.StatusCreated
 		}
-		return c.JSON(status, UpsertContextRecordResponse{Version: v, UpsertContextResult: res})
+		return c.JSON(status, contexts.UpsertResponse{Version: v, UpsertResult: res})
 	})
 }
 
 func (h *handlers) upsertContextRecords(c echo.Context) error {
-	var req UpsertContextRecordsRequest
+	var req contexts.UpsertBatchRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -234,7 +167,7 @@ func (h *handlers) upsertContextRecords(c echo.Context) error {
 	return h.withContext(c, func(cs contextStore) error {
 		defer lockContext(cs.entry.Name)()
 		runID := uuid.NewString()
-		out := UpsertContextRecordsResponse{Results: make([]UpsertContextResult, 0, len(req.Records))}
+		out := contexts.UpsertBatchResponse{Results: make([]contexts.UpsertResult, 0, len(req.Records))}
 		var rows []contexts.Record
 		for i, a := range req.Records {
 			res, rs, err := upsertRows(c, cs, a, runID)
@@ -279,7 +212,7 @@ func currentRecord(c echo.Context, cs contextStore, id, xid *string) (*contexts.
 }
 
 func (h *handlers) updateContextRecord(c echo.Context) error {
-	var req UpdateContextRecordRequest
+	var req contexts.UpdateRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -302,7 +235,7 @@ func (h *handlers) updateContextRecord(c echo.Context) error {
 			if err != nil {
 				return err
 			}
-			return c.JSON(http.StatusOK, UpdateContextRecordResponse{Version: v})
+			return c.JSON(http.StatusOK, contexts.UpdateResponse{Version: v})
 		}
 		now := contextNow()
 		next, err := cs.rules().Apply(*orig, req.Patch, newRecordID(), now)
@@ -319,7 +252,7 @@ func (h *handlers) updateContextRecord(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, UpdateContextRecordResponse{Version: v, Updated: true, ReplacedID: &orig.ID, Record: &next})
+		return c.JSON(http.StatusOK, contexts.UpdateResponse{Version: v, Updated: true, ReplacedID: &orig.ID, Record: &next})
 	})
 }
 
@@ -362,7 +295,7 @@ func (h *handlers) deleteContext(c echo.Context, id, xid *string) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, DeleteContextRecordResponse{Deleted: rec != nil, Version: v})
+		return c.JSON(http.StatusOK, contexts.DeleteResponse{Deleted: rec != nil, Version: v})
 	})
 }
 
@@ -406,7 +339,7 @@ func (h *handlers) getContextRecord(c echo.Context) error {
 				return err
 			}
 		}
-		return c.JSON(http.StatusOK, ContextRecordResponse{Record: rec})
+		return c.JSON(http.StatusOK, contexts.RecordResponse{Record: rec})
 	})
 }
 
@@ -420,7 +353,7 @@ func (h *handlers) getContextRecordByExternalID(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, ContextRecordResponse{Record: rec})
+		return c.JSON(http.StatusOK, contexts.RecordResponse{Record: rec})
 	})
 }
 
@@ -482,7 +415,7 @@ func (h *handlers) listContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		out := ContextRecordsResponse{Records: []contexts.Record{}}
+		out := contexts.RecordsResponse{Records: []contexts.Record{}}
 		err := scanContext(c.Request().Context(), cs.s, listColumns, filters.Fields, version, func(page []contexts.Record) error {
 			for i := range page {
 				if !life.Visible(&page[i]) || !filters.Match(&page[i]) {
@@ -528,7 +461,7 @@ func (h *handlers) relatedContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		out := ContextRecordsResponse{Records: []contexts.Record{}}
+		out := contexts.RecordsResponse{Records: []contexts.Record{}}
 		err := scanContext(c.Request().Context(), cs.s, listColumns, nil, 0, func(page []contexts.Record) error {
 			for i := range page {
 				if !life.Visible(&page[i]) || !relates(&page[i], target, relation) {

@@ -148,7 +148,7 @@ func scanContext(ctx context.Context, s *lsm.Store, columns []string, fields map
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, After: after, Before: kinds.ExternalIDKeyPrefix,
+		page, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, After: after, Before: contexts.ExternalIDKeyPrefix,
 			Limit: contextPageRows, Version: version})
 		if err != nil {
 			return err
@@ -171,7 +171,7 @@ func scanContext(ctx context.Context, s *lsm.Store, columns []string, fields map
 // contextColumnsWithout is every column of the context schema but the named ones.
 func contextColumnsWithout(names ...string) []string {
 	var out []string
-	for _, f := range kinds.ContextSchema.Fields() {
+	for _, f := range contexts.Schema.Fields() {
 		if !slices.Contains(names, f.Name) {
 			out = append(out, f.Name)
 		}

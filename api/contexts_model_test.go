@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/contexts"
 )
 
@@ -54,7 +53,7 @@ func TestContextStoreMatchesAModel(t *testing.T) {
 		return []float32{float32(rng.IntN(9) - 4), float32(rng.IntN(9) - 4), float32(rng.IntN(9)-4) + 0.5}
 	}
 	get := func(id string) contexts.Record {
-		var got api.ContextRecordResponse
+		var got contexts.RecordResponse
 		require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/m/records/"+id, nil, &got))
 		require.NotNil(t, got.Record, id)
 		return *got.Record
@@ -93,7 +92,7 @@ func TestContextStoreMatchesAModel(t *testing.T) {
 			}
 		case op < 9: // upsert an existing external id or a new one
 			xid := fmt.Sprintf("u%d", rng.IntN(6))
-			var up api.UpsertContextRecordResponse
+			var up contexts.UpsertResponse
 			w.do(t, "PUT", "/api/v1/contexts/m/records", map[string]any{"record": ctxRecord(text(), vec(), "external_id", xid)}, &up)
 			old, held := m.xids[xid]
 			require.Equal(t, !held, up.Inserted, "step %d", step)
@@ -118,7 +117,7 @@ func TestContextStoreMatchesAModel(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				patch["embedding"] = vec()
 			}
-			var upd api.UpdateContextRecordResponse
+			var upd contexts.UpdateResponse
 			require.Equal(t, http.StatusOK, w.do(t, "PATCH", "/api/v1/contexts/m/records", map[string]any{"id": id, "patch": patch}, &upd))
 			require.True(t, upd.Updated, "step %d", step)
 			o := m.rows[id]
@@ -134,7 +133,7 @@ func TestContextStoreMatchesAModel(t *testing.T) {
 				continue
 			}
 			id := ids[rng.IntN(len(ids))]
-			var del api.DeleteContextRecordResponse
+			var del contexts.DeleteResponse
 			require.Equal(t, http.StatusOK, w.do(t, "DELETE", "/api/v1/contexts/m/records/"+id, nil, &del))
 			require.True(t, del.Deleted)
 			if xid := m.rows[id].ExternalID; xid != nil && m.xids[*xid] == id {
@@ -189,7 +188,7 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 			vn.Offer(r.ID, contexts.Distance("cosine", q, r.Embedding))
 		}
 		fused := contexts.Fuse(vn.Sorted(), scorer.Top(depth), limit)
-		var rr api.RetrieveContextResponse
+		var rr contexts.RetrieveResponse
 		require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/contexts/m/retrieve", map[string]any{"text": txt, "vector": q, "limit": limit,
 			"include_expired": flags[0], "include_retired": flags[1]}, &rr))
 		require.Len(t, rr.Results, len(fused))
@@ -198,7 +197,7 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 			require.Equal(t, fused[i].Channels, rr.Results[i].MatchedChannels)
 		}
 		// list: every visible record in id order
-		var list api.ContextRecordsResponse
+		var list contexts.RecordsResponse
 		require.Equal(t, http.StatusOK, w.do(t, "GET", fmt.Sprintf("/api/v1/contexts/m/records?limit=10000&include_expired=%v&include_retired=%v", flags[0], flags[1]), nil, &list))
 		require.Len(t, list.Records, len(visible))
 		for i := range visible {
@@ -206,7 +205,7 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		}
 	}
 	for xid, id := range m.xids {
-		var got api.ContextRecordResponse
+		var got contexts.RecordResponse
 		require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/m/records/by-external-id?external_id="+xid, nil, &got))
 		require.NotNil(t, got.Record, xid)
 		require.Equal(t, id, got.Record.ID, xid)

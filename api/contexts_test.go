@@ -29,9 +29,9 @@ func addContext(t *testing.T, w *worker, name string, records ...map[string]any)
 	return res.IDs
 }
 
-func searchContext(t *testing.T, w *worker, name string, req map[string]any) []api.SearchContextResult {
+func searchContext(t *testing.T, w *worker, name string, req map[string]any) []contexts.SearchResult {
 	t.Helper()
-	var res api.SearchContextResponse
+	var res contexts.SearchResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/contexts/"+name+"/search", req, &res))
 	return res.Results
 }
@@ -46,8 +46,8 @@ func texts[T any](results []T, text func(T) *string) []string {
 	return out
 }
 
-func searchTexts(rs []api.SearchContextResult) []string {
-	return texts(rs, func(r api.SearchContextResult) *string { return r.Record.TextPayload })
+func searchTexts(rs []contexts.SearchResult) []string {
+	return texts(rs, func(r contexts.SearchResult) *string { return r.Record.TextPayload })
 }
 
 // The registry routes answer lance-context's shapes: create 201 {name, uri, version}, 409 for a
@@ -116,12 +116,12 @@ func TestContextSearchFiltersAndLifecycle(t *testing.T) {
 	res = searchContext(t, w, "s", map[string]any{"query": []float32{0.9, 0.1, 0}, "limit": 1, "include_relationships": true})
 	require.Len(t, res[0].Record.Relationships, 1)
 
-	var related api.ContextRecordsResponse
+	var related contexts.RecordsResponse
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/s/records/related?target_id=doc://runbook&relation=cites", nil, &related))
 	require.Len(t, related.Records, 1)
 	require.Equal(t, "charlie", *related.Records[0].TextPayload)
 
-	var list api.ContextRecordsResponse
+	var list contexts.RecordsResponse
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/s/records?limit=2", nil, &list))
 	require.Equal(t, []string{"alpha", "bravo"}, texts(list.Records, func(r contexts.Record) *string { return r.TextPayload }), "creation order")
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/s/records?offset=2&include_expired=true", nil, &list))
@@ -136,7 +136,7 @@ func TestContextUpsertUpdateDelete(t *testing.T) {
 	c := newCluster(t)
 	w := c.worker("w1")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/contexts", map[string]any{"name": "u", "embedding_dim": 2}, nil))
-	var up api.UpsertContextRecordResponse
+	var up contexts.UpsertResponse
 	require.Equal(t, http.StatusCreated, w.do(t, "PUT", "/api/v1/contexts/u/records",
 		map[string]any{"record": ctxRecord("v1", []float32{1, 0}, "external_id", "doc-1"), "key": "external_id"}, &up))
 	require.True(t, up.Inserted)
@@ -148,7 +148,7 @@ func TestContextUpsertUpdateDelete(t *testing.T) {
 	second := up.Record.ID
 	require.Equal(t, first, *up.Record.SupersedesID)
 
-	var got api.ContextRecordResponse
+	var got contexts.RecordResponse
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/u/records/by-external-id?external_id=doc-1", nil, &got))
 	require.Equal(t, second, got.Record.ID)
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/u/records/"+first, nil, &got))
@@ -160,7 +160,7 @@ func TestContextUpsertUpdateDelete(t *testing.T) {
 	require.Equal(t, http.StatusConflict, status, "add does not take a held external id")
 	require.Equal(t, api.CodeAlreadyExists, code)
 
-	var upd api.UpdateContextRecordResponse
+	var upd contexts.UpdateResponse
 	require.Equal(t, http.StatusOK, w.do(t, "PATCH", "/api/v1/contexts/u/records",
 		map[string]any{"external_id": "doc-1", "patch": map[string]any{"metadata": map[string]any{"revision": 3}}}, &upd))
 	require.True(t, upd.Updated)
@@ -176,7 +176,7 @@ func TestContextUpsertUpdateDelete(t *testing.T) {
 	require.True(t, upd.Updated)
 	require.Empty(t, searchContext(t, w, "u", map[string]any{"query": []float32{1, 0}}), "a retired successor is hidden")
 
-	var del api.DeleteContextRecordResponse
+	var del contexts.DeleteResponse
 	require.Equal(t, http.StatusOK, w.do(t, "DELETE", "/api/v1/contexts/u/records?external_id=doc-1", nil, &del))
 	require.True(t, del.Deleted)
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/u/records/by-external-id?external_id=doc-1", nil, &got))
@@ -190,7 +190,7 @@ func TestContextUpsertUpdateDelete(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/u/records/xid:doc-1", nil, &got))
 	require.Nil(t, got.Record, "claim rows are never records")
 
-	var batch api.UpsertContextRecordsResponse
+	var batch contexts.UpsertBatchResponse
 	require.Equal(t, http.StatusOK, w.do(t, "PUT", "/api/v1/contexts/u/records/batch", map[string]any{"records": []any{
 		ctxRecord("a", nil, "external_id", "a"), ctxRecord("b", nil, "external_id", "b")}}, &batch))
 	require.Len(t, batch.Results, 2)
@@ -220,7 +220,7 @@ func TestContextRetrieveFusesChannels(t *testing.T) {
 		ctxRecord("lunch menu", []float32{0.9, 0.1}),
 		ctxRecord("payments incident review", []float32{0, 1}),
 	)
-	var res api.RetrieveContextResponse
+	var res contexts.RetrieveResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/contexts/r/retrieve", map[string]any{"text": "payments runbook", "vector": []float32{1, 0}, "limit": 3}, &res))
 	require.Len(t, res.Results, 3)
 	require.Equal(t, "the deploy runbook for payments", *res.Results[0].Record.TextPayload)
@@ -271,7 +271,7 @@ func TestContextRejectionsWriteNothing(t *testing.T) {
 		status, _ := errCode(t, w, "POST", "/api/v1/contexts/bad/search", body)
 		require.Equal(t, http.StatusBadRequest, status, name)
 	}
-	var list api.ContextRecordsResponse
+	var list contexts.RecordsResponse
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/bad/records?include_expired=true&include_retired=true", nil, &list))
 	require.Empty(t, list.Records, "nothing of a rejected request was written")
 	addContext(t, w, "bad", good)

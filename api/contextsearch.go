@@ -9,60 +9,12 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/contexts"
 )
-
-// SearchContextRequest is the body of POST .../search (lance-context's SearchRequest).
-type SearchContextRequest struct {
-	Query                []float32       `json:"query"`
-	Limit                *int            `json:"limit,omitempty"`
-	Filters              json.RawMessage `json:"filters,omitempty"`
-	IncludeExpired       bool            `json:"include_expired,omitempty"`
-	IncludeRetired       bool            `json:"include_retired,omitempty"`
-	IncludeRelationships bool            `json:"include_relationships,omitempty"`
-}
-
-// SearchContextResult is one search result.
-type SearchContextResult struct {
-	Record   contexts.Record `json:"record"`
-	Distance float32         `json:"distance"`
-}
-
-// SearchContextResponse answers POST .../search.
-type SearchContextResponse struct {
-	Results []SearchContextResult `json:"results"`
-}
-
-// RetrieveContextRequest is the body of POST .../retrieve (lance-context's RetrieveRequest).
-type RetrieveContextRequest struct {
-	Text                 *string         `json:"text,omitempty"`
-	Vector               []float32       `json:"vector,omitempty"`
-	Limit                *int            `json:"limit,omitempty"`
-	Filters              json.RawMessage `json:"filters,omitempty"`
-	IncludeExpired       bool            `json:"include_expired,omitempty"`
-	IncludeRetired       bool            `json:"include_retired,omitempty"`
-	IncludeRelationships bool            `json:"include_relationships,omitempty"`
-	Fusion               string          `json:"fusion,omitempty"`
-}
-
-// RetrieveContextResult is one retrieve result.
-type RetrieveContextResult struct {
-	Record          contexts.Record `json:"record"`
-	Score           float32         `json:"score"`
-	VectorDistance  *float32        `json:"vector_distance,omitempty"`
-	TextScore       *float32        `json:"text_score,omitempty"`
-	MatchedChannels []string        `json:"matched_channels,omitempty"`
-}
-
-// RetrieveContextResponse answers POST .../retrieve.
-type RetrieveContextResponse struct {
-	Results []RetrieveContextResult `json:"results"`
-}
 
 const defaultSearchLimit = 10
 
@@ -142,7 +94,7 @@ func rankedRecords(ctx context.Context, cs contextStore, ids []string, life cont
 }
 
 func (h *handlers) searchContext(c echo.Context) error {
-	var req SearchContextRequest
+	var req contexts.SearchRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -184,10 +136,10 @@ func (h *handlers) searchContext(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out := SearchContextResponse{Results: make([]SearchContextResult, 0, len(top))}
+		out := contexts.SearchResponse{Results: make([]contexts.SearchResult, 0, len(top))}
 		for i, s := range top {
 			if recs[i].ID != "" {
-				out.Results = append(out.Results, SearchContextResult{Record: recs[i], Distance: s.Value})
+				out.Results = append(out.Results, contexts.SearchResult{Record: recs[i], Distance: s.Value})
 			}
 		}
 		return c.JSON(http.StatusOK, out)
@@ -195,7 +147,7 @@ func (h *handlers) searchContext(c echo.Context) error {
 }
 
 func (h *handlers) retrieveContext(c echo.Context) error {
-	var req RetrieveContextRequest
+	var req contexts.RetrieveRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
@@ -274,10 +226,10 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out := RetrieveContextResponse{Results: make([]RetrieveContextResult, 0, len(fused))}
+		out := contexts.RetrieveResponse{Results: make([]contexts.RetrieveResult, 0, len(fused))}
 		for i, f := range fused {
 			if recs[i].ID != "" {
-				out.Results = append(out.Results, RetrieveContextResult{Record: recs[i], Score: f.Score,
+				out.Results = append(out.Results, contexts.RetrieveResult{Record: recs[i], Score: f.Score,
 					VectorDistance: f.VectorDistance, TextScore: f.TextScore, MatchedChannels: f.Channels})
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/strata-store/strata/contexts"
 	"github.com/strata-store/strata/datagen"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/workflows"
@@ -193,33 +194,33 @@ func contextOperations() []operation {
 	ops := storeRoutesListing("contexts", "context", "Context", CreateContextRequest{}, ContextList{})
 	return append(ops,
 		operation{"POST", base + "/records", "addContextRecords", "Add records (ids chosen by the server, answered in order); durable when answered", []param{qFlush},
-			AddContextRecordsRequest{}, with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 409, 413, 503)},
+			contexts.AddRecordsRequest{}, with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 409, 413, 503)},
 		operation{"GET", base + "/records", "listContextRecords", "List visible records in creation order; filters= a JSON object (built-in fields, created_at bounds, metadata keys)",
 			append([]param{qLimit, qOffset, qVersion, {"filters", "string", "a JSON filter object"}}, qLifecycle...), nil,
-			with([]resp{{status: 200, body: ContextRecordsResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.RecordsResponse{}}}, 400, 404, 503)},
 		operation{"PUT", base + "/records", "upsertContextRecord", "Insert, or replace the record holding the same external_id (the new record supersedes it)", []param{qFlush},
-			UpsertContextRecordRequest{}, with([]resp{{status: 201, body: UpsertContextRecordResponse{}, doc: "inserted"}, {status: 200, body: UpsertContextRecordResponse{}, doc: "replaced"}}, 400, 404, 413, 503)},
+			contexts.UpsertRequest{}, with([]resp{{status: 201, body: contexts.UpsertResponse{}, doc: "inserted"}, {status: 200, body: contexts.UpsertResponse{}, doc: "replaced"}}, 400, 404, 413, 503)},
 		operation{"PUT", base + "/records/batch", "upsertContextRecords", "Upsert many records by external_id, in one write", []param{qFlush},
-			UpsertContextRecordsRequest{}, with([]resp{{status: 200, body: UpsertContextRecordsResponse{}}}, 400, 404, 413, 503)},
+			contexts.UpsertBatchRequest{}, with([]resp{{status: 200, body: contexts.UpsertBatchResponse{}}}, 400, 404, 413, 503)},
 		operation{"PATCH", base + "/records", "updateContextRecord", "Update a record by id or external_id: a successor record supersedes it", []param{qFlush},
-			UpdateContextRecordRequest{}, with([]resp{{status: 200, body: UpdateContextRecordResponse{}}}, 400, 404, 503)},
+			contexts.UpdateRequest{}, with([]resp{{status: 200, body: contexts.UpdateResponse{}}}, 400, 404, 503)},
 		operation{"DELETE", base + "/records", "deleteContextRecordByExternalID", "Delete the record holding an external id", []param{qExternalID, qFlush}, nil,
-			with([]resp{{status: 200, body: DeleteContextRecordResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.DeleteResponse{}}}, 400, 404, 503)},
 		operation{"GET", base + "/records/by-external-id", "getContextRecordByExternalID", "The record holding an external id ({record: null} when none)", []param{qExternalID}, nil,
-			with([]resp{{status: 200, body: ContextRecordResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.RecordResponse{}}}, 400, 404, 503)},
 		operation{"GET", base + "/records/related", "relatedContextRecords", "Visible records with a relationship to target_id",
 			append([]param{{"target_id", "string", "the relationship's target"}, {"relation", "string", "only this relation"}, qLimit}, qLifecycle...), nil,
-			with([]resp{{status: 200, body: ContextRecordsResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.RecordsResponse{}}}, 400, 404, 503)},
 		operation{"GET", base + "/records/{id}", "getContextRecord", "Get one record, whatever its lifecycle ({record: null} when absent)", nil, nil,
-			with([]resp{{status: 200, body: ContextRecordResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.RecordResponse{}}}, 400, 404, 503)},
 		operation{"DELETE", base + "/records/{id}", "deleteContextRecord", "Delete a record (tombstone)", []param{qFlush}, nil,
-			with([]resp{{status: 200, body: DeleteContextRecordResponse{}}}, 400, 404, 503)},
+			with([]resp{{status: 200, body: contexts.DeleteResponse{}}}, 400, 404, 503)},
 		operation{"GET", base + "/records/{id}/payload", "getContextPayload", "Download a record's binary payload (else its text)", nil, nil,
 			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 400, 404, 503)},
 		operation{"POST", base + "/search", "searchContext", "Vector k-NN over visible records, filters applied before ranking", nil,
-			SearchContextRequest{}, with([]resp{{status: 200, body: SearchContextResponse{}}}, 400, 404, 503)},
+			contexts.SearchRequest{}, with([]resp{{status: 200, body: contexts.SearchResponse{}}}, 400, 404, 503)},
 		operation{"POST", base + "/retrieve", "retrieveContext", "Hybrid retrieval: text (BM25) and vector channels fused by reciprocal rank fusion", nil,
-			RetrieveContextRequest{}, with([]resp{{status: 200, body: RetrieveContextResponse{}}}, 400, 404, 503)},
+			contexts.RetrieveRequest{}, with([]resp{{status: 200, body: contexts.RetrieveResponse{}}}, 400, 404, 503)},
 		operation{"GET", base + "/version", "getContextVersion", "The base table's version", nil, nil,
 			with([]resp{{status: 200, body: VersionResponse{}}}, 400, 404, 503)},
 		operation{"POST", base + "/checkout", "checkoutContextStore", "Confirm a base-table version is readable; list it with ?version=N", nil, CheckoutRequest{},

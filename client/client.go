@@ -18,7 +18,8 @@ import (
 	"github.com/strata-store/strata/kinds/kind"
 )
 
-// Kind is a store kind (package kinds/kind): KindRollout, KindGeneric or KindDatagen.
+// Kind is a store kind (package kinds/kind): KindRollout, KindGeneric, KindDatagen or
+// KindContext.
 type Kind = kind.Kind
 
 const (
@@ -26,9 +27,12 @@ const (
 	KindGeneric = kind.Generic
 	// KindDatagen stores are checkpoint event logs: their rows are events (see the datagen calls).
 	KindDatagen = kind.Datagen
+	// KindContext stores are agent memory: their records are added, searched and retrieved with
+	// the context calls.
+	KindContext = kind.Context
 )
 
-// ParseKind accepts "rollout"/"rollouts", "generic" and "datagen".
+// ParseKind accepts "rollout"/"rollouts", "generic", "datagen" and "context"/"contexts".
 func ParseKind(s string) (Kind, error) {
 	switch strings.ToLower(s) {
 	case "rollout", "rollouts":
@@ -37,8 +41,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindGeneric, nil
 	case "datagen":
 		return KindDatagen, nil
+	case "context", "contexts":
+		return KindContext, nil
 	}
-	return "", fmt.Errorf("unknown store kind %q: want rollout, generic or datagen", s)
+	return "", fmt.Errorf("unknown store kind %q: want rollout, generic, datagen or context", s)
 }
 
 // ParseRef splits "kind/name" (e.g. "rollout/run-7").
@@ -53,8 +59,11 @@ func ParseRef(ref string) (Kind, string, error) {
 
 // collection is the URL segment of a kind's routes.
 func collection(k Kind) string {
-	if k == KindRollout {
+	switch k {
+	case KindRollout:
 		return "rollouts"
+	case KindContext:
+		return "contexts"
 	}
 	return string(k)
 }

@@ -1,4 +1,4 @@
-// Store registry calls: create, describe, list and delete rollout and generic stores.
+// Store registry calls: create, describe, list and delete stores of every kind.
 package client
 
 import (
@@ -26,6 +26,10 @@ type CreateOptions struct {
 	StorageOptions map[string]string
 	// SealOnAdd (generic stores) seals after every add, so rows are visible to every worker at once.
 	SealOnAdd bool
+	// EmbeddingDim (context stores), when set, is the length of every embedding and query vector.
+	EmbeddingDim int
+	// DistanceMetric (context stores): l2 (the default), cosine or dot.
+	DistanceMetric string
 }
 
 // CreateStore creates a store, idempotently (it sends exist_ok): creating a store that exists
@@ -34,6 +38,14 @@ func (c *Client) CreateStore(ctx context.Context, kind Kind, name string, opts C
 	body := map[string]any{"name": name, "exist_ok": true} // idempotent: the same store is not an error
 	if len(opts.StorageOptions) > 0 {
 		body["storage_options"] = opts.StorageOptions
+	}
+	if kind == KindContext {
+		if opts.EmbeddingDim > 0 {
+			body["embedding_dim"] = opts.EmbeddingDim
+		}
+		if opts.DistanceMetric != "" {
+			body["distance_metric"] = opts.DistanceMetric
+		}
 	}
 	if kind == KindGeneric {
 		body["schema"] = opts.Schema
@@ -72,6 +84,14 @@ func (c *Client) ListStores(ctx context.Context, kind Kind, prefix, cursor strin
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var p StorePage
+	if kind == KindContext { // lance-context's listing: {"contexts": [...]}
+		var lp struct {
+			Contexts []Store `json:"contexts"`
+			Next     string  `json:"next_cursor,omitempty"`
+		}
+		err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/" + collection(kind), query: q}, nil, &lp)
+		return StorePage{Stores: lp.Contexts, Next: lp.Next}, err
+	}
 	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/api/v1/" + collection(kind), query: q}, nil, &p)
 	return p, err
 }

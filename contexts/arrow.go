@@ -1,4 +1,4 @@
-// Context records as Arrow rows of kinds.ContextSchema, and back (any projection of it).
+// Context records as Arrow rows of Schema, and back (any projection of it).
 package contexts
 
 import (
@@ -9,17 +9,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/strata-store/strata/kinds"
 )
 
-// ToArrow builds the rows of records under kinds.ContextSchema. The caller releases the batch.
+// ToArrow builds the rows of records under Schema. The caller releases the batch.
 func ToArrow(mem memory.Allocator, records []Record) (arrow.RecordBatch, error) {
-	b := array.NewRecordBuilder(mem, kinds.ContextSchema)
+	b := array.NewRecordBuilder(mem, Schema)
 	defer b.Release()
 	for i := range records {
 		r := &records[i]
-		for c, f := range kinds.ContextSchema.Fields() {
+		for c, f := range Schema.Fields() {
 			if err := appendField(b.Field(c), f.Name, r); err != nil {
 				return nil, err
 			}
@@ -151,7 +149,7 @@ func appendField(fb array.Builder, name string, r *Record) error {
 	return nil
 }
 
-// FromArrow reads records from rows of kinds.ContextSchema or any projection of it (columns it
+// FromArrow reads records from rows of Schema or any projection of it (columns it
 // does not hold stay zero). Errors name a column of the wrong type: a store whose schema is not
 // the context schema.
 func FromArrow(rec arrow.RecordBatch) ([]Record, error) {

@@ -12,8 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
-
-	"github.com/strata-store/strata/kinds"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -40,7 +38,7 @@ func TestArrowRoundTrip(t *testing.T) {
 	rec, err := ToArrow(mem, []Record{full, minimal})
 	require.NoError(t, err)
 	defer rec.Release()
-	require.True(t, rec.Schema().Equal(kinds.ContextSchema))
+	require.True(t, rec.Schema().Equal(Schema))
 	back, err := FromArrow(rec)
 	require.NoError(t, err)
 	require.Equal(t, []Record{full, minimal}, back)
@@ -166,7 +164,7 @@ func FuzzParseFilters(f *testing.F) {
 // Nearest keeps exactly what sorting everything and cutting at k keeps, for every metric.
 func TestNearestMatchesAFullSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, metric := range []string{kinds.MetricL2, kinds.MetricCosine, kinds.MetricDot} {
+	for _, metric := range []string{MetricL2, MetricCosine, MetricDot} {
 		for trial := 0; trial < 20; trial++ {
 			dim, n, k := 1+rng.IntN(8), rng.IntN(200), 1+rng.IntN(20)
 			q := randVec(rng, dim)
@@ -193,10 +191,10 @@ func TestNearestMatchesAFullSort(t *testing.T) {
 			require.Equal(t, want, got, "metric %s trial %d", metric, trial)
 		}
 	}
-	require.InDelta(t, 0, Distance(kinds.MetricCosine, []float32{1, 1}, []float32{2, 2}), 1e-6)
-	require.InDelta(t, 1, Distance(kinds.MetricCosine, []float32{0, 0}, []float32{2, 2}), 1e-6)
-	require.InDelta(t, 2, Distance(kinds.MetricL2, []float32{0, 0}, []float32{1, 1}), 1e-6)
-	require.InDelta(t, -1, Distance(kinds.MetricDot, []float32{1, 1}, []float32{1, 1}), 1e-6)
+	require.InDelta(t, 0, Distance(MetricCosine, []float32{1, 1}, []float32{2, 2}), 1e-6)
+	require.InDelta(t, 1, Distance(MetricCosine, []float32{0, 0}, []float32{2, 2}), 1e-6)
+	require.InDelta(t, 2, Distance(MetricL2, []float32{0, 0}, []float32{1, 1}), 1e-6)
+	require.InDelta(t, -1, Distance(MetricDot, []float32{1, 1}, []float32{1, 1}), 1e-6)
 }
 
 func randVec(rng *rand.Rand, dim int) []float32 {

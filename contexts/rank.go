@@ -7,16 +7,14 @@ import (
 	"container/heap"
 	"math"
 	"sort"
-
-	"github.com/strata-store/strata/kinds"
 )
 
-// Distance is a's distance from query under metric (kinds.MetricL2: squared Euclidean;
-// kinds.MetricCosine: 1 - cosine similarity, 1 when either vector is zero; kinds.MetricDot:
+// Distance is a's distance from query under metric (MetricL2: squared Euclidean;
+// MetricCosine: 1 - cosine similarity, 1 when either vector is zero; MetricDot:
 // 1 - dot product). The vectors have the same length.
 func Distance(metric string, query, v []float32) float32 {
 	switch metric {
-	case kinds.MetricCosine:
+	case MetricCosine:
 		var dot, nq, nv float64
 		for i, q := range query {
 			x := float64(v[i])
@@ -28,7 +26,7 @@ func Distance(metric string, query, v []float32) float32 {
 			return 1
 		}
 		return float32(1 - dot/math.Sqrt(nq*nv))
-	case kinds.MetricDot:
+	case MetricDot:
 		var dot float64
 		for i, q := range query {
 			dot += float64(q) * float64(v[i])

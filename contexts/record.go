@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/strata-store/strata/kinds"
 )
 
 // Lifecycle statuses lance-context names. Any other status hides a record by default.
@@ -134,7 +132,7 @@ const (
 
 // Rules are what a store declares that records must satisfy.
 type Rules struct {
-	EmbeddingDim int // 0: any length (1..kinds.MaxVectorDim)
+	EmbeddingDim int // 0: any length (1..MaxEmbeddingDim)
 }
 
 // NewRecord checks an added record and builds the stored record with the id, run id and time the
@@ -309,8 +307,8 @@ func (r Rules) checkEmbedding(name string, v []float32) error {
 		return fmt.Errorf("%s must not be empty (omit it instead)", name)
 	case r.EmbeddingDim > 0 && len(v) != r.EmbeddingDim:
 		return fmt.Errorf("%s has %d dimensions; the store's embedding_dim is %d", name, len(v), r.EmbeddingDim)
-	case len(v) > kinds.MaxVectorDim:
-		return fmt.Errorf("%s has %d dimensions, over the limit of %d", name, len(v), kinds.MaxVectorDim)
+	case len(v) > MaxEmbeddingDim:
+		return fmt.Errorf("%s has %d dimensions, over the limit of %d", name, len(v), MaxEmbeddingDim)
 	}
 	for i, x := range v {
 		if !finite(x) {
@@ -329,10 +327,10 @@ func present(doc json.RawMessage) bool {
 }
 
 // IsRecordID reports whether id may name a record (not an external id's claim row).
-func IsRecordID(id string) bool { return id != "" && !strings.HasPrefix(id, kinds.ExternalIDKeyPrefix) }
+func IsRecordID(id string) bool { return id != "" && !strings.HasPrefix(id, ExternalIDKeyPrefix) }
 
 // ClaimKey is the key of external id xid's claim row.
-func ClaimKey(xid string) string { return kinds.ExternalIDKeyPrefix + xid }
+func ClaimKey(xid string) string { return ExternalIDKeyPrefix + xid }
 
 // Claim is the row that says record id holds external id xid.
 func Claim(xid, id string, now time.Time) Record {

@@ -1,12 +1,6 @@
-// The context kind: agent memory (lance-context's ContextRecord fields) under a fixed schema. A
-// store's embedding dimension and distance metric are declared at creation (ContextConfig, kept
-// in the catalog's options) and checked on every write; the schema itself is the same for every
-// context store, embeddings being a list of float32 as a generic store's vector columns are.
-//
-// External ids: besides its records, a context store holds one claim row per external id, keyed
-// ExternalIDKeyPrefix + external id, that names the record holding the id now. Record ids are
-// server-made lowercase UUIDs, which sort before the prefix, so a scan that stops before the
-// prefix reads records only, and a lookup by external id is one point read.
+// The context kind: agent memory (lance-context's ContextRecord fields) under the fixed schema
+// the contexts package defines. A store's embedding dimension and distance metric are declared at
+// creation (ContextConfig, kept in the catalog's options) and checked on every write.
 package kinds
 
 import (
@@ -15,51 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-)
-
-// ContextSchema is the schema of every context store.
-var ContextSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: utf8},
-	{Name: "external_id", Type: utf8, Nullable: true},
-	{Name: "run_id", Type: utf8},
-	{Name: "bot_id", Type: utf8, Nullable: true},
-	{Name: "session_id", Type: utf8, Nullable: true},
-	{Name: "tenant", Type: utf8, Nullable: true},
-	{Name: "source", Type: utf8, Nullable: true},
-	{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-	{Name: "role", Type: utf8},
-	{Name: "content_type", Type: utf8},
-	{Name: "text_payload", Type: large, Nullable: true},
-	{Name: "binary_payload", Type: bin, Nullable: true},
-	{Name: "payload_uri", Type: utf8, Nullable: true},
-	{Name: "payload_size", Type: i64, Nullable: true},
-	{Name: "payload_checksum", Type: utf8, Nullable: true},
-	{Name: "embedding", Type: VectorType, Nullable: true},
-	{Name: "state_metadata", Type: large, Nullable: true},
-	{Name: "metadata", Type: large, Nullable: true},
-	{Name: "relationships", Type: arrow.ListOf(arrow.StructOf(
-		arrow.Field{Name: "target_id", Type: utf8},
-		arrow.Field{Name: "relation", Type: utf8},
-		arrow.Field{Name: "weight", Type: f32, Nullable: true},
-	)), Nullable: true},
-	{Name: "expires_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-	{Name: "retention_policy", Type: utf8, Nullable: true},
-	{Name: "lifecycle_status", Type: utf8},
-	{Name: "retired_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-	{Name: "retired_reason", Type: utf8, Nullable: true},
-	{Name: "supersedes_id", Type: utf8, Nullable: true},
-	{Name: "superseded_by_id", Type: utf8, Nullable: true},
-}, nil)
-
-// ExternalIDKeyPrefix starts the key of an external id's claim row (see the file comment).
-const ExternalIDKeyPrefix = "xid:"
-
-// Distance metrics a context store may declare (lance-context's names).
-const (
-	MetricL2     = "l2"     // squared Euclidean distance
-	MetricCosine = "cosine" // 1 - cosine similarity
-	MetricDot    = "dot"    // 1 - dot product
+	"github.com/strata-store/strata/contexts"
 )
 
 // ContextConfig is what a context store declares at creation beyond its name: lance-context's
@@ -78,7 +28,7 @@ type ContextConfig struct {
 // Metric is the declared distance metric, l2 when none was.
 func (c ContextConfig) Metric() string {
 	if c.DistanceMetric == "" {
-		return MetricL2
+		return contexts.MetricL2
 	}
 	return c.DistanceMetric
 }
@@ -86,12 +36,12 @@ func (c ContextConfig) Metric() string {
 // Validate checks a declared config (errors wrap catalog.ErrInvalid through the caller) and
 // normalizes its metric's case.
 func (c *ContextConfig) Validate() error {
-	if c.EmbeddingDim < 0 || c.EmbeddingDim > MaxVectorDim {
-		return fmt.Errorf("embedding_dim must be between 1 and %d", MaxVectorDim)
+	if c.EmbeddingDim < 0 || c.EmbeddingDim > contexts.MaxEmbeddingDim {
+		return fmt.Errorf("embedding_dim must be between 1 and %d", contexts.MaxEmbeddingDim)
 	}
 	c.DistanceMetric = strings.ToLower(c.DistanceMetric)
 	switch c.DistanceMetric {
-	case "", MetricL2, MetricCosine, MetricDot:
+	case "", contexts.MetricL2, contexts.MetricCosine, contexts.MetricDot:
 	default:
 		return fmt.Errorf("distance_metric %q is not one of l2, cosine, dot", c.DistanceMetric)
 	}
@@ -103,15 +53,12 @@ func (c *ContextConfig) Validate() error {
 		return fmt.Errorf("id_index_type %q is not one of btree, bitmap, zonemap, bloomfilter", c.IDIndexType)
 	}
 	for _, col := range c.BlobColumns {
-		if !slices.Contains(ContextBlobColumns, col) {
+		if !slices.Contains(contexts.BlobColumns, col) {
 			return fmt.Errorf("blob_columns: %q is not a binary column of a context store (binary_payload is)", col)
 		}
 	}
 	return nil
 }
-
-// ContextBlobColumns are the context schema's binary columns.
-var ContextBlobColumns = []string{"binary_payload"}
 
 // ParseContextConfig reads a context store's config from its catalog options (an empty
 // document is the default config).
@@ -125,6 +72,3 @@ func ParseContextConfig(options json.RawMessage) (ContextConfig, error) {
 	}
 	return c, nil
 }
-
-// ContextJSONColumns hold JSON documents stored as text.
-var ContextJSONColumns = map[string]bool{"metadata": true, "state_metadata": true}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/contexts"
 )
 
 // KeyColumn is the key column of the rollout and generic kinds: a non-empty UTF-8 string,
@@ -38,8 +39,8 @@ var served = map[catalog.Kind]*Kind{
 	catalog.KindGeneric: {Name: catalog.KindGeneric, Schema: ParseSchemaSpec, JSONColumns: map[string]bool{}, KeyColumn: KeyColumn, Route: "generic"},
 	catalog.KindDatagen: {Name: catalog.KindDatagen, Schema: func(json.RawMessage) (*arrow.Schema, error) { return DatagenSchema, nil },
 		JSONColumns: map[string]bool{}, KeyColumn: DatagenKeyColumn, Route: "datagen"},
-	catalog.KindContext: {Name: catalog.KindContext, Schema: func(json.RawMessage) (*arrow.Schema, error) { return ContextSchema, nil },
-		JSONColumns: ContextJSONColumns, KeyColumn: KeyColumn, Route: "contexts"},
+	catalog.KindContext: {Name: catalog.KindContext, Schema: func(json.RawMessage) (*arrow.Schema, error) { return contexts.Schema, nil },
+		JSONColumns: contexts.JSONColumns, KeyColumn: KeyColumn, Route: "contexts"},
 }
 
 // Served is every kind this server serves, in name order.

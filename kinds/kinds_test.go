@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/contexts"
 )
 
 func TestGenericSchemaSpec(t *testing.T) {
@@ -117,20 +118,20 @@ func TestContextConfig(t *testing.T) {
 		{BlobColumns: []string{"binary_payload"}}} {
 		require.NoError(t, ok.Validate(), ok)
 	}
-	for _, bad := range []ContextConfig{{EmbeddingDim: -1}, {EmbeddingDim: MaxVectorDim + 1}, {DistanceMetric: "hamming"},
+	for _, bad := range []ContextConfig{{EmbeddingDim: -1}, {EmbeddingDim: contexts.MaxEmbeddingDim + 1}, {DistanceMetric: "hamming"},
 		{IDIndexType: "hash"}, {BlobColumns: []string{"metadata"}}} {
 		require.Error(t, bad.Validate(), bad)
 	}
 	c := ContextConfig{DistanceMetric: "Cosine"}
 	require.NoError(t, c.Validate())
-	require.Equal(t, MetricCosine, c.Metric())
-	require.Equal(t, MetricL2, ContextConfig{}.Metric())
-	doc, err := json.Marshal(ContextConfig{EmbeddingDim: 3, DistanceMetric: MetricDot})
+	require.Equal(t, contexts.MetricCosine, c.Metric())
+	require.Equal(t, contexts.MetricL2, ContextConfig{}.Metric())
+	doc, err := json.Marshal(ContextConfig{EmbeddingDim: 3, DistanceMetric: contexts.MetricDot})
 	require.NoError(t, err)
 	back, err := ParseContextConfig(doc)
 	require.NoError(t, err)
 	require.Equal(t, 3, back.EmbeddingDim)
-	require.Equal(t, MetricDot, back.Metric())
+	require.Equal(t, contexts.MetricDot, back.Metric())
 	empty, err := ParseContextConfig(nil)
 	require.NoError(t, err)
 	require.Zero(t, empty.EmbeddingDim)
