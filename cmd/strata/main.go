@@ -1,6 +1,6 @@
 // Command strata is Strata's single binary: `strata serve` runs the HTTP data API (optionally
 // with the maintenance worker), `strata worker` runs the Temporal maintenance worker, `strata
-// dev` runs both for local development; `strata store|append|get|scan|datagen` use the API
+// dev` runs both for local development; `strata store|append|get|scan|datagen|context` use the API
 // through the Go client, `strata maint` queues maintenance, `strata status` reads the catalog's
 // stats and `strata version` prints the build. Commands are cobra commands: flags go anywhere
 // on the line, `--help` works on every command, `strata completion bash|zsh|fish` prints shell
@@ -93,6 +93,7 @@ func rootCommand() *cobra.Command {
 		getCommand(),
 		scanCommand(),
 		datagenCommand(),
+		contextCommand(),
 		statusCommand(),
 		versionCommand(),
 	)

@@ -34,6 +34,8 @@ func storeCommand() *cobra.Command {
 	}
 	var schema string
 	var sealOnAdd bool
+	var embeddingDim int
+	var metric string
 	var prefix string
 	var limit int
 	group := groupCommand("store create|list|get|delete [flags] ...", "Create, list, describe and delete stores (through the API).",
@@ -41,13 +43,15 @@ func storeCommand() *cobra.Command {
 			func(fs *pflag.FlagSet) {
 				fs.StringVar(&schema, "schema", "", "generic stores: the schema as JSON, or @file to read it from a file")
 				fs.BoolVar(&sealOnAdd, "seal-on-add", false, "generic stores: seal after every add")
+				fs.IntVar(&embeddingDim, "embedding-dim", 0, "context stores: the length of every embedding (0: any)")
+				fs.StringVar(&metric, "distance-metric", "", "context stores: l2 (default), cosine or dot")
 			},
 			func(ctx context.Context, c *client.Client, args []string) error {
 				kind, name, err := oneStoreArg(args)
 				if err != nil {
 					return err
 				}
-				opts := client.CreateOptions{SealOnAdd: sealOnAdd}
+				opts := client.CreateOptions{SealOnAdd: sealOnAdd, EmbeddingDim: embeddingDim, DistanceMetric: metric}
 				if schema != "" {
 					if opts.Schema, err = readJSONArg(schema); err != nil {
 						return fmt.Errorf("--schema: %w", err)
