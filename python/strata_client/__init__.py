@@ -3,7 +3,7 @@
 Mirrors lance-context's remote store API, so code written for ``lance_context`` stores can
 switch by changing an import::
 
-    from strata_client import RolloutStore, GenericStore, DatagenStore
+    from strata_client import RolloutStore, GenericStore, DatagenStore, RemoteContext
 
     store = RolloutStore.connect_or_create("http://127.0.0.1:3000", "run-7")
     store.add({"id": "r1", "rollout_id": "t1", "content": "hello"})
@@ -25,6 +25,7 @@ from ._errors import (
     UnavailableError,
 )
 from ._http import Client
+from .context import ContextStore, RemoteContext
 from .datagen import DatagenItemId, DatagenStore, datagen_event_id
 from .generic import GenericStore
 from .rollout import RolloutStore
@@ -32,6 +33,7 @@ from .rollout import RolloutStore
 __all__ = [
     "AlreadyExistsError",
     "Client",
+    "ContextStore",
     "CompactionInProgressError",
     "ContextStoreError",
     "DatagenItemId",
@@ -41,6 +43,7 @@ __all__ = [
     "InvalidRequestError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "RemoteContext",
     "RolloutStore",
     "UnavailableError",
     "datagen_event_id",

@@ -19,6 +19,7 @@ from strata_client import (
     GenericStore,
     InvalidRequestError,
     NotFoundError,
+    RemoteContext,
     RolloutStore,
     UnavailableError,
     datagen_event_id,
@@ -29,6 +30,50 @@ URL = os.environ.get("STRATA_URL", "")
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@unittest.skipUnless(URL, "set STRATA_URL to a running server")
+class ContextStoreTest(unittest.TestCase):
+    def test_agent_memory(self) -> None:
+        name = unique("ctx")
+        ctx = RemoteContext.connect_or_create(URL, name, embedding_dim=3, distance_metric="cosine")
+        first = ctx.add("user", "the deploy runbook for payments", embedding=[1.0, 0.0, 0.0], metadata={"team": "payments"},
+                        relationships=[{"target_id": "doc://runbook", "relation": "cites"}])
+        ids = ctx.add_many([
+            {"role": "assistant", "content": "lunch menu", "embedding": [0.0, 1.0, 0.0], "external_id": "menu"},
+            {"role": "user", "content": b"\x00\x01", "embedding": [0.0, 0.0, 1.0]},
+        ], flush=True)
+        self.assertEqual(len(ids), 2)
+        self.assertEqual(ctx.payload(ids[1]), b"\x00\x01")
+        self.assertEqual(ctx.get(ids[1])["binary"], b"\x00\x01")
+
+        hits = ctx.search([0.9, 0.1, 0.0], limit=2)
+        self.assertEqual([h["id"] for h in hits], [first, ids[0]])
+        self.assertGreaterEqual(hits[1]["distance"], hits[0]["distance"])
+        self.assertEqual([h["text"] for h in ctx.search([0.0, 1.0, 0.0], filters={"team": "payments"})], ["the deploy runbook for payments"])
+        fused = ctx.retrieve(text="payments runbook", vector=[1.0, 0.0, 0.0], limit=3)
+        self.assertEqual(fused[0]["id"], first)
+        self.assertEqual(sorted(fused[0]["matched_channels"]), ["text", "vector"])
+
+        up = ctx.upsert("assistant", "dinner menu", external_id="menu", embedding=[0.0, 1.0, 0.0])
+        self.assertFalse(up["inserted"])
+        self.assertEqual(up["replaced_id"], ids[0])
+        self.assertEqual(ctx.get_by_external_id("menu")["text"], "dinner menu")
+        upd = ctx.update(external_id="menu", metadata={"rev": 2})
+        self.assertTrue(upd["updated"])
+        self.assertEqual(upd["record"]["metadata"], {"rev": 2})
+        self.assertEqual([r["id"] for r in ctx.related("doc://runbook", "cites")], [first])
+        self.assertEqual(len(ctx.list()), 3)
+        self.assertEqual(len(ctx.list(include_retired=True)), 5)
+        with self.assertRaises(InvalidRequestError):
+            ctx.add("user", "bad", embedding=[1.0, 2.0])
+        self.assertTrue(ctx.delete(external_id="menu"))
+        self.assertFalse(ctx.forget(external_id="menu"))
+        self.assertIsNone(ctx.get(external_id="menu"))
+        self.assertIsInstance(ctx.compaction_stats()["total_fragments"], int)
+        ctx.drop()
+        with self.assertRaises(NotFoundError):
+            RemoteContext.connect(URL, name)
 
 
 @unittest.skipUnless(URL, "set STRATA_URL to a running server")
