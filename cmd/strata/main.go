@@ -1,12 +1,13 @@
 // Command strata is Strata's single binary: `strata serve` runs the HTTP data API (optionally
 // with the maintenance worker), `strata worker` runs the Temporal maintenance worker, `strata
-// dev` runs both for local development; `strata store|append|get|scan|datagen|context` use the API
-// through the Go client, `strata maint` queues maintenance, `strata status` reads the catalog's
-// stats and `strata version` prints the build. Commands are cobra commands: flags go anywhere
-// on the line, `--help` works on every command, `strata completion bash|zsh|fish` prints shell
-// completion. Every flag can also be set as an environment variable: the flag name upper-cased
-// with '-' turned into '_' and the prefix STRATA_ (--database-url -> STRATA_DATABASE_URL). A
-// flag on the command line wins over the environment.
+// dev` runs both for local development; `strata store|append|get|scan|datagen|context` use the
+// API through the Go client, `strata mcp` serves context-store tools to agents over MCP, `strata
+// maint` queues maintenance, `strata status` reads the catalog's stats and `strata version`
+// prints the build. Commands are cobra commands: flags go anywhere on the line, `--help` works
+// on every command, `strata completion bash|zsh|fish` prints shell completion. Every flag can
+// also be set as an environment variable: the flag name upper-cased with '-' turned into '_' and
+// the prefix STRATA_ (--database-url -> STRATA_DATABASE_URL). A flag on the command line wins
+// over the environment.
 package main
 
 import (
@@ -94,6 +95,7 @@ func rootCommand() *cobra.Command {
 		scanCommand(),
 		datagenCommand(),
 		contextCommand(),
+		mcpCommand(),
 		statusCommand(),
 		versionCommand(),
 	)
