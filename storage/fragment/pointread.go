@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"golang.org/x/sync/errgroup"
 )
@@ -193,7 +194,7 @@ func (g *groupRead) readGeneral(ctx context.Context, spans []readWindow, names [
 		}
 	}()
 	decode := func(ctx context.Context, i int) error {
-		c, err := readRunsOfColumn(ctx, fr, f, read[i], rg, runs)
+		c, err := readRunsOfColumn(ctx, fr, rd.Mem, f, read[i], rg, runs)
 		cols[i] = c
 		return err
 	}
@@ -231,7 +232,7 @@ const parallelRunRows = 256
 
 // readRunsOfColumn decodes the runs of rows of row group rg of column name (nil when the
 // fragment does not store it).
-func readRunsOfColumn(ctx context.Context, fr *pqarrow.FileReader, f Ref, name string, rg int, runs []rowRun) (*arrow.Column, error) {
+func readRunsOfColumn(ctx context.Context, fr *pqarrow.FileReader, mem memory.Allocator, f Ref, name string, rg int, runs []rowRun) (*arrow.Column, error) {
 	fi := slices.IndexFunc(fr.Manifest.Fields, func(sf pqarrow.SchemaField) bool { return sf.Field.Name == name })
 	if fi < 0 {
 		return nil, nil
@@ -247,29 +248,84 @@ func readRunsOfColumn(ctx context.Context, fr *pqarrow.FileReader, f Ref, name s
 	defer cr.Release()
 	chunks := make([]arrow.Array, 0, len(runs))
 	defer func() { releaseArrays(chunks) }()
+	var end int64 // the end of the last run
+	single := true
 	for _, run := range runs {
-		if err := cr.SeekToRow(run.first); err != nil {
-			return nil, fmt.Errorf("fragment: read %s row group %d row %d: %w", f.Path, rg, run.first, err)
+		end = max(end, run.first+run.n)
+		single = single && run.n == 1
+	}
+	if nested(fr.Manifest.Fields[fi].Field.Type) && !single {
+		// After SeekToRow, pqarrow's reader of a repeated column with null lists reads runs of
+		// more than one row misaligned (rows shifted, or a few rows short; one row after a seek
+		// is read right): read the row group from its start up to the last run's end once and
+		// slice the runs out of it. TestRunsOfANullableListColumnMatchRowGroupDecodes holds it.
+		whole, err := nextRows(cr, end, mem)
+		if err != nil {
+			return nil, fmt.Errorf("fragment: read %s row group %d rows 0+%d: %w", f.Path, rg, end, err)
 		}
-		got, err := cr.NextBatch(run.n)
-		if err != nil || int64(got.Len()) != run.n {
-			if got != nil {
-				got.Release()
+		defer whole.Release()
+		for _, run := range runs {
+			chunks = append(chunks, array.NewSlice(whole, run.first, run.first+run.n))
+		}
+	} else {
+		for _, run := range runs {
+			if err := cr.SeekToRow(run.first); err != nil {
+				return nil, fmt.Errorf("fragment: read %s row group %d row %d: %w", f.Path, rg, run.first, err)
 			}
-			return nil, fmt.Errorf("fragment: read %s row group %d rows %d+%d: %v", f.Path, rg, run.first, run.n, err)
-		}
-		for _, c := range got.Chunks() {
-			if c.Len() > 0 {
-				c.Retain()
-				chunks = append(chunks, c)
+			got, err := nextRows(cr, run.n, mem)
+			if err != nil {
+				return nil, fmt.Errorf("fragment: read %s row group %d rows %d+%d: %w", f.Path, rg, run.first, run.n, err)
 			}
+			chunks = append(chunks, got)
 		}
-		got.Release()
 	}
 	field := *cr.Field()
 	chunked := arrow.NewChunked(field.Type, chunks)
 	defer chunked.Release()
 	return arrow.NewColumn(field, chunked), nil
+}
+
+// nested reports whether a column of type t has repetition or nesting (lists, structs, maps).
+func nested(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.STRUCT, arrow.MAP, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW:
+		return true
+	}
+	return false
+}
+
+// nextRows reads the next n rows of a column reader as one array (NextBatch may answer fewer
+// than asked: it is called until n are read; fewer rows left is an error).
+func nextRows(cr *pqarrow.ColumnReader, n int64, mem memory.Allocator) (arrow.Array, error) {
+	var parts []arrow.Array
+	defer func() { releaseArrays(parts) }()
+	for left := n; left > 0; {
+		got, err := cr.NextBatch(left)
+		if err != nil {
+			if got != nil {
+				got.Release()
+			}
+			return nil, err
+		}
+		if got.Len() == 0 {
+			got.Release()
+			return nil, fmt.Errorf("%d rows short", left)
+		}
+		left -= int64(got.Len())
+		for _, c := range got.Chunks() {
+			if c.Len() > 0 {
+				c.Retain()
+				parts = append(parts, c)
+			}
+		}
+		got.Release()
+	}
+	if len(parts) == 1 {
+		out := parts[0]
+		parts = nil
+		return out, nil
+	}
+	return array.Concatenate(parts, mem)
 }
 
 // RangeReadShare: a row group whose wanted rows lie within at most 1/RangeReadShare of its rows

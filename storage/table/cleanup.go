@@ -74,7 +74,7 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 	res.RetainedDroppedBytes = manifests[0].Counters.DroppedBytes
 	referenced := referencedFiles(manifests)
 	// A page of the listing at a time: a table's files are never all held at once.
-	for _, dir := range []string{dataDir, deletesDir, indexDir} {
+	for _, dir := range []string{dataDir, deletesDir, indexDir, vectorsDir} {
 		for after := ""; ; {
 			page, err := t.store.List(ctx, dir, after, 1000)
 			if err != nil {
@@ -145,8 +145,8 @@ func referencedFiles(retained []*Manifest) map[string]bool {
 	return referenced
 }
 
-// planUnreferencedFiles is the files of listing (under the data, deletion and index
-// directories) that are not referenced and that are at least grace old at now: a younger one
+// planUnreferencedFiles is the files of listing (under the data, deletion, index and vector
+// index directories) that are not referenced and that are at least grace old at now: a younger one
 // may belong to a writer that has not committed yet. Pure: no I/O.
 func planUnreferencedFiles(referenced map[string]bool, listing []objstore.ObjectInfo, now time.Time, grace time.Duration) []objstore.ObjectInfo {
 	var out []objstore.ObjectInfo
@@ -168,6 +168,8 @@ func fileKind(key string) deleter.Kind {
 		return deleter.DeletionVector
 	case strings.HasPrefix(key, indexDir):
 		return deleter.IndexRun
+	case strings.HasPrefix(key, vectorsDir):
+		return deleter.VectorIndex
 	case strings.HasPrefix(key, versionsDir):
 		return deleter.TableManifest
 	}
@@ -190,6 +192,9 @@ func fileBytes(m *Manifest) map[string]int64 {
 		out[f.Path] += f.Bytes
 		if f.DeletionFile != "" {
 			out[f.DeletionFile] += f.DeletionLength
+		}
+		if f.VectorIndex != nil {
+			out[f.VectorIndex.Path] += f.VectorIndex.Bytes
 		}
 	}
 	if m.KeyIndex != nil {
@@ -219,6 +224,9 @@ func manifestFiles(m *Manifest) []string {
 		out = append(out, f.Path)
 		if f.DeletionFile != "" {
 			out = append(out, f.DeletionFile)
+		}
+		if f.VectorIndex != nil {
+			out = append(out, f.VectorIndex.Path)
 		}
 	}
 	if m.KeyIndex != nil {

@@ -30,6 +30,7 @@ const (
 	dataDir     = "data/"
 	deletesDir  = "deletions/"
 	indexDir    = "index/"
+	vectorsDir  = "vectors/"
 )
 
 // ErrNotFound: the table or the requested version does not exist.
@@ -55,6 +56,9 @@ type Fragment struct {
 	// fragment under the compaction target); compaction rewrites it compressed, with its size
 	// tier or once the table is idle (CompactionConfig.CompressIdleAfter).
 	Uncompressed bool `json:"uncompressed,omitempty"`
+	// VectorIndex, when set, is the fragment's vector index (vectors.go): an approximate
+	// nearest-neighbour index over one column of its rows, immutable like the fragment.
+	VectorIndex *VectorIndexRef `json:"vector_index,omitempty"`
 }
 
 // Ref names the fragment's data file for the fragment package.

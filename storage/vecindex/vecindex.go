@@ -229,9 +229,7 @@ func kmeans(ctx context.Context, values []float32, dim, k, iters, perList int, r
 			sample = append(sample, i)
 		}
 	} else {
-		for _, i := range rng.Perm(n)[:k*perList] {
-			sample = append(sample, i)
-		}
+		sample = append(sample, rng.Perm(n)[:k*perList]...)
 	}
 	row := func(i int) []float32 { return values[i*dim : (i+1)*dim] }
 	centroids := make([]float32, k*dim)
@@ -360,7 +358,9 @@ type topK struct {
 
 func newTopK(k int) *topK { return &topK{k: k, h: make([]Hit, 0, k)} }
 
-func worse(a, b Hit) bool { return a.Distance > b.Distance || (a.Distance == b.Distance && a.Row > b.Row) }
+func worse(a, b Hit) bool {
+	return a.Distance > b.Distance || (a.Distance == b.Distance && a.Row > b.Row)
+}
 
 func (t *topK) offer(row uint32, d float32) {
 	h := Hit{Row: row, Distance: d}
@@ -408,4 +408,20 @@ func (t *topK) sorted() []Hit {
 		return 0
 	})
 	return out
+}
+
+// Distance is m's distance of v from q (same length), as a search computes it: squared
+// Euclidean, 1 − cosine similarity (1 when either is zero) or 1 − the dot product.
+func (m Metric) Distance(q, v []float32) float32 {
+	switch m {
+	case Cosine:
+		nq, nv := vek32.Norm(q), vek32.Norm(v)
+		if nq == 0 || nv == 0 {
+			return 1
+		}
+		return 1 - vek32.Dot(q, v)/(nq*nv)
+	case Dot:
+		return 1 - vek32.Dot(q, v)
+	}
+	return squaredL2(q, v)
 }

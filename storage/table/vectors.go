@@ -1,0 +1,429 @@
+// Vector indexes: an approximate nearest-neighbour index per fragment over one list<float32>
+// column (storage/vecindex), written beside the fragment under vectors/ and named by the
+// fragment's manifest entry, and the nearest-row search over a version that uses them (a
+// fragment without one is scanned exactly).
+//
+// Ownership: a build writes its objects before the commit that names them; an object no commit
+// names (a lost race, a fragment compacted away meanwhile, a failed commit) goes to the deleter,
+// and cleanup collects whatever is left after its grace period. Decoded indexes are immutable and
+// live in the process-wide object cache under their path.
+package table
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/vecindex"
+)
+
+// VectorIndexRef names a fragment's vector index object.
+type VectorIndexRef struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Column string `json:"column"`
+	Metric string `json:"metric"`
+	Dim    int    `json:"dim"`
+	Rows   int64  `json:"rows"` // vectors indexed
+}
+
+// serves reports whether the index answers queries on column under metric.
+func (r *VectorIndexRef) serves(column string, metric vecindex.Metric) bool {
+	return r != nil && r.Column == column && r.Metric == metric.String()
+}
+
+// VectorIndexOptions select what BuildVectorIndexes indexes.
+type VectorIndexOptions struct {
+	Column string
+	Metric vecindex.Metric
+	// MinRows: a fragment with fewer live rows is left to exact scans (default 1,000).
+	MinRows int64
+	// MaxFragments bounds the fragments one call indexes (default: all).
+	MaxFragments int
+	// Progress, when set, is told of each fragment indexed (vectors indexed so far, fragments
+	// indexed so far, fragments to index).
+	Progress func(vectors int64, done, total int)
+}
+
+// VectorIndexResult reports a build.
+type VectorIndexResult struct {
+	Fragments int   // fragments indexed
+	Vectors   int64 // vectors indexed
+	Bytes     int64 // bytes written
+	Version   uint64
+}
+
+const defaultVectorMinRows = 1000
+
+// FragmentsWithoutVectorIndex counts the fragments of m that BuildVectorIndexes would index.
+func FragmentsWithoutVectorIndex(m *Manifest, opts VectorIndexOptions) int {
+	return len(vectorIndexTodo(m, opts))
+}
+
+func vectorIndexTodo(m *Manifest, opts VectorIndexOptions) []Fragment {
+	minRows := opts.MinRows
+	if minRows <= 0 {
+		minRows = defaultVectorMinRows
+	}
+	var todo []Fragment
+	for _, f := range m.Fragments {
+		if f.LiveRows() >= minRows && !f.VectorIndex.serves(opts.Column, opts.Metric) {
+			todo = append(todo, f)
+		}
+	}
+	if opts.MaxFragments > 0 && len(todo) > opts.MaxFragments {
+		todo = todo[:opts.MaxFragments]
+	}
+	return todo
+}
+
+// BuildVectorIndexes indexes column in every fragment of the latest version that has at least
+// MinRows live rows and no index of that column and metric, and commits the indexes in one
+// version. A fragment whose vectors are not all of one dimension is left to exact scans.
+func (t *Table) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions) (VectorIndexResult, error) {
+	var res VectorIndexResult
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return res, err
+	}
+	if len(m.Schema().FieldIndices(opts.Column)) == 0 {
+		return res, schemaErr("no column %q", opts.Column)
+	}
+	todo := vectorIndexTodo(m, opts)
+	built := map[uint64]VectorIndexRef{}
+	var written []string
+	committed := false
+	defer func() {
+		if !committed {
+			t.deleteFiles(written)
+		}
+	}()
+	for i, f := range todo {
+		ref, ok, err := t.buildFragmentVectorIndex(ctx, m, f, opts)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			built[f.ID] = ref
+			written = append(written, ref.Path)
+			res.Vectors += ref.Rows
+			res.Bytes += ref.Bytes
+		}
+		if opts.Progress != nil {
+			opts.Progress(res.Vectors, i+1, len(todo))
+		}
+	}
+	if len(built) == 0 {
+		res.Version = m.Version
+		return res, nil
+	}
+	next, err := t.commitWithRetry(ctx, "index-vectors", func(base *Manifest) (*Manifest, error) {
+		n := base.next("index-vectors", t.now())
+		changed := false
+		for i := range n.Fragments {
+			if ref, ok := built[n.Fragments[i].ID]; ok && !n.Fragments[i].VectorIndex.serves(opts.Column, opts.Metric) {
+				n.Fragments[i].VectorIndex = &ref
+				changed = true
+			}
+		}
+		if !changed {
+			return nil, nil // every fragment was compacted away or indexed by another builder
+		}
+		return n, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	committed = true
+	var orphans []string
+	for id, ref := range built {
+		if f, ok := next.Fragment(id); !ok || f.VectorIndex == nil || f.VectorIndex.Path != ref.Path {
+			orphans = append(orphans, ref.Path)
+			continue
+		}
+		res.Fragments++
+	}
+	t.deleteFiles(orphans)
+	res.Version = next.Version
+	return res, nil
+}
+
+// buildFragmentVectorIndex reads f's vectors (live, non-tombstone, non-null rows) and writes their
+// index; ok is false when the fragment has none, or vectors of more than one dimension.
+func (t *Table) buildFragmentVectorIndex(ctx context.Context, m *Manifest, f Fragment, opts VectorIndexOptions) (VectorIndexRef, bool, error) {
+	del, err := t.deletions(ctx, f)
+	if err != nil {
+		return VectorIndexRef{}, false, err
+	}
+	vs := vecindex.Vectors{}
+	mixed := false
+	err = t.fragmentVectors(ctx, m, f, opts.Column, del, func(row uint32, v []float32) {
+		if vs.Dim == 0 {
+			vs.Dim = len(v)
+		}
+		if len(v) != vs.Dim {
+			mixed = true
+			return
+		}
+		vs.Rows = append(vs.Rows, row)
+		vs.Values = append(vs.Values, v...)
+	})
+	if err != nil || mixed || len(vs.Rows) == 0 {
+		return VectorIndexRef{}, false, err
+	}
+	data, err := vecindex.Build(ctx, vs, opts.Metric, vecindex.BuildOptions{})
+	if err != nil {
+		return VectorIndexRef{}, false, err
+	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	path := fmt.Sprintf("%s%d-%s.svix", vectorsDir, f.ID, hex.EncodeToString(nonce[:]))
+	if err := t.store.Put(ctx, path, data); err != nil {
+		return VectorIndexRef{}, false, fmt.Errorf("table: write vector index %s: %w", path, err)
+	}
+	return VectorIndexRef{Path: path, Bytes: int64(len(data)), Column: opts.Column, Metric: opts.Metric.String(),
+		Dim: vs.Dim, Rows: int64(len(vs.Rows))}, true, nil
+}
+
+// fragmentVectors calls fn with the row position and vector of every live, non-tombstone row of
+// f whose column value is not null (v is only valid during the call).
+func (t *Table) fragmentVectors(ctx context.Context, m *Manifest, f Fragment, column string, del *roaring.Bitmap, fn func(row uint32, v []float32)) error {
+	if len(m.Schema().FieldIndices(column)) == 0 {
+		return schemaErr("no column %q", column)
+	}
+	return t.reader.Scan(ctx, f.Ref(), []string{column, TombstoneColumn}, func(batch arrow.RecordBatch, offset int64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ci := batch.Schema().FieldIndices(column)
+		if len(ci) == 0 {
+			return nil // the fragment predates the column: no vectors
+		}
+		list, ok := batch.Column(ci[0]).(*array.List)
+		if !ok {
+			return schemaErr("column %q is not a list of float32", column)
+		}
+		values, ok := list.ListValues().(*array.Float32)
+		if !ok {
+			return schemaErr("column %q is not a list of float32", column)
+		}
+		var tombs *array.Boolean
+		if ti := batch.Schema().FieldIndices(TombstoneColumn); len(ti) > 0 {
+			tombs, _ = batch.Column(ti[0]).(*array.Boolean)
+		}
+		floats := values.Float32Values()
+		for i := 0; i < list.Len(); i++ {
+			row := uint32(offset + int64(i))
+			if list.IsNull(i) || del.Contains(row) || (tombs != nil && tombs.Value(i)) {
+				continue
+			}
+			start, end := list.ValueOffsets(i)
+			if end > start {
+				fn(row, floats[start:end])
+			}
+		}
+		return nil
+	})
+}
+
+// vectorIndex is f's decoded vector index, from the object cache or read and decoded.
+func (t *Table) vectorIndex(ctx context.Context, f Fragment) (*vecindex.Index, error) {
+	ref := f.VectorIndex
+	if ix, ok := cache.Get[*vecindex.Index](t.cache, "vector_index", ref.Path); ok {
+		return ix, nil
+	}
+	data, err := t.store.Get(ctx, ref.Path)
+	if err != nil {
+		return nil, fmt.Errorf("table: read vector index %s: %w", ref.Path, err)
+	}
+	if int64(len(data)) != ref.Bytes {
+		return nil, fmt.Errorf("table: vector index %s is %d bytes, the manifest says %d", ref.Path, len(data), ref.Bytes)
+	}
+	ix, err := vecindex.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("table: vector index %s: %w", ref.Path, err)
+	}
+	cache.Add(t.cache, "vector_index", ref.Path, ix, ix.MemoryBytes())
+	return ix, nil
+}
+
+// VectorQuery asks for the rows nearest to a query vector.
+type VectorQuery struct {
+	Column string
+	Metric vecindex.Metric
+	Query  []float32
+	K      int
+	// Skip, when set, leaves out rows by key (the caller's newer versions of them): they take
+	// no place among K.
+	Skip func(key string, seq uint64) bool
+}
+
+// VectorHit is one row near the query: its key-index entry (key, fragment, row, seq) and its
+// distance.
+type VectorHit struct {
+	Ref      RowRef
+	Distance float32
+}
+
+// NearestRows answers the K live rows of version m nearest to q.Query in q.Column, nearest first
+// (ties: the smaller key): through each fragment's vector index when it has one for the column and
+// metric (approximate: the lists it probes), by an exact scan otherwise. Rows whose vector is
+// null or of another length are never answered. exhausted reports that the version holds no
+// further candidate: fewer than K rows were answered because no more exist.
+func (t *Table) NearestRows(ctx context.Context, m *Manifest, q VectorQuery) (hits []VectorHit, exhausted bool, err error) {
+	if q.K <= 0 {
+		return nil, false, nil
+	}
+	exhausted = true
+	var all []VectorHit
+	for _, f := range m.Fragments {
+		if f.LiveRows() == 0 {
+			continue
+		}
+		fh, fragmentExhausted, err := t.nearestInFragment(ctx, m, f, q)
+		if err != nil {
+			return nil, false, err
+		}
+		exhausted = exhausted && fragmentExhausted
+		all = append(all, fh...)
+	}
+	sortHits(all)
+	if len(all) > q.K {
+		all, exhausted = all[:q.K], false
+	}
+	return all, exhausted, nil
+}
+
+func sortHits(hs []VectorHit) {
+	slices.SortFunc(hs, func(a, b VectorHit) int {
+		switch {
+		case a.Distance < b.Distance:
+			return -1
+		case a.Distance > b.Distance:
+			return 1
+		case a.Ref.Key < b.Ref.Key:
+			return -1
+		case a.Ref.Key > b.Ref.Key:
+			return 1
+		}
+		return 0
+	})
+}
+
+// nearestInFragment is f's K nearest live rows (keys and seqs read for them), and whether f
+// has no more.
+func (t *Table) nearestInFragment(ctx context.Context, m *Manifest, f Fragment, q VectorQuery) ([]VectorHit, bool, error) {
+	del, err := t.deletions(ctx, f)
+	if err != nil {
+		return nil, false, err
+	}
+	var cands []vecindex.Hit
+	exhausted := false
+	if f.VectorIndex.serves(q.Column, q.Metric) && f.VectorIndex.Dim == len(q.Query) {
+		ix, err := t.vectorIndex(ctx, f)
+		if err != nil {
+			return nil, false, err
+		}
+		// Over-fetch for the rows the caller will skip; when the probed lists run short, every
+		// list is scanned, so that "fewer than asked" means the fragment has no more.
+		want := q.K
+		for {
+			opts := vecindex.SearchOptions{K: want, Skip: func(r uint32) bool { return del.Contains(r) }}
+			if cands, err = ix.Search(q.Query, opts); err != nil {
+				return nil, false, err
+			}
+			if len(cands) < want && opts.NProbe < ix.Lists() {
+				opts.NProbe = ix.Lists()
+				if cands, err = ix.Search(q.Query, opts); err != nil {
+					return nil, false, err
+				}
+			}
+			hits, err := t.resolveHits(ctx, m, f, cands, q.Skip)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(hits) >= q.K || len(cands) < want {
+				return hits, len(cands) < want, nil
+			}
+			want *= 4 // the caller skipped some: look further
+		}
+	}
+	// Exact: every vector of the fragment.
+	top := make([]vecindex.Hit, 0)
+	err = t.fragmentVectors(ctx, m, f, q.Column, del, func(row uint32, v []float32) {
+		if len(v) == len(q.Query) {
+			top = append(top, vecindex.Hit{Row: row, Distance: q.Metric.Distance(q.Query, v)})
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(top, func(a, b vecindex.Hit) int {
+		switch {
+		case a.Distance < b.Distance:
+			return -1
+		case a.Distance > b.Distance:
+			return 1
+		}
+		return int(a.Row) - int(b.Row)
+	})
+	hits, err := t.resolveHitsUntil(ctx, m, f, top, q.Skip, q.K)
+	exhausted = len(hits) < q.K
+	return hits, exhausted, err
+}
+
+// resolveHitsUntil resolves candidates (nearest first) a batch at a time until k survive q.Skip.
+func (t *Table) resolveHitsUntil(ctx context.Context, m *Manifest, f Fragment, cands []vecindex.Hit, skip func(string, uint64) bool, k int) ([]VectorHit, error) {
+	var out []VectorHit
+	for len(cands) > 0 && len(out) < k {
+		n := min(len(cands), max(2*(k-len(out)), 16))
+		hits, err := t.resolveHits(ctx, m, f, cands[:n], skip)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hits...)
+		cands = cands[n:]
+	}
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out, nil
+}
+
+// resolveHits reads the key and seq of f's candidate rows and drops the ones skip reports.
+func (t *Table) resolveHits(ctx context.Context, m *Manifest, f Fragment, cands []vecindex.Hit, skip func(string, uint64) bool) ([]VectorHit, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	refs := make([]RowRef, len(cands))
+	for i, c := range cands {
+		refs[i] = RowRef{Fragment: f.ID, Row: int64(c.Row)}
+	}
+	keyColumn := m.KeyColumn
+	rec, err := t.ReadRows(ctx, m, refs, []string{keyColumn, SeqColumn})
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	keys, ok1 := rec.Column(0).(*array.String)
+	seqs, ok2 := rec.Column(1).(*array.Uint64)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("table: fragment %s: unexpected key or seq column types", f.Path)
+	}
+	out := make([]VectorHit, 0, len(cands))
+	for i, c := range cands {
+		key, seq := keys.Value(i), seqs.Value(i)
+		if skip != nil && skip(key, seq) {
+			continue
+		}
+		out = append(out, VectorHit{Ref: RowRef{Key: key, Fragment: f.ID, Row: int64(c.Row), Seq: seq}, Distance: c.Distance})
+	}
+	return out, nil
+}

@@ -1,0 +1,225 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+	"github.com/strata-store/strata/storage/vecindex"
+)
+
+var vectorSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "emb", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true},
+}, nil)
+
+type vecRow struct {
+	id   string
+	emb  []float32 // nil: null
+	seq  uint64
+	tomb bool
+}
+
+func vecBatch(mem memory.Allocator, rows []vecRow) arrow.RecordBatch {
+	schema := arrow.NewSchema(append(vectorSchema.Fields(),
+		arrow.Field{Name: SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+		arrow.Field{Name: TombstoneColumn, Type: arrow.FixedWidthTypes.Boolean}), nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for _, r := range rows {
+		b.Field(0).(*array.StringBuilder).Append(r.id)
+		lb := b.Field(1).(*array.ListBuilder)
+		if r.emb == nil || r.tomb {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			lb.ValueBuilder().(*array.Float32Builder).AppendValues(r.emb, nil)
+		}
+		b.Field(2).(*array.Uint64Builder).Append(r.seq)
+		b.Field(3).(*array.BooleanBuilder).Append(r.tomb)
+	}
+	return b.NewRecordBatch()
+}
+
+// Fragments indexed and not, rows rewritten (deleted in older fragments), tombstones, nulls and a
+// compaction: NearestRows answers what brute force over the live rows answers (every list probed
+// for the exact check; the default probes for recall), and cleanup keeps every index a retained
+// version names and collects the ones compaction dropped.
+func TestVectorIndexesAnswerTheLiveRows(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := objstoretest.NewMemory()
+	tbl, err := Create(ctx, store, vectorSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(9, 10))
+	const dim = 8
+	live := map[string]vecRow{}
+	seq := uint64(0)
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	write := func(rows []vecRow) {
+		rec := vecBatch(mem, rows)
+		defer rec.Release()
+		_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+		require.NoError(t, err)
+		for _, r := range rows {
+			if r.tomb {
+				delete(live, r.id)
+			} else {
+				live[r.id] = r
+			}
+		}
+	}
+	for round := 0; round < 4; round++ {
+		var rows []vecRow
+		for i := 0; i < 1500; i++ {
+			seq++
+			id := fmt.Sprintf("k%05d", rng.IntN(4000))
+			r := vecRow{id: id, emb: vec(), seq: seq}
+			switch rng.IntN(20) {
+			case 0:
+				r.emb = nil
+			case 1:
+				r.tomb = true
+			}
+			rows = append(rows, r)
+		}
+		slices.SortFunc(rows, func(a, b vecRow) int { return int(a.seq) - int(b.seq) })
+		dedup := map[string]vecRow{}
+		for _, r := range rows {
+			dedup[r.id] = r
+		}
+		rows = rows[:0]
+		for _, r := range dedup {
+			rows = append(rows, r)
+		}
+		write(rows)
+		if round == 1 {
+			res, err := tbl.BuildVectorIndexes(ctx, VectorIndexOptions{Column: "emb", Metric: vecindex.L2, MinRows: 100})
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Fragments, "the two fragments so far")
+		}
+	}
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, FragmentsWithoutVectorIndex(m, VectorIndexOptions{Column: "emb", Metric: vecindex.L2, MinRows: 100}))
+	require.Zero(t, FragmentsWithoutVectorIndex(m, VectorIndexOptions{Column: "emb", Metric: vecindex.L2, MinRows: 1 << 30}))
+
+	check := func(m *Manifest) {
+		for trial := 0; trial < 20; trial++ {
+			q := vec()
+			k := 1 + rng.IntN(30)
+			type kd struct {
+				key string
+				d   float32
+			}
+			var want []kd
+			for _, r := range live {
+				if r.emb != nil {
+					want = append(want, kd{r.id, vecindex.L2.Distance(q, r.emb)})
+				}
+			}
+			slices.SortFunc(want, func(a, b kd) int {
+				if a.d != b.d {
+					if a.d < b.d {
+						return -1
+					}
+					return 1
+				}
+				if a.key < b.key {
+					return -1
+				}
+				return 1
+			})
+			got, exhausted, err := tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: q, K: k})
+			require.NoError(t, err)
+			require.False(t, exhausted)
+			require.Len(t, got, k)
+			hits := 0
+			for i, h := range got {
+				r, ok := live[h.Ref.Key]
+				require.True(t, ok, "a live key")
+				require.Equal(t, r.seq, h.Ref.Seq, "the live version")
+				require.InDelta(t, vecindex.L2.Distance(q, r.emb), h.Distance, 1e-4)
+				if slices.ContainsFunc(want[:k], func(x kd) bool { return x.key == h.Ref.Key }) {
+					hits++
+				}
+				if i > 0 {
+					require.LessOrEqual(t, got[i-1].Distance, h.Distance)
+				}
+			}
+			require.GreaterOrEqual(t, float64(hits)/float64(k), 0.5, "recall on random (unclustered) vectors")
+			// Skipping keys answers the next ones instead.
+			skipped := got[0].Ref.Key
+			again, _, err := tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: q, K: k,
+				Skip: func(key string, _ uint64) bool { return key == skipped }})
+			require.NoError(t, err)
+			require.Len(t, again, k)
+			require.False(t, slices.ContainsFunc(again, func(h VectorHit) bool { return h.Ref.Key == skipped }))
+		}
+		all, exhausted, err := tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: vec(), K: 1 << 20})
+		require.NoError(t, err)
+		require.True(t, exhausted)
+		n := 0
+		for _, r := range live {
+			if r.emb != nil {
+				n++
+			}
+		}
+		require.Len(t, all, n, "asking for more than exist answers every live vector once")
+	}
+	check(m)
+
+	// Compaction rewrites the fragments: their indexes are dropped from the manifest (and later
+	// collected), searches stay right, a new build indexes the compacted fragment.
+	indexes := vectorIndexPaths(m)
+	require.Len(t, indexes, 2)
+	_, err = tbl.Compact(ctx, CompactionConfig{MinFragments: 2, EverySmallFragment: true})
+	require.NoError(t, err)
+	m, err = tbl.Latest(ctx)
+	require.NoError(t, err)
+	check(m)
+	res, err := tbl.BuildVectorIndexes(ctx, VectorIndexOptions{Column: "emb", Metric: vecindex.L2, MinRows: 100})
+	require.NoError(t, err)
+	require.Positive(t, res.Fragments)
+	m, err = tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Check(ctx, m))
+	check(m)
+	time.Sleep(2 * time.Millisecond)
+	_, err = tbl.CleanupVersions(ctx, CleanupOptions{OlderThan: time.Millisecond, Grace: time.Millisecond})
+	require.NoError(t, err)
+	for _, p := range indexes {
+		_, err := store.Get(ctx, p)
+		require.Error(t, err, "an index no retained version names is collected")
+	}
+	for _, p := range vectorIndexPaths(m) {
+		_, err := store.Get(ctx, p)
+		require.NoError(t, err, "a named index is kept")
+	}
+	check(m)
+}
+
+func vectorIndexPaths(m *Manifest) []string {
+	var out []string
+	for _, f := range m.Fragments {
+		if f.VectorIndex != nil {
+			out = append(out, f.VectorIndex.Path)
+		}
+	}
+	return out
+}
