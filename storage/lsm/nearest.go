@@ -1,0 +1,279 @@
+// Nearest-row reads: the rows of a store whose vector column is nearest to a query, across every
+// source a read sees — this process's memtables and every shard's pending generations, compared
+// exactly, and the base table through its fragments' vector indexes (table.NearestRows) — with
+// the newest version of each key winning as everywhere else: a base row whose key has a newer
+// pending version (or tombstone) is never answered, nor is a pending version older than the base
+// row of its key. So a row is searchable from the moment a read can see it.
+package lsm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/strata-store/strata/storage/shard"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/storage/vecindex"
+)
+
+// NearestQuery asks for the rows nearest to a vector.
+type NearestQuery struct {
+	Column string // a list<float32> column
+	Metric vecindex.Metric
+	Query  []float32
+	K      int
+	// Columns are the columns to answer (every user column when empty).
+	Columns []string
+	// Before, when set, limits the read to keys below it.
+	Before string
+}
+
+// NearestResult is a nearest-row read's answer.
+type NearestResult struct {
+	// Rows are the K nearest live rows (fewer when the store has fewer), nearest first (ties: the
+	// smaller key), with the asked columns. The caller releases them.
+	Rows arrow.RecordBatch
+	// Distances[i] is row i's distance from the query under the metric.
+	Distances []float32
+	// Exhausted: no other row of the store holds a vector of the query's length (a larger K
+	// answers nothing more).
+	Exhausted bool
+}
+
+// Nearest answers the K rows nearest to q.Query. Pending rows are compared exactly; base-table
+// rows through the fragments' vector indexes where they have one (approximate) and exactly where
+// they do not.
+func (s *Store) Nearest(ctx context.Context, q NearestQuery) (NearestResult, error) {
+	names, err := s.columns(q.Columns)
+	if err != nil {
+		return NearestResult{}, err
+	}
+	if len(s.schema.FieldIndices(q.Column)) == 0 {
+		return NearestResult{}, fmt.Errorf("%w: no column %q", table.ErrSchema, q.Column)
+	}
+	if q.K <= 0 {
+		q.K = 10
+	}
+	return readFresh(ctx, s, func() (NearestResult, error) { return s.nearestOnce(ctx, q, names) })
+}
+
+// scored is a candidate version and its distance.
+type scored struct {
+	v version
+	d float32
+}
+
+func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string) (NearestResult, error) {
+	mem := &shard.MemView{}
+	if w := s.residentWriter(); w != nil {
+		mem = w.View("")
+	}
+	defer mem.Release()
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return NearestResult{}, err
+	}
+	gens, err := s.generationViews(ctx, snap, "", q.Before)
+	if err != nil {
+		return NearestResult{}, err
+	}
+	genRows := s.shards.NewRowReader()
+	defer genRows.Release()
+
+	// The newest pending version of every key (tombstones included).
+	pending := map[string]version{}
+	offer := func(v version) {
+		if q.Before != "" && v.key >= q.Before {
+			return
+		}
+		if v.supersedes(pending[v.key]) {
+			pending[v.key] = v
+		}
+	}
+	for i := range mem.Rows {
+		offer(memtableVersion(&mem.Rows[i]))
+	}
+	for j := range gens {
+		g := &gens[j]
+		for i := g.start; i < len(g.keys.Keys); i++ {
+			offer(generationVersion(g, i))
+		}
+	}
+
+	// Pending candidates, compared exactly: their vectors gathered a slice at a time.
+	var live []version
+	for _, v := range pending {
+		if !v.tomb {
+			live = append(live, v)
+		}
+	}
+	slices.SortFunc(live, func(a, b version) int { return strings.Compare(a.key, b.key) })
+	var walCands []scored
+	vecReader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
+	defer vecReader.release()
+	for start := 0; start < len(live); start += nearestGatherRows {
+		if err := ctx.Err(); err != nil {
+			return NearestResult{}, err
+		}
+		part := live[start:min(start+nearestGatherRows, len(live))]
+		rec, err := vecReader.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return NearestResult{}, err
+		}
+		err = eachVector(rec.Column(0), func(i int, v []float32) {
+			if len(v) == len(q.Query) {
+				walCands = append(walCands, scored{part[i], q.Metric.Distance(q.Query, v)})
+			}
+		})
+		rec.Release()
+		if err != nil {
+			return NearestResult{}, err
+		}
+	}
+	sortScored(walCands)
+	// A pending version older than the base row of its key is not the key's newest: drop it.
+	checked := walCands
+	if walCands, err = s.dropStale(ctx, snap, walCands, q.K); err != nil {
+		return NearestResult{}, err
+	}
+	walCut := len(walCands) < len(checked) && len(walCands) >= q.K // unchecked candidates were left out
+
+	// Base candidates: the table's nearest rows whose key has no newer pending version.
+	baseHits, baseExhausted, err := s.tbl.NearestRows(ctx, snap.Table, table.VectorQuery{Column: q.Column, Metric: q.Metric, Query: q.Query, K: q.K,
+		Skip: func(key string, seq uint64) bool {
+			if q.Before != "" && key >= q.Before {
+				return true
+			}
+			p, ok := pending[key]
+			return ok && p.seq > seq
+		}})
+	if err != nil {
+		return NearestResult{}, err
+	}
+	all := make([]scored, 0, len(walCands)+len(baseHits))
+	all = append(all, walCands...)
+	for _, h := range baseHits {
+		all = append(all, scored{tableVersion(h.Ref), h.Distance})
+	}
+	sortScored(all)
+	exhausted := baseExhausted && !walCut && len(all) <= q.K
+	if len(all) > q.K {
+		all = all[:q.K]
+	}
+	versions := make([]version, len(all))
+	out := NearestResult{Distances: make([]float32, len(all)), Exhausted: exhausted}
+	for i, c := range all {
+		versions[i], out.Distances[i] = c.v, c.d
+	}
+	rows := newPageBuilder(s, names, names)
+	defer rows.release()
+	if len(versions) == 0 {
+		out.Rows = emptyRecord(s, names)
+		return out, nil
+	}
+	if out.Rows, err = rows.gather(ctx, snap, versions, genRows); err != nil {
+		return NearestResult{}, err
+	}
+	return out, nil
+}
+
+// nearestGatherRows is how many pending rows' vectors a nearest read gathers at once.
+const nearestGatherRows = 4096
+
+func sortScored(cs []scored) {
+	slices.SortFunc(cs, func(a, b scored) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return strings.Compare(a.v.key, b.v.key)
+	})
+}
+
+// dropStale removes pending candidates whose key has a newer base-table row (a row merged from
+// another shard after this one's pending version was written), looking up keys nearest first
+// until k candidates are known to be current; the unchecked rest are left out (fewer than k
+// current ones means every candidate was checked).
+func (s *Store) dropStale(ctx context.Context, snap *Snapshot, cands []scored, k int) ([]scored, error) {
+	var out []scored
+	for start := 0; start < len(cands) && len(out) < k; {
+		end := min(len(cands), start+max(k-len(out), 16))
+		keys := make([]string, 0, end-start)
+		for _, c := range cands[start:end] {
+			keys = append(keys, c.v.key)
+		}
+		base, err := s.tbl.Lookup(ctx, snap.Table, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cands[start:end] {
+			if r, ok := base[c.v.key]; ok && r.Seq > c.v.seq {
+				continue
+			}
+			out = append(out, c)
+		}
+		start = end
+	}
+	return out, nil
+}
+
+// eachVector calls fn with each non-null value of a list<float32> column.
+func eachVector(col arrow.Array, fn func(i int, v []float32)) error {
+	list, ok := col.(*array.List)
+	if !ok {
+		return fmt.Errorf("%w: a vector column of type %s (want a list of float32)", table.ErrSchema, col.DataType())
+	}
+	values, ok := list.ListValues().(*array.Float32)
+	if !ok {
+		return fmt.Errorf("%w: a vector column of type %s (want a list of float32)", table.ErrSchema, col.DataType())
+	}
+	floats := values.Float32Values()
+	for i := 0; i < list.Len(); i++ {
+		if list.IsNull(i) {
+			continue
+		}
+		start, end := list.ValueOffsets(i)
+		fn(i, floats[start:end])
+	}
+	return nil
+}
+
+// emptyRecord is a record of no rows with the named columns.
+func emptyRecord(s *Store, names []string) arrow.RecordBatch {
+	fields := make([]arrow.Field, len(names))
+	cols := make([]arrow.Array, len(names))
+	for i, n := range names {
+		fields[i] = s.schema.Field(s.schema.FieldIndices(n)[0])
+		cols[i] = array.MakeArrayOfNull(s.mem, fields[i].Type, 0)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// VectorIndexOptions select the vector indexes BuildVectorIndexes builds.
+type VectorIndexOptions = table.VectorIndexOptions
+
+// BuildVectorIndexes indexes a vector column in every base-table fragment that lacks an index of
+// it (see table.BuildVectorIndexes).
+func (s *Store) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions) (table.VectorIndexResult, error) {
+	return s.tbl.BuildVectorIndexes(ctx, opts)
+}
+
+// FragmentsWithoutVectorIndex counts the latest version's fragments BuildVectorIndexes would
+// index.
+func (s *Store) FragmentsWithoutVectorIndex(ctx context.Context, opts VectorIndexOptions) (int, error) {
+	m, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return table.FragmentsWithoutVectorIndex(m, opts), nil
+}
