@@ -52,8 +52,11 @@ type Activities struct {
 	StallTimeout      time.Duration // default DefaultStallTimeout
 	Merge             lsm.MergeOptions
 	Compaction        table.CompactionConfig
-	Cleanup           table.CleanupOptions
-	Metrics           *Metrics // maintenance outcome metrics (nil: not counted)
+	// VectorIndexMinRows: a context store's fragment with fewer live rows is searched exactly,
+	// not indexed (0: the table's default, 1,000).
+	VectorIndexMinRows int64
+	Cleanup            table.CleanupOptions
+	Metrics            *Metrics // maintenance outcome metrics (nil: not counted)
 	// SearchAttributes: the namespace has Strata's search attributes (the worker registered or
 	// found them), so store workflows may set them.
 	SearchAttributes bool
@@ -124,7 +127,8 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 }
 
 // MergeWAL folds every shard's sealed generations into the base table (the store builds the key
-// index first when it does not cover the table: index before merge).
+// index first when it does not cover the table: index before merge; a context store's new
+// fragments get their vector indexes after it).
 func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	// A merge starts with the key index (checked, and built when it does not cover the table).
 	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
@@ -147,24 +151,33 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 		if err != nil {
 			return res, err
 		}
+		if res.VectorIndexesBuilt, err = a.indexVectors(ctx, in.Store, s, hb); err != nil {
+			return res, err
+		}
 		hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseStats })
 		res.TableVersion, err = a.refresh(ctx, in.Store, s)
 		return res, err
 	})
 }
 
-// BuildKeyIndex makes the key index cover every fragment.
+// BuildKeyIndex makes the key index cover every fragment (and, for a context store, builds the
+// vector indexes its fragments lack).
 func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
-	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, _ *heartbeater) (workflows.ActivityResult, error) {
+	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		if _, err := s.BuildKeyIndex(ctx); err != nil {
 			return workflows.ActivityResult{}, err
 		}
+		built, err := a.indexVectors(ctx, in.Store, s, hb)
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
 		v, err := a.refresh(ctx, in.Store, s)
-		return workflows.ActivityResult{TableVersion: v}, err
+		return workflows.ActivityResult{TableVersion: v, VectorIndexesBuilt: built}, err
 	})
 }
 
-// Compact compacts the base table and extends the key index over anything left uncovered.
+// Compact compacts the base table and extends the key index over anything left uncovered (and,
+// for a context store, indexes the vectors of the fragments it wrote).
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction.With(in.Request.Overrides),
@@ -174,9 +187,13 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
+		built, err := a.indexVectors(ctx, in.Store, s, hb)
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded,
-			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v}, err
+			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v, VectorIndexesBuilt: built}, err
 	})
 }
 

@@ -43,8 +43,13 @@ type HeartbeatDetails struct {
 	WaitingForBudget bool   `json:"waiting_for_budget"`
 	GenerationsRead  int    `json:"generations_read"`
 	RowsMerged       int64  `json:"rows_merged"`
-	StorageCalls     int64  `json:"storage_calls"`
-	StorageBytes     int64  `json:"storage_bytes"`
+	// Vector index builds (context stores): fragments indexed of those to index, vectors.
+	FragmentsIndexed int   `json:"fragments_indexed,omitempty"`
+	FragmentsToIndex int   `json:"fragments_to_index,omitempty"`
+	VectorsIndexed   int64 `json:"vectors_indexed,omitempty"`
+	BuildTicks       int64 `json:"build_ticks,omitempty"` // CPU-bound build steps done (k-means iterations, rows assigned)
+	StorageCalls     int64 `json:"storage_calls"`
+	StorageBytes     int64 `json:"storage_bytes"`
 }
 
 // apply takes a store job's progress (phase, shard, memory held) into the details; counts that

@@ -1,10 +1,11 @@
 // Context search (vector k-NN) and retrieve (text and vector channels fused by reciprocal rank
 // fusion), lance-context's routes. Both read the store's live view — base table, pending
 // generations and this worker's memtable, newest version per id — so a record is searchable as
-// soon as it is visible; lifecycle and filters are applied before ranking, so a hidden or stale
-// version never takes a result's place. The ranking is exact: every visible record is compared
-// (contexts.Nearest keeps the best in memory bounded by the limit), then the winners are read
-// whole by point reads.
+// soon as it is visible. The vector channel is the store's nearest-row read (lsm.Nearest: pending
+// rows compared exactly, base fragments through their vector indexes); lifecycle and filters are
+// applied to what it answers, and it is asked again for more (four times as many each time) until
+// the limit is filled with visible records or the store has no more, so a hidden or stale version
+// never takes a result's place. The text channel scores every visible record exactly (BM25).
 package api
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/contexts"
+	"github.com/strata-store/strata/storage/lsm"
 )
 
 const defaultSearchLimit = 10
@@ -93,6 +95,44 @@ func rankedRecords(ctx context.Context, cs contextStore, ids []string, life cont
 	return out, nil
 }
 
+// nearestVisible is the vector channel: up to want visible records matching filters, nearest to
+// query first, with their distances (records without binary payloads; relationships cleared
+// unless asked).
+func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+	metric := contexts.VectorMetric(cs.config.Metric())
+	k := 2 * want
+	for {
+		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: "embedding", Metric: metric, Query: query, K: k,
+			Columns: listColumns, Before: contexts.ExternalIDKeyPrefix})
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, err := contexts.FromArrow(res.Rows)
+		res.Rows.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+		var out []contexts.Record
+		var dists []float32
+		for i := range recs {
+			if len(out) == want {
+				break
+			}
+			if !life.Visible(&recs[i]) || !filters.Match(&recs[i]) {
+				continue
+			}
+			if !relationships {
+				recs[i].Relationships = nil
+			}
+			out, dists = append(out, recs[i]), append(dists, res.Distances[i])
+		}
+		if len(out) == want || res.Exhausted || len(recs) < k {
+			return out, dists, nil
+		}
+		k *= 4 // hidden or filtered records took places: look further
+	}
+}
+
 func (h *handlers) searchContext(c echo.Context) error {
 	var req contexts.SearchRequest
 	if err := decodeBody(c, &req); err != nil {
@@ -111,36 +151,13 @@ func (h *handlers) searchContext(c echo.Context) error {
 		if err := cs.rules().CheckQuery("query", req.Query); err != nil {
 			return invalid("%v", err)
 		}
-		ctx := c.Request().Context()
-		metric := cs.config.Metric()
-		nearest := contexts.NewNearest(limit)
-		err := scanContext(ctx, cs.s, rankingColumns(filters, true, false), filters.Fields, 0, func(page []contexts.Record) error {
-			for i := range page {
-				r := &page[i]
-				if len(r.Embedding) != len(req.Query) || !life.Visible(r) || !filters.Match(r) {
-					continue
-				}
-				nearest.Offer(r.ID, contexts.Distance(metric, req.Query, r.Embedding))
-			}
-			return nil
-		})
+		recs, dists, err := nearestVisible(c.Request().Context(), cs, req.Query, limit, filters, life, req.IncludeRelationships)
 		if err != nil {
 			return err
 		}
-		top := nearest.Sorted()
-		ids := make([]string, len(top))
-		for i, s := range top {
-			ids[i] = s.ID
-		}
-		recs, err := rankedRecords(ctx, cs, ids, life, req.IncludeRelationships)
-		if err != nil {
-			return err
-		}
-		out := contexts.SearchResponse{Results: make([]contexts.SearchResult, 0, len(top))}
-		for i, s := range top {
-			if recs[i].ID != "" {
-				out.Results = append(out.Results, contexts.SearchResult{Record: recs[i], Distance: s.Value})
-			}
+		out := contexts.SearchResponse{Results: make([]contexts.SearchResult, 0, len(recs))}
+		for i := range recs {
+			out.Results = append(out.Results, contexts.SearchResult{Record: recs[i], Distance: dists[i]})
 		}
 		return c.JSON(http.StatusOK, out)
 	})
@@ -180,56 +197,56 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		}
 		ctx := c.Request().Context()
 		depth := contexts.CandidateDepth(limit)
-		metric := cs.config.Metric()
-		var nearest *contexts.Nearest
-		if req.Vector != nil {
-			nearest = contexts.NewNearest(depth)
-		}
-		// With a text channel every shown record counts toward the term statistics, so the scan
-		// cannot narrow by the filters' fields; without one it can.
-		pushdown := filters.Fields
-		if scorer != nil {
-			pushdown = nil
-		}
-		err := scanContext(ctx, cs.s, rankingColumns(filters, nearest != nil, scorer != nil), pushdown, 0, func(page []contexts.Record) error {
-			for i := range page {
-				r := &page[i]
-				if !life.Visible(r) {
-					continue
-				}
-				match := filters.Match(r)
-				if scorer != nil {
-					scorer.Add(r.ID, r.TextPayload, match)
-				}
-				if nearest != nil && match && len(r.Embedding) == len(req.Vector) {
-					nearest.Offer(r.ID, contexts.Distance(metric, req.Vector, r.Embedding))
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
 		var vector, text []contexts.Scored
-		if nearest != nil {
-			vector = nearest.Sorted()
+		records := map[string]contexts.Record{}
+		if req.Vector != nil {
+			recs, dists, err := nearestVisible(ctx, cs, req.Vector, depth, filters, life, req.IncludeRelationships)
+			if err != nil {
+				return err
+			}
+			for i, r := range recs {
+				vector = append(vector, contexts.Scored{ID: r.ID, Value: dists[i]})
+				records[r.ID] = r
+			}
 		}
 		if scorer != nil {
+			// Every shown record counts toward the term statistics, so the scan cannot narrow by
+			// the filters' fields.
+			err := scanContext(ctx, cs.s, rankingColumns(filters, false, true), nil, 0, func(page []contexts.Record) error {
+				for i := range page {
+					r := &page[i]
+					if life.Visible(r) {
+						scorer.Add(r.ID, r.TextPayload, filters.Match(r))
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 			text = scorer.Top(depth)
 		}
 		fused := contexts.Fuse(vector, text, limit)
-		ids := make([]string, len(fused))
-		for i, f := range fused {
-			ids[i] = f.ID
+		// Records only the text channel found are read whole by point reads.
+		var missing []string
+		for _, f := range fused {
+			if _, ok := records[f.ID]; !ok {
+				missing = append(missing, f.ID)
+			}
 		}
-		recs, err := rankedRecords(ctx, cs, ids, life, req.IncludeRelationships)
+		recs, err := rankedRecords(ctx, cs, missing, life, req.IncludeRelationships)
 		if err != nil {
 			return err
 		}
+		for _, r := range recs {
+			if r.ID != "" {
+				records[r.ID] = r
+			}
+		}
 		out := contexts.RetrieveResponse{Results: make([]contexts.RetrieveResult, 0, len(fused))}
-		for i, f := range fused {
-			if recs[i].ID != "" {
-				out.Results = append(out.Results, contexts.RetrieveResult{Record: recs[i], Score: f.Score,
+		for _, f := range fused {
+			if r, ok := records[f.ID]; ok {
+				out.Results = append(out.Results, contexts.RetrieveResult{Record: r, Score: f.Score,
 					VectorDistance: f.VectorDistance, TextScore: f.TextScore, MatchedChannels: f.Channels})
 			}
 		}

@@ -5,41 +5,27 @@ package contexts
 
 import (
 	"container/heap"
-	"math"
 	"sort"
+
+	"github.com/strata-store/strata/storage/vecindex"
 )
 
-// Distance is a's distance from query under metric (MetricL2: squared Euclidean;
-// MetricCosine: 1 - cosine similarity, 1 when either vector is zero; MetricDot:
-// 1 - dot product). The vectors have the same length.
+// Distance is v's distance from query under metric (MetricL2: squared Euclidean;
+// MetricCosine: 1 - cosine similarity, 1 when either vector is zero; MetricDot: 1 - dot
+// product), computed as the vector indexes compute it (vecindex.Metric.Distance), so exact and
+// indexed rankings agree. The vectors have the same length; an unknown metric is l2.
 func Distance(metric string, query, v []float32) float32 {
-	switch metric {
-	case MetricCosine:
-		var dot, nq, nv float64
-		for i, q := range query {
-			x := float64(v[i])
-			dot += float64(q) * x
-			nq += float64(q) * float64(q)
-			nv += x * x
-		}
-		if nq == 0 || nv == 0 {
-			return 1
-		}
-		return float32(1 - dot/math.Sqrt(nq*nv))
-	case MetricDot:
-		var dot float64
-		for i, q := range query {
-			dot += float64(q) * float64(v[i])
-		}
-		return float32(1 - dot)
-	default:
-		var sum float64
-		for i, q := range query {
-			d := float64(q) - float64(v[i])
-			sum += d * d
-		}
-		return float32(sum)
+	return VectorMetric(metric).Distance(query, v)
+}
+
+// VectorMetric is the vector index metric of a metric's name (l2 for an unknown one: names are
+// validated when a store is created).
+func VectorMetric(metric string) vecindex.Metric {
+	m, err := vecindex.ParseMetric(metric)
+	if err != nil {
+		return vecindex.L2
 	}
+	return m
 }
 
 // Scored is a record id with its distance (vector channel) or score (text channel).

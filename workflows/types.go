@@ -118,4 +118,6 @@ type ActivityResult struct {
 	FilesDeleted    int    `json:"files_deleted,omitempty"`
 	BytesDeleted    int64  `json:"bytes_deleted,omitempty"`
 	TableVersion    uint64 `json:"table_version,omitempty"`
+	// VectorIndexesBuilt (context stores): fragments whose vector index the activity built.
+	VectorIndexesBuilt int `json:"vector_indexes_built,omitempty"`
 }

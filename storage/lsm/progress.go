@@ -13,9 +13,10 @@ const (
 	PhasePlanning         Phase = "planning"
 	PhaseWaitingForBudget Phase = "waiting_for_budget" // for merge memory from the process budget
 	PhaseReading          Phase = "reading"
-	PhaseCommitting       Phase = "committing" // the table upsert that advances the watermark
-	PhaseDropping         Phase = "dropping"   // the merged generations, from the shard manifest and storage
-	PhaseCompacting       Phase = "compacting" // merging fragments, holding its budget reservation
+	PhaseCommitting       Phase = "committing"       // the table upsert that advances the watermark
+	PhaseDropping         Phase = "dropping"         // the merged generations, from the shard manifest and storage
+	PhaseCompacting       Phase = "compacting"       // merging fragments, holding its budget reservation
+	PhaseIndexingVectors  Phase = "indexing_vectors" // building the vector indexes new fragments lack
 	PhaseDone             Phase = "done"
 )
 

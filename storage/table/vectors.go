@@ -50,6 +50,8 @@ type VectorIndexOptions struct {
 	// Progress, when set, is told of each fragment indexed (vectors indexed so far, fragments
 	// indexed so far, fragments to index).
 	Progress func(vectors int64, done, total int)
+	// Tick, when set, is called as a fragment's build advances (see vecindex.BuildOptions).
+	Tick func()
 }
 
 // VectorIndexResult reports a build.
@@ -178,7 +180,7 @@ func (t *Table) buildFragmentVectorIndex(ctx context.Context, m *Manifest, f Fra
 	if err != nil || mixed || len(vs.Rows) == 0 {
 		return VectorIndexRef{}, false, err
 	}
-	data, err := vecindex.Build(ctx, vs, opts.Metric, vecindex.BuildOptions{})
+	data, err := vecindex.Build(ctx, vs, opts.Metric, vecindex.BuildOptions{Tick: opts.Tick})
 	if err != nil {
 		return VectorIndexRef{}, false, err
 	}

@@ -109,6 +109,15 @@ type BuildOptions struct {
 	SamplePerList int
 	// Seed makes a build reproducible (default 1).
 	Seed uint64
+	// Tick, when set, is called as the build advances (each k-means iteration, each 4,096 rows
+	// assigned): a caller watching for stalls sees CPU-bound work move.
+	Tick func()
+}
+
+func (o BuildOptions) tick() {
+	if o.Tick != nil {
+		o.Tick()
+	}
 }
 
 // Vectors are what a build indexes: rows[i] is the fragment row position of the vector at
@@ -156,7 +165,7 @@ func Build(ctx context.Context, vs Vectors, metric Metric, opts BuildOptions) ([
 		seed = 1
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	centroids, err := kmeans(ctx, values, vs.Dim, lists, iters, perList, rng)
+	centroids, err := kmeans(ctx, values, vs.Dim, lists, iters, perList, rng, opts.tick)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +177,7 @@ func Build(ctx context.Context, vs Vectors, metric Metric, opts BuildOptions) ([
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			opts.tick()
 		}
 		c := nearestCentroid(values[i*vs.Dim:(i+1)*vs.Dim], centroids, vs.Dim)
 		assign[i] = int32(c)
@@ -218,7 +228,7 @@ func nearestCentroid(v, centroids []float32, dim int) int {
 
 // kmeans trains k centroids on a sample of values with Lloyd's iterations (an empty cluster is
 // reseeded from a random sample row).
-func kmeans(ctx context.Context, values []float32, dim, k, iters, perList int, rng *rand.Rand) ([]float32, error) {
+func kmeans(ctx context.Context, values []float32, dim, k, iters, perList int, rng *rand.Rand, tick func()) ([]float32, error) {
 	n := len(values) / dim
 	if k == 0 {
 		return nil, nil
@@ -242,6 +252,7 @@ func kmeans(ctx context.Context, values []float32, dim, k, iters, perList int, r
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		tick()
 		clear(sums)
 		clear(counts)
 		for _, i := range sample {
