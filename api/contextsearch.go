@@ -97,13 +97,14 @@ func rankedRecords(ctx context.Context, cs contextStore, ids []string, life cont
 
 // nearestVisible is the vector channel: up to want visible records matching filters, nearest to
 // query first, with their distances (records without binary payloads; relationships cleared
-// unless asked).
+// unless asked). Each record's embedding comes from the nearest-row read (which holds it), not
+// from reading the column again.
 func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
 	metric := contexts.VectorMetric(cs.config.Metric())
 	k := 2 * want
 	for {
 		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: "embedding", Metric: metric, Query: query, K: k,
-			Columns: listColumns, Before: contexts.ExternalIDKeyPrefix})
+			Columns: nearestColumns, Before: contexts.ExternalIDKeyPrefix})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -121,6 +122,7 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 			if !life.Visible(&recs[i]) || !filters.Match(&recs[i]) {
 				continue
 			}
+			recs[i].Embedding = res.Vectors[i]
 			if !relationships {
 				recs[i].Relationships = nil
 			}
@@ -132,6 +134,10 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 		k *= 4 // hidden or filtered records took places: look further
 	}
 }
+
+// nearestColumns are what a search answers of each record but the embedding (the nearest-row
+// read holds it) and the binary payload.
+var nearestColumns = contextColumnsWithout("binary_payload", "embedding")
 
 func (h *handlers) searchContext(c echo.Context) error {
 	var req contexts.SearchRequest

@@ -48,6 +48,20 @@ type mergedStore struct {
 func newMergedStore(b *testing.B, name string) *mergedStore {
 	c := benchCluster(b)
 	w := c.benchWorker(b)
+	st := newMergedStoreServer(b, w)
+	st.cluster = c
+	st.drain(st.do("POST", "/api/v1/rollouts", "application/json", "", []byte(`{"name":"`+name+`"}`)))
+	texts := p3Texts(1000)
+	for batch := range p9Rows / p9Batch {
+		st.drain(st.do("POST", "/api/v1/rollouts/"+name+"/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
+	}
+	st.manifest = mergeAndIndex(b, w, name)
+	return st
+}
+
+// newMergedStoreServer serves worker w over HTTP (a test server, a client of 16 connections) with
+// no store created yet.
+func newMergedStoreServer(b *testing.B, w *worker) *mergedStore {
 	srv := httptest.NewServer(w.e)
 	b.Cleanup(srv.Close)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
@@ -73,13 +87,7 @@ func newMergedStore(b *testing.B, name string) *mergedStore {
 		return resp
 	}
 	drain := func(resp *http.Response) { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }
-	drain(do("POST", "/api/v1/rollouts", "application/json", "", []byte(`{"name":"`+name+`"}`)))
-	texts := p3Texts(1000)
-	for batch := range p9Rows / p9Batch {
-		drain(do("POST", "/api/v1/rollouts/"+name+"/records", "application/vnd.apache.arrow.stream", "", p9Body(batch, texts)))
-	}
-	m := mergeAndIndex(b, w, name)
-	return &mergedStore{cluster: c, worker: w, srv: srv, manifest: m, do: do, drain: drain}
+	return &mergedStore{worker: w, srv: srv, do: do, drain: drain}
 }
 
 // BenchmarkP9ScanVsDuckDB loads 1M rows of ~600 B (id, rollout_id, 500 B of text) into one

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // BM25 parameters.
@@ -22,9 +22,37 @@ const (
 	MaxQueryTextBytes = 16 << 10
 )
 
-// Tokens splits text into lowercase terms: maximal runs of letters and digits.
+// Tokens splits text into lowercase terms: maximal runs of letters and digits, each rune
+// lowercased on its own (unicode.ToLower), as TextScorer.Add reads records.
 func Tokens(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	var out []string
+	eachToken(text, nil, func(tok []byte) { out = append(out, string(tok)) })
+	return out
+}
+
+// eachToken calls fn with each token of text, lowercased into buf (reused; tok is only valid
+// during the call).
+func eachToken(text string, buf []byte, fn func(tok []byte)) []byte {
+	buf = buf[:0]
+	for _, r := range text {
+		switch {
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9'):
+			buf = append(buf, byte(r))
+		case r < utf8.RuneSelf && 'A' <= r && r <= 'Z':
+			buf = append(buf, byte(r+'a'-'A'))
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsNumber(r)):
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		default:
+			if len(buf) > 0 {
+				fn(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	if len(buf) > 0 {
+		fn(buf)
+	}
+	return buf
 }
 
 // TextScorer scores records against a text query. Count every record the read's lifecycle shows
@@ -37,6 +65,7 @@ type TextScorer struct {
 	totalLen int64
 	df       []int
 	matches  []textMatch
+	buf      []byte // Add's token being lowercased
 }
 
 type textMatch struct {
@@ -69,19 +98,20 @@ func NewTextScorer(query string) (*TextScorer, error) {
 }
 
 // Add counts one shown record's text toward the statistics and, when candidate, keeps its term
-// frequencies if it holds any query term.
+// frequencies if it holds any query term. It tokenizes as Tokens does without allocating per
+// token (a term is looked up as it is lowercased into a reused buffer).
 func (s *TextScorer) Add(id string, text *string, candidate bool) {
 	s.docs++
 	if text == nil {
 		return
 	}
-	toks := Tokens(*text)
-	s.totalLen += int64(len(toks))
 	var tf []uint16
-	for _, t := range toks {
-		i, ok := s.index[t]
+	n := 0
+	s.buf = eachToken(*text, s.buf, func(tok []byte) {
+		n++
+		i, ok := s.index[string(tok)] // no allocation: a map index by converted bytes
 		if !ok {
-			continue
+			return
 		}
 		if tf == nil {
 			tf = make([]uint16, len(s.terms))
@@ -92,9 +122,10 @@ func (s *TextScorer) Add(id string, text *string, candidate bool) {
 		if tf[i] < math.MaxUint16 {
 			tf[i]++
 		}
-	}
+	})
+	s.totalLen += int64(n)
 	if tf != nil && candidate {
-		s.matches = append(s.matches, textMatch{id: id, len: int32(min(len(toks), math.MaxInt32)), tf: tf})
+		s.matches = append(s.matches, textMatch{id: id, len: int32(min(n, math.MaxInt32)), tf: tf})
 	}
 }
 

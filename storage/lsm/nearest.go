@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storage/vecindex"
@@ -39,6 +41,9 @@ type NearestResult struct {
 	Rows arrow.RecordBatch
 	// Distances[i] is row i's distance from the query under the metric.
 	Distances []float32
+	// Vectors[i] is row i's vector (read only: it may be shared with a vector index), so that a
+	// caller need not read the vector column among Columns.
+	Vectors [][]float32
 	// Exhausted: no other row of the store holds a vector of the query's length (a larger K
 	// answers nothing more).
 	Exhausted bool
@@ -61,10 +66,11 @@ func (s *Store) Nearest(ctx context.Context, q NearestQuery) (NearestResult, err
 	return readFresh(ctx, s, func() (NearestResult, error) { return s.nearestOnce(ctx, q, names) })
 }
 
-// scored is a candidate version and its distance.
+// scored is a candidate version, its distance and (when known) its vector.
 type scored struct {
-	v version
-	d float32
+	v   version
+	d   float32
+	vec []float32
 }
 
 func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string) (NearestResult, error) {
@@ -126,7 +132,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		}
 		err = eachVector(rec.Column(0), func(i int, v []float32) {
 			if len(v) == len(q.Query) {
-				walCands = append(walCands, scored{part[i], q.Metric.Distance(q.Query, v)})
+				walCands = append(walCands, scored{v: part[i], d: q.Metric.Distance(q.Query, v), vec: slices.Clone(v)})
 			}
 		})
 		rec.Release()
@@ -157,7 +163,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	all := make([]scored, 0, len(walCands)+len(baseHits))
 	all = append(all, walCands...)
 	for _, h := range baseHits {
-		all = append(all, scored{tableVersion(h.Ref), h.Distance})
+		all = append(all, scored{v: tableVersion(h.Ref), d: h.Distance, vec: h.Vector})
 	}
 	sortScored(all)
 	exhausted := baseExhausted && !walCut && len(all) <= q.K
@@ -165,9 +171,29 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		all = all[:q.K]
 	}
 	versions := make([]version, len(all))
-	out := NearestResult{Distances: make([]float32, len(all)), Exhausted: exhausted}
+	out := NearestResult{Distances: make([]float32, len(all)), Vectors: make([][]float32, len(all)), Exhausted: exhausted}
+	var unknown []int // rows an exact scan of the base answered: their vectors are read below
 	for i, c := range all {
-		versions[i], out.Distances[i] = c.v, c.d
+		versions[i], out.Distances[i], out.Vectors[i] = c.v, c.d, c.vec
+		if c.vec == nil {
+			unknown = append(unknown, i)
+		}
+	}
+	for start := 0; start < len(unknown); start += nearestPointRows {
+		idx := unknown[start:min(start+nearestPointRows, len(unknown))]
+		part := make([]version, len(idx))
+		for j, i := range idx {
+			part[j] = versions[i]
+		}
+		rec, err := vecReader.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return NearestResult{}, err
+		}
+		err = eachVector(rec.Column(0), func(j int, v []float32) { out.Vectors[idx[j]] = slices.Clone(v) })
+		rec.Release()
+		if err != nil {
+			return NearestResult{}, err
+		}
 	}
 	rows := newPageBuilder(s, names, names)
 	defer rows.release()
@@ -175,11 +201,30 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		out.Rows = emptyRecord(s, names)
 		return out, nil
 	}
-	if out.Rows, err = rows.gather(ctx, snap, versions, genRows); err != nil {
+	// A few rows at a time: the answer's rows lie anywhere in their fragments, and a read of
+	// more than fragment.PointReadRows rows of one row group decodes a run spanning them all.
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for start := 0; start < len(versions); start += nearestPointRows {
+		part, err := rows.gather(ctx, snap, versions[start:min(start+nearestPointRows, len(versions))], genRows)
+		if err != nil {
+			return NearestResult{}, err
+		}
+		parts = append(parts, part)
+	}
+	if out.Rows, err = arrowutil.Concat(rows.schema, parts, s.mem); err != nil {
 		return NearestResult{}, err
 	}
 	return out, nil
 }
+
+// nearestPointRows is how many rows of a nearest read's answer are read at once (see
+// fragment.PointReadRows).
+const nearestPointRows = fragment.PointReadRows
 
 // nearestGatherRows is how many pending rows' vectors a nearest read gathers at once.
 const nearestGatherRows = 4096

@@ -122,6 +122,7 @@ func TestNearestMatchesAModel(t *testing.T) {
 				v, ok := model[ids.Value(i)]
 				require.True(t, ok && v != nil, "a live key with a vector: %s", ids.Value(i))
 				require.InDelta(t, vecindex.L2.Distance(q, v), res.Distances[i], 1e-4, "the newest version's vector")
+				require.Equal(t, v, res.Vectors[i], "the row's vector")
 				if i > 0 {
 					require.LessOrEqual(t, res.Distances[i-1], res.Distances[i])
 				}

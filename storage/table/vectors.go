@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/vecindex"
 )
 
@@ -267,11 +268,13 @@ type VectorQuery struct {
 	Skip func(key string, seq uint64) bool
 }
 
-// VectorHit is one row near the query: its key-index entry (key, fragment, row, seq) and its
-// distance.
+// VectorHit is one row near the query: its key-index entry (key, fragment, row, seq), its
+// distance and, when a vector index answered it, its vector (shared with the index: never
+// modified; nil from an exact scan).
 type VectorHit struct {
 	Ref      RowRef
 	Distance float32
+	Vector   []float32
 }
 
 // NearestRows answers the K live rows of version m nearest to q.Query in q.Column, nearest first
@@ -404,28 +407,33 @@ func (t *Table) resolveHits(ctx context.Context, m *Manifest, f Fragment, cands 
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	refs := make([]RowRef, len(cands))
-	for i, c := range cands {
-		refs[i] = RowRef{Fragment: f.ID, Row: int64(c.Row)}
-	}
-	keyColumn := m.KeyColumn
-	rec, err := t.ReadRows(ctx, m, refs, []string{keyColumn, SeqColumn})
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	keys, ok1 := rec.Column(0).(*array.String)
-	seqs, ok2 := rec.Column(1).(*array.Uint64)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("table: fragment %s: unexpected key or seq column types", f.Path)
-	}
+	// Rows nearest a query lie anywhere in the fragment: read them a few at a time, so that each
+	// read is a point read (fragment.PointReadRows) rather than a run spanning them all.
 	out := make([]VectorHit, 0, len(cands))
-	for i, c := range cands {
-		key, seq := keys.Value(i), seqs.Value(i)
-		if skip != nil && skip(key, seq) {
-			continue
+	for start := 0; start < len(cands); start += fragment.PointReadRows {
+		part := cands[start:min(start+fragment.PointReadRows, len(cands))]
+		refs := make([]RowRef, len(part))
+		for i, c := range part {
+			refs[i] = RowRef{Fragment: f.ID, Row: int64(c.Row)}
 		}
-		out = append(out, VectorHit{Ref: RowRef{Key: key, Fragment: f.ID, Row: int64(c.Row), Seq: seq}, Distance: c.Distance})
+		rec, err := t.ReadRows(ctx, m, refs, []string{m.KeyColumn, SeqColumn})
+		if err != nil {
+			return nil, err
+		}
+		keys, ok1 := rec.Column(0).(*array.String)
+		seqs, ok2 := rec.Column(1).(*array.Uint64)
+		if !ok1 || !ok2 {
+			rec.Release()
+			return nil, fmt.Errorf("table: fragment %s: unexpected key or seq column types", f.Path)
+		}
+		for i, c := range part {
+			key, seq := keys.Value(i), seqs.Value(i)
+			if skip != nil && skip(key, seq) {
+				continue
+			}
+			out = append(out, VectorHit{Ref: RowRef{Key: key, Fragment: f.ID, Row: int64(c.Row), Seq: seq}, Distance: c.Distance, Vector: c.Vector})
+		}
+		rec.Release()
 	}
 	return out, nil
 }

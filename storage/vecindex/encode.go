@@ -26,7 +26,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // encode lays the index out as docs/format/vecindex.md describes.
 func (ix *Index) encode() []byte {
 	lists, n := ix.Lists(), len(ix.rows)
-	size := headerBytes + 4*len(ix.centroids) + 8*(lists+1) + 4*n + 4*len(ix.vectors) + trailerBytes
+	size := headerBytes + 4*len(ix.centroids) + 8*(lists+1) + 4*n + 4*len(ix.vectors) + 4*len(ix.norms) + trailerBytes
 	out := make([]byte, 0, size)
 	out = append(out, magic...)
 	out = binary.LittleEndian.AppendUint32(out, formatVersion)
@@ -44,6 +44,9 @@ func (ix *Index) encode() []byte {
 		out = binary.LittleEndian.AppendUint32(out, r)
 	}
 	for _, f := range ix.vectors {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
+	}
+	for _, f := range ix.norms {
 		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
 	}
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
@@ -65,7 +68,11 @@ func Decode(data []byte) (*Index, error) {
 		return nil, fmt.Errorf("%w: header out of range (dim %d, metric %d, lists %d, rows %d)", ErrCorrupt, dim, metric, lists, rows)
 	}
 	// Every term is bounded above (dim ≤ 2^16, lists ≤ 2^20, rows ≤ 2^31), so the sum fits.
-	want := uint64(headerBytes) + 4*lists*uint64(dim) + 8*(lists+1) + 4*rows + 4*rows*uint64(dim) + trailerBytes
+	norms := uint64(0)
+	if metric == Cosine {
+		norms = rows
+	}
+	want := uint64(headerBytes) + 4*lists*uint64(dim) + 8*(lists+1) + 4*rows + 4*rows*uint64(dim) + 4*norms + trailerBytes
 	if uint64(len(data)) != want {
 		return nil, fmt.Errorf("%w: %d bytes where the header declares %d", ErrCorrupt, len(data), want)
 	}
@@ -103,5 +110,8 @@ func Decode(data []byte) (*Index, error) {
 	}
 	p = p[4*rows:]
 	ix.vectors = floats(rows * uint64(dim))
+	if norms > 0 {
+		ix.norms = floats(norms)
+	}
 	return ix, nil
 }

@@ -129,6 +129,7 @@ func TestRecallAgainstBruteForce(t *testing.T) {
 				}
 				at := slices.Index(vs.Rows, h.Row)
 				require.InDelta(t, exactDistance(m, qv, vs.Values[at*vs.Dim:(at+1)*vs.Dim]), float64(h.Distance), 1e-3*max(1, float64(h.Distance)))
+				require.Equal(t, vs.Values[at*vs.Dim:(at+1)*vs.Dim], h.Vector, "the vector as written")
 			}
 			total += len(truth)
 		}
@@ -165,10 +166,11 @@ func TestSmallIndexesSkipAndErrors(t *testing.T) {
 	require.Equal(t, 3, ix.Len())
 	hits, err = ix.Search([]float32{0.9, 0}, SearchOptions{K: 10})
 	require.NoError(t, err)
-	require.Equal(t, []Hit{{8, 0.01}, {7, 0.81}, {9, 25.81}}, roundHits(hits))
+	require.Equal(t, []Hit{{Row: 8, Distance: 0.01}, {Row: 7, Distance: 0.81}, {Row: 9, Distance: 25.81}}, roundHits(hits))
+	require.Equal(t, []float32{1, 0}, hits[0].Vector, "a hit carries its vector as written")
 	hits, err = ix.Search([]float32{0.9, 0}, SearchOptions{K: 1, Skip: func(r uint32) bool { return r == 8 }})
 	require.NoError(t, err)
-	require.Equal(t, []Hit{{7, 0.81}}, roundHits(hits), "a skipped row takes no place")
+	require.Equal(t, []Hit{{Row: 7, Distance: 0.81}}, roundHits(hits), "a skipped row takes no place")
 	_, err = ix.Search([]float32{1}, SearchOptions{K: 1})
 	require.Error(t, err)
 
@@ -189,14 +191,14 @@ func TestSmallIndexesSkipAndErrors(t *testing.T) {
 	_, err = ParseMetric("hamming")
 	require.Error(t, err)
 	require.Equal(t, 8, DefaultNProbe(20))
-	require.Equal(t, 54, DefaultNProbe(894))
+	require.Equal(t, 90, DefaultNProbe(894))
 	require.Equal(t, 3, DefaultNProbe(3))
 }
 
 func roundHits(hs []Hit) []Hit {
 	out := make([]Hit, len(hs))
 	for i, h := range hs {
-		out[i] = Hit{h.Row, float32(int(h.Distance*100+0.5)) / 100}
+		out[i] = Hit{Row: h.Row, Distance: float32(int(h.Distance*100+0.5)) / 100}
 	}
 	return out
 }
