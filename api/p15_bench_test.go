@@ -25,8 +25,8 @@ import (
 )
 
 const (
-	p15Records = 20_000
-	p15WAL     = 2_000 // of them, left in pending generations
+	p15Records = 200_000
+	p15WAL     = 20_000 // of them, left in pending generations
 	p15Dim     = 384
 	p15Batch   = 2000
 	p15Clients = 8
