@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/strata-store/strata/storage/arrowutil"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
@@ -110,22 +111,32 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		}
 	}
 
-	// Pending candidates, compared exactly: their vectors gathered a slice at a time.
-	var live []version
+	// Pending candidates, compared exactly: a generation's vectors decoded once and cached (it is
+	// immutable), the memtable's gathered a slice at a time.
+	var memLive []version
+	var walCands []scored
 	for _, v := range pending {
-		if !v.tomb {
-			live = append(live, v)
+		switch {
+		case v.tomb:
+		case v.src == sourceGeneration:
+			gv, err := s.generationVectors(ctx, snap, v.gen, q.Column, genRows)
+			if err != nil {
+				return NearestResult{}, err
+			}
+			if vec := gv.vecs[v.row]; len(vec) == len(q.Query) {
+				walCands = append(walCands, scored{v: v, d: q.Metric.Distance(q.Query, vec), vec: vec})
+			}
+		default:
+			memLive = append(memLive, v)
 		}
 	}
-	slices.SortFunc(live, func(a, b version) int { return strings.Compare(a.key, b.key) })
-	var walCands []scored
 	vecReader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
 	defer vecReader.release()
-	for start := 0; start < len(live); start += nearestGatherRows {
+	for start := 0; start < len(memLive); start += nearestGatherRows {
 		if err := ctx.Err(); err != nil {
 			return NearestResult{}, err
 		}
-		part := live[start:min(start+nearestGatherRows, len(live))]
+		part := memLive[start:min(start+nearestGatherRows, len(memLive))]
 		rec, err := vecReader.gather(ctx, snap, part, genRows)
 		if err != nil {
 			return NearestResult{}, err
@@ -225,6 +236,49 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 // nearestPointRows is how many rows of a nearest read's answer are read at once (see
 // fragment.PointReadRows).
 const nearestPointRows = fragment.PointReadRows
+
+// genVectors is a pending generation's vectors of one column, by key-file position (nil for a
+// tombstone or a null vector). Shared through the cache: never modified.
+type genVectors struct {
+	vecs [][]float32
+}
+
+// generationVectors is g's vectors of column, from the cache or read (every row of the
+// generation, a slice at a time) and cached.
+func (s *Store) generationVectors(ctx context.Context, snap *Snapshot, g *genView, column string, genRows *shard.RowReader) (*genVectors, error) {
+	key := fmt.Sprintf("%s/%d/%s", g.shard, g.gen.Gen, column)
+	if gv, ok := cache.Get[*genVectors](s.vectors, "generation_vectors", key); ok {
+		return gv, nil
+	}
+	n := len(g.keys.Keys)
+	gv := &genVectors{vecs: make([][]float32, n)}
+	var versions []version
+	for i := 0; i < n; i++ {
+		if !g.keys.Tombs[i] {
+			versions = append(versions, generationVersion(g, i))
+		}
+	}
+	reader := newPageBuilder(s, []string{column}, []string{column})
+	defer reader.release()
+	cost := int64(24*n + 64)
+	for start := 0; start < len(versions); start += nearestGatherRows {
+		part := versions[start:min(start+nearestGatherRows, len(versions))]
+		rec, err := reader.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return nil, err
+		}
+		err = eachVector(rec.Column(0), func(j int, v []float32) {
+			gv.vecs[part[j].row] = slices.Clone(v)
+			cost += int64(4 * len(v))
+		})
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	cache.Add(s.vectors, "generation_vectors", key, gv, cost)
+	return gv, nil
+}
 
 // nearestGatherRows is how many pending rows' vectors a nearest read gathers at once.
 const nearestGatherRows = 4096
