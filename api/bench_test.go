@@ -289,6 +289,8 @@ type benchClusterT struct {
 	cat  *catalog.Catalog
 	url  string
 	data string
+	// cacheBytes: the workers' process-wide object cache (0: each store's small default).
+	cacheBytes int64
 }
 
 func benchCluster(b *testing.B) *benchClusterT {
@@ -302,7 +304,7 @@ func benchCluster(b *testing.B) *benchClusterT {
 }
 
 func (c *benchClusterT) benchWorker(b *testing.B, mod ...func(*api.Deps)) *worker {
-	inner := &cluster{t: b, cat: c.cat, dataDir: c.data, mem: memory.DefaultAllocator}
+	inner := &cluster{t: b, cat: c.cat, dataDir: c.data, mem: memory.DefaultAllocator, cacheBytes: c.cacheBytes}
 	return inner.worker("bench", mod...)
 }
 

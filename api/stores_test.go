@@ -31,6 +31,7 @@ import (
 	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
@@ -47,6 +48,9 @@ type cluster struct {
 	mem     memory.Allocator
 
 	appendMaxGenerations int // 0 = the default backpressure limit
+	// cacheBytes, when set, is the workers' process-wide object cache (else each store gets
+	// lsm's small default).
+	cacheBytes int64
 	// wrap, when set, wraps each worker's object store (fault injection).
 	wrap func(objstore.Store) objstore.Store
 }
@@ -75,7 +79,7 @@ func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr, err := storecache.New(c.cat, storecache.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: lsm.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
-		Metrics: lsm.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem},
+		Metrics: lsm.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem, Cache: cache.New(c.cacheBytes, nil)},
 		AppendMaxGenerations: c.appendMaxGenerations,
 	}}, reg, log)
 	require.NoError(c.t, err)
