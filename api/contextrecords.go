@@ -6,6 +6,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -198,10 +199,7 @@ func currentRecord(c echo.Context, cs contextStore, id, xid *string) (*contexts.
 	var err error
 	switch {
 	case id != nil:
-		if !contexts.IsRecordID(*id) {
-			return nil, nil
-		}
-		rec, err = getContextRow(ctx, cs.s, *id)
+		rec, err = recordByID(ctx, cs, *id)
 	case xid != nil:
 		rec, err = byExternalID(ctx, cs.s, *xid)
 	}
@@ -264,9 +262,7 @@ func (h *handlers) deleteContext(c echo.Context, id, xid *string) error {
 		var rec *contexts.Record
 		var err error
 		if id != nil {
-			if contexts.IsRecordID(*id) {
-				rec, err = getContextRow(ctx, cs.s, *id)
-			}
+			rec, err = recordByID(ctx, cs, *id)
 		} else {
 			rec, err = byExternalID(ctx, cs.s, *xid)
 		}
@@ -333,14 +329,21 @@ func (h *handlers) getContextRecord(c echo.Context) error {
 		return err
 	}
 	return h.withContext(c, func(cs contextStore) error {
-		var rec *contexts.Record
-		if contexts.IsRecordID(id) {
-			if rec, err = getContextRow(c.Request().Context(), cs.s, id); err != nil {
-				return err
-			}
+		rec, err := recordByID(c.Request().Context(), cs, id)
+		if err != nil {
+			return err
 		}
 		return c.JSON(http.StatusOK, contexts.RecordResponse{Record: rec})
 	})
+}
+
+// recordByID is the record of id, whatever its lifecycle (nil when absent, or when id names a
+// claim row, which is never a record).
+func recordByID(ctx context.Context, cs contextStore, id string) (*contexts.Record, error) {
+	if !contexts.IsRecordID(id) {
+		return nil, nil
+	}
+	return getContextRow(ctx, cs.s, id)
 }
 
 func (h *handlers) getContextRecordByExternalID(c echo.Context) error {
@@ -365,11 +368,9 @@ func (h *handlers) getContextPayload(c echo.Context) error {
 		return err
 	}
 	return h.withContext(c, func(cs contextStore) error {
-		var rec *contexts.Record
-		if contexts.IsRecordID(id) {
-			if rec, err = getContextRow(c.Request().Context(), cs.s, id); err != nil {
-				return err
-			}
+		rec, err := recordByID(c.Request().Context(), cs, id)
+		if err != nil {
+			return err
 		}
 		switch {
 		case rec == nil:

@@ -221,13 +221,16 @@ func (t *tools) get(ctx context.Context, _ *mcp.CallToolRequest, in Ref) (*mcp.C
 	if err != nil {
 		return nil, nil, err
 	}
-	var rec *contexts.Record
-	if req.ID != nil {
-		rec, err = t.c.ContextRecord(ctx, store, *req.ID)
-	} else {
-		rec, err = t.c.ContextRecordByExternalID(ctx, store, *req.ExternalID)
-	}
+	rec, err := t.record(ctx, store, req)
 	return nil, contexts.RecordResponse{Record: rec}, err
+}
+
+// record reads the record req names (by id or external id); nil when there is none.
+func (t *tools) record(ctx context.Context, store string, req contexts.UpdateRequest) (*contexts.Record, error) {
+	if req.ID != nil {
+		return t.c.ContextRecord(ctx, store, *req.ID)
+	}
+	return t.c.ContextRecordByExternalID(ctx, store, *req.ExternalID)
 }
 
 // RelateInput is context_relate's input.
@@ -248,12 +251,7 @@ func (t *tools) relate(ctx context.Context, _ *mcp.CallToolRequest, in RelateInp
 	if err != nil {
 		return nil, nil, err
 	}
-	var cur *contexts.Record
-	if req.ID != nil {
-		cur, err = t.c.ContextRecord(ctx, store, *req.ID)
-	} else {
-		cur, err = t.c.ContextRecordByExternalID(ctx, store, *req.ExternalID)
-	}
+	cur, err := t.record(ctx, store, req)
 	if err != nil {
 		return nil, nil, err
 	}

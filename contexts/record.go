@@ -2,7 +2,8 @@
 // wire form (lance-context's RecordDto field names), the checks a record passes before anything
 // is written, its Arrow rows (record.go, arrow.go), which records a read shows (visibility.go,
 // filters.go), and how search and retrieve rank them (rank.go, text.go). It knows nothing of
-// HTTP or of storage: the API reads rows from the store and hands them here.
+// HTTP or of the store (it borrows only the vector indexes' distance, storage/vecindex, so that
+// exact and indexed rankings agree): the API reads rows from the store and hands them here.
 package contexts
 
 import (

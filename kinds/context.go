@@ -37,7 +37,7 @@ func (c ContextConfig) Metric() string {
 // normalizes its metric's case.
 func (c *ContextConfig) Validate() error {
 	if c.EmbeddingDim < 0 || c.EmbeddingDim > contexts.MaxEmbeddingDim {
-		return fmt.Errorf("embedding_dim must be between 1 and %d", contexts.MaxEmbeddingDim)
+		return fmt.Errorf("embedding_dim must be between 1 and %d (or absent: any length)", contexts.MaxEmbeddingDim)
 	}
 	c.DistanceMetric = strings.ToLower(c.DistanceMetric)
 	switch c.DistanceMetric {
