@@ -145,7 +145,11 @@ func TestNearestMatchesAModel(t *testing.T) {
 		require.True(t, res.Exhausted)
 		res.Rows.Release()
 	}
-	for step := 0; step < 40; step++ {
+	steps := 40
+	if raceEnabled {
+		steps = 20
+	}
+	for step := 0; step < steps; step++ {
 		switch op := rng.IntN(10); {
 		case op < 4:
 			write(w1, 20+rng.IntN(200)) // may stay in w1's memtable
