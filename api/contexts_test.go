@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -295,4 +296,30 @@ func TestContextSearchSeesTheWALAndTheBaseTable(t *testing.T) {
 	var payload []byte
 	require.Equal(t, http.StatusOK, w2.do(t, "GET", "/api/v1/contexts/f/records/"+res.IDs[0]+"/payload", nil, &payload))
 	require.Equal(t, "sealed", string(payload))
+}
+
+// A selective filter: the nearest records are all filtered out, so the vector channel asks again
+// for more (reading only what the filter needs) until the limit is filled, then answers the
+// winners whole, embeddings included.
+func TestContextSearchLooksFurtherWhenFiltersTakePlaces(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/contexts", map[string]any{"name": "sel", "embedding_dim": 2}, nil))
+	var recs []map[string]any
+	for i := range 120 {
+		recs = append(recs, ctxRecord(fmt.Sprint("near ", i), []float32{1, float32(i) / 1000}, "metadata", map[string]any{"team": "a"}))
+	}
+	for i := range 3 {
+		recs = append(recs, ctxRecord(fmt.Sprint("far ", i), []float32{-1, float32(i)}, "metadata", map[string]any{"team": "b"}))
+	}
+	addContext(t, w, "sel", recs...)
+	res := searchContext(t, w, "sel", map[string]any{"query": []float32{1, 0}, "limit": 2, "filters": map[string]any{"team": "b"}})
+	require.Equal(t, []string{"far 0", "far 1"}, searchTexts(res))
+	for _, r := range res {
+		require.Len(t, r.Record.Embedding, 2, "the embedding comes back")
+		require.JSONEq(t, `{"team": "b"}`, string(r.Record.Metadata))
+		require.Equal(t, "user", r.Record.Role, "read whole")
+	}
+	require.Len(t, searchContext(t, w, "sel", map[string]any{"query": []float32{1, 0}, "limit": 10, "filters": map[string]any{"team": "b"}}), 3,
+		"fewer matches than the limit: every one, and the read ends when the store has no more")
 }

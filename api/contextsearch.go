@@ -99,12 +99,19 @@ func rankedRecords(ctx context.Context, cs contextStore, ids []string, life cont
 // query first, with their distances (records without binary payloads; relationships cleared
 // unless asked). Each record's embedding comes from the nearest-row read (which holds it), not
 // from reading the column again.
+//
+// The first read asks for twice what is wanted, whole. When hidden or filtered records leave the
+// limit unfilled, the next reads ask for four times as many each time but answer only what
+// visibility and the filters look at, so memory stays small per candidate, and the records that
+// make the cut are then read whole by point reads. The reads stop at maxNearestCandidates
+// candidates: a filter that keeps fewer than the limit among that many nearest records answers
+// what it kept (the request's deadline bounds the rest).
 func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
 	metric := contexts.VectorMetric(cs.config.Metric())
-	k := 2 * want
-	for {
+	columns, narrow := nearestColumns, false
+	for k := 2 * want; ; k = min(4*k, maxNearestCandidates) {
 		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: "embedding", Metric: metric, Query: query, K: k,
-			Columns: nearestColumns, Before: contexts.ExternalIDKeyPrefix})
+			Columns: columns, Before: contexts.ExternalIDKeyPrefix})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -123,16 +130,54 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 				continue
 			}
 			recs[i].Embedding = res.Vectors[i]
-			if !relationships {
-				recs[i].Relationships = nil
-			}
 			out, dists = append(out, recs[i]), append(dists, res.Distances[i])
 		}
-		if len(out) == want || res.Exhausted || len(recs) < k {
+		done := len(out) == want || res.Exhausted || len(recs) < k || k == maxNearestCandidates
+		if done && narrow {
+			// The later rounds read only what visibility looks at: read the winners whole.
+			if out, dists, err = readWhole(ctx, cs, out, dists, life); err != nil {
+				return nil, nil, err
+			}
+		}
+		if done {
+			if !relationships {
+				for i := range out {
+					out[i].Relationships = nil
+				}
+			}
 			return out, dists, nil
 		}
-		k *= 4 // hidden or filtered records took places: look further
+		columns, narrow = rankingColumns(filters, false, false), true
 	}
+}
+
+// maxNearestCandidates bounds how many candidates one vector-channel read considers.
+const maxNearestCandidates = 1 << 16
+
+// readWhole reads candidates whole (what a search answers; embeddings kept from the nearest-row
+// read), dropping any a write hid since.
+func readWhole(ctx context.Context, cs contextStore, cands []contexts.Record, dists []float32, life contexts.Lifecycle) ([]contexts.Record, []float32, error) {
+	out, outDists := make([]contexts.Record, 0, len(cands)), make([]float32, 0, len(cands))
+	for i, c := range cands {
+		rec, err := cs.s.Get(ctx, c.ID, nearestColumns)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rec == nil {
+			continue
+		}
+		whole, err := contexts.FromArrow(rec)
+		rec.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !life.Visible(&whole[0]) {
+			continue
+		}
+		whole[0].Embedding = c.Embedding
+		out, outDists = append(out, whole[0]), append(outDists, dists[i])
+	}
+	return out, outDists, nil
 }
 
 // nearestColumns are what a search answers of each record but the embedding (the nearest-row
