@@ -244,6 +244,11 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 	if err != nil {
 		return 0, err
 	}
+	uncovered, err := a.vectorUncovered(ctx, ref, s)
+	if err != nil {
+		return st.TableVersion, err
+	}
+	st.IndexCoveredFragments = max(0, st.IndexCoveredFragments-uncovered)
 	row := catalog.StoreStats{Kind: ref.Kind, Name: ref.Name, TableVersion: int64(st.TableVersion), BaseRows: st.Rows,
 		Fragments: st.Fragments, DeletedRows: st.DeletedRows, Bytes: st.Bytes, IndexCoveredFragments: st.IndexCoveredFragments,
 		LastMergeAt: st.LastMergeAt, LastCompactAt: st.LastCompactAt, LastIndexAt: st.LastIndexAt,

@@ -76,3 +76,52 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	require.NoError(t, val.Get(&plain))
 	require.Zero(t, plain.VectorIndexesBuilt)
 }
+
+// A context store's fragment without its vector index counts as not index-covered in the stats
+// (so the sweep queues index work for it), and the index activity builds it.
+func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	options, err := json.Marshal(kinds.ContextConfig{EmbeddingDim: 4})
+	require.NoError(t, err)
+	_, _, err = f.mgr.Create(ctx, catalog.KindContext, "gap", nil, options)
+	require.NoError(t, err)
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "gap")
+	require.NoError(t, err)
+	var recs []contexts.Record
+	for i := range 1200 {
+		recs = append(recs, contexts.Record{ID: fmt.Sprintf("0190%08d", i), RunID: "r", Role: "user", ContentType: "text/plain",
+			LifecycleStatus: contexts.LifecycleActive, Embedding: []float32{float32(i), 1, 2, 3}})
+	}
+	rec, err := contexts.ToArrow(memory.DefaultAllocator, recs)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, rec)
+	rec.Release()
+	require.NoError(t, err)
+	require.NoError(t, s.Flush(ctx))
+	release()
+
+	env := f.env()
+	f.acts.VectorIndexMinRows = 1 << 30 // the merge indexes nothing
+	_, err = env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
+		Request: workflows.Request{Op: workflows.OpMergeWAL}})
+	require.NoError(t, err)
+	f.acts.VectorIndexMinRows = 0
+	_, err = env.ExecuteActivity(f.acts.StatsRefresh, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
+		Request: workflows.Request{Op: workflows.OpStatsRefresh}})
+	require.NoError(t, err)
+	st, err := f.cat.GetStoreStats(ctx, catalog.KindContext, "gap")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Fragments)
+	require.Zero(t, st.IndexCoveredFragments, "the fragment lacks its vector index")
+
+	val, err := env.ExecuteActivity(f.acts.BuildKeyIndex, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
+		Request: workflows.Request{Op: workflows.OpBuildKeyIndex}})
+	require.NoError(t, err)
+	var res workflows.ActivityResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 1, res.VectorIndexesBuilt)
+	st, err = f.cat.GetStoreStats(ctx, catalog.KindContext, "gap")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.IndexCoveredFragments)
+}
