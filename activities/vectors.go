@@ -46,7 +46,9 @@ func (a *Activities) indexVectors(ctx context.Context, ref workflows.StoreRef, s
 	}
 	hb.set(func(d *HeartbeatDetails) { d.Phase = Phase(lsm.PhaseIndexingVectors) })
 	opts.Progress = func(vectors int64, done, total int) {
-		hb.set(func(d *HeartbeatDetails) { d.VectorsIndexed, d.FragmentsIndexed, d.FragmentsToIndex = vectors, done, total })
+		hb.set(func(d *HeartbeatDetails) {
+			d.VectorsIndexed, d.FragmentsIndexed, d.FragmentsToIndex = vectors, done, total
+		})
 	}
 	opts.Tick = func() { hb.set(func(d *HeartbeatDetails) { d.BuildTicks++ }) }
 	res, err := s.BuildVectorIndexes(ctx, opts)
