@@ -23,30 +23,7 @@ import (
 func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
-	options, err := json.Marshal(kinds.ContextConfig{EmbeddingDim: 8, DistanceMetric: "cosine"})
-	require.NoError(t, err)
-	_, _, err = f.mgr.Create(ctx, catalog.KindContext, "mem", nil, options)
-	require.NoError(t, err)
-	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "mem")
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(1, 2))
-	var recs []contexts.Record
-	for i := range 1500 {
-		emb := make([]float32, 8)
-		for j := range emb {
-			emb[j] = float32(rng.NormFloat64())
-		}
-		text := fmt.Sprint("memory ", i)
-		recs = append(recs, contexts.Record{ID: fmt.Sprintf("0190%08d", i), RunID: "r", Role: "user", ContentType: "text/plain",
-			LifecycleStatus: contexts.LifecycleActive, TextPayload: &text, Embedding: emb})
-	}
-	rec, err := contexts.ToArrow(memory.DefaultAllocator, recs)
-	require.NoError(t, err)
-	_, err = s.Append(ctx, rec)
-	rec.Release()
-	require.NoError(t, err)
-	require.NoError(t, s.Flush(ctx))
-	release()
+	f.seedContext(t, "mem", kinds.ContextConfig{EmbeddingDim: 8, DistanceMetric: "cosine"}, 1500)
 
 	env := f.env()
 	val, err := env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "mem"},
@@ -56,7 +33,7 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, 1, res.VectorIndexesBuilt)
 
-	s, release, err = f.mgr.Acquire(ctx, catalog.KindContext, "mem")
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "mem")
 	require.NoError(t, err)
 	defer release()
 	m, err := s.TableManifest(ctx)
@@ -82,28 +59,11 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
-	options, err := json.Marshal(kinds.ContextConfig{EmbeddingDim: 4})
-	require.NoError(t, err)
-	_, _, err = f.mgr.Create(ctx, catalog.KindContext, "gap", nil, options)
-	require.NoError(t, err)
-	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "gap")
-	require.NoError(t, err)
-	var recs []contexts.Record
-	for i := range 1200 {
-		recs = append(recs, contexts.Record{ID: fmt.Sprintf("0190%08d", i), RunID: "r", Role: "user", ContentType: "text/plain",
-			LifecycleStatus: contexts.LifecycleActive, Embedding: []float32{float32(i), 1, 2, 3}})
-	}
-	rec, err := contexts.ToArrow(memory.DefaultAllocator, recs)
-	require.NoError(t, err)
-	_, err = s.Append(ctx, rec)
-	rec.Release()
-	require.NoError(t, err)
-	require.NoError(t, s.Flush(ctx))
-	release()
+	f.seedContext(t, "gap", kinds.ContextConfig{EmbeddingDim: 4}, 1200)
 
 	env := f.env()
 	f.acts.VectorIndexMinRows = 1 << 30 // the merge indexes nothing
-	_, err = env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
+	_, err := env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
 		Request: workflows.Request{Op: workflows.OpMergeWAL}})
 	require.NoError(t, err)
 	f.acts.VectorIndexMinRows = 0
@@ -124,4 +84,34 @@ func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) 
 	st, err = f.cat.GetStoreStats(ctx, catalog.KindContext, "gap")
 	require.NoError(t, err)
 	require.Equal(t, 1, st.IndexCoveredFragments)
+}
+
+// seedContext registers context store name with cfg and seals n records of random embeddings of
+// cfg's dimension into it.
+func (f *fixture) seedContext(t *testing.T, name string, cfg kinds.ContextConfig, n int) {
+	ctx := context.Background()
+	options, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	_, _, err = f.mgr.Create(ctx, catalog.KindContext, name, nil, options)
+	require.NoError(t, err)
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, name)
+	require.NoError(t, err)
+	defer release()
+	rng := rand.New(rand.NewPCG(1, 2))
+	recs := make([]contexts.Record, 0, n)
+	for i := range n {
+		emb := make([]float32, cfg.EmbeddingDim)
+		for j := range emb {
+			emb[j] = float32(rng.NormFloat64())
+		}
+		text := fmt.Sprint("memory ", i)
+		recs = append(recs, contexts.Record{ID: fmt.Sprintf("0190%08d", i), RunID: "r", Role: "user", ContentType: "text/plain",
+			LifecycleStatus: contexts.LifecycleActive, TextPayload: &text, Embedding: emb})
+	}
+	rec, err := contexts.ToArrow(memory.DefaultAllocator, recs)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, rec)
+	rec.Release()
+	require.NoError(t, err)
+	require.NoError(t, s.Flush(ctx))
 }

@@ -8,6 +8,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strconv"
@@ -271,7 +272,9 @@ func (h *handlers) deleteContext(c echo.Context, id, xid *string) error {
 		}
 		if rec != nil {
 			keys := []string{rec.ID}
-			if rec.ExternalID != nil {
+			if xid != nil {
+				keys = append(keys, contexts.ClaimKey(*xid)) // found through the claim: it names rec
+			} else if rec.ExternalID != nil {
 				if held, err := byExternalID(ctx, cs.s, *rec.ExternalID); err != nil {
 					return err
 				} else if held != nil && held.ID == rec.ID {
@@ -416,27 +419,12 @@ func (h *handlers) listContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		out := contexts.RecordsResponse{Records: []contexts.Record{}}
-		err := scanContext(c.Request().Context(), cs.s, listColumns, filters.Fields, version, func(page []contexts.Record) error {
-			for i := range page {
-				if !life.Visible(&page[i]) || !filters.Match(&page[i]) {
-					continue
-				}
-				if offset > 0 {
-					offset--
-					continue
-				}
-				out.Records = append(out.Records, page[i])
-				if len(out.Records) == limit {
-					return errPageFull
-				}
-			}
-			return nil
-		})
-		if err != nil && err != errPageFull {
+		recs, err := collectRecords(c.Request().Context(), cs, filters.Fields, version, offset, limit,
+			func(r *contexts.Record) bool { return life.Visible(r) && filters.Match(r) })
+		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, out)
+		return c.JSON(http.StatusOK, contexts.RecordsResponse{Records: recs})
 	})
 }
 
@@ -445,8 +433,35 @@ func (h *handlers) listContextRecords(c echo.Context) error {
 // payload_size tells its length).
 var listColumns = contextColumnsWithout("binary_payload")
 
-// errPageFull stops a scan whose answer is complete.
-var errPageFull = &APIError{Status: http.StatusOK, Code: "PAGE_FULL", Message: "page full"}
+// collectRecords scans the store's records in id order (fields: equalities the scan applies;
+// version: a checkout, 0 the live view), skips offset of those keep accepts and answers up to
+// limit of the next (never null: an empty list answers []).
+func collectRecords(ctx context.Context, cs contextStore, fields map[string]string, version uint64, offset, limit int, keep func(*contexts.Record) bool) ([]contexts.Record, error) {
+	out := []contexts.Record{}
+	err := scanContext(ctx, cs.s, listColumns, fields, version, func(page []contexts.Record) error {
+		for i := range page {
+			if !keep(&page[i]) {
+				continue
+			}
+			if offset > 0 {
+				offset--
+				continue
+			}
+			out = append(out, page[i])
+			if len(out) == limit {
+				return errPageFull
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, err
+	}
+	return out, nil
+}
+
+// errPageFull stops a scan whose answer is complete (never returned to a caller).
+var errPageFull = errors.New("page full")
 
 // relatedContextRecords answers GET .../records/related?target_id=&relation=&limit=: visible
 // records with a relationship to target_id (of that relation, when given).
@@ -462,23 +477,12 @@ func (h *handlers) relatedContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		out := contexts.RecordsResponse{Records: []contexts.Record{}}
-		err := scanContext(c.Request().Context(), cs.s, listColumns, nil, 0, func(page []contexts.Record) error {
-			for i := range page {
-				if !life.Visible(&page[i]) || !relates(&page[i], target, relation) {
-					continue
-				}
-				out.Records = append(out.Records, page[i])
-				if len(out.Records) == limit {
-					return errPageFull
-				}
-			}
-			return nil
-		})
-		if err != nil && err != errPageFull {
+		recs, err := collectRecords(c.Request().Context(), cs, nil, 0, 0, limit,
+			func(r *contexts.Record) bool { return life.Visible(r) && relates(r, target, relation) })
+		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, out)
+		return c.JSON(http.StatusOK, contexts.RecordsResponse{Records: recs})
 	})
 }
 

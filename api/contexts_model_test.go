@@ -164,13 +164,13 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		q := vec()
 		limit := 1 + rng.IntN(8)
 		filter := map[string]any{"team": []string{"a", "b", "c"}[rng.IntN(3)]}
-		nn := contexts.NewNearest(limit)
+		var cands []contexts.Scored
 		for _, r := range visible {
 			if team := metadataTeam(r); team == filter["team"] && len(r.Embedding) == 3 {
-				nn.Offer(r.ID, contexts.Distance("cosine", q, r.Embedding))
+				cands = append(cands, contexts.Scored{ID: r.ID, Value: contexts.Distance("cosine", q, r.Embedding)})
 			}
 		}
-		want := nn.Sorted()
+		want := nearestOf(cands, limit)
 		res := searchContext(t, w, "m", map[string]any{"query": q, "limit": limit, "filters": filter, "include_expired": flags[0], "include_retired": flags[1]})
 		require.Len(t, res, len(want))
 		for i := range want {
@@ -182,12 +182,12 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		scorer, err := contexts.NewTextScorer(txt)
 		require.NoError(t, err)
 		depth := contexts.CandidateDepth(limit)
-		vn := contexts.NewNearest(depth)
+		var vcands []contexts.Scored
 		for _, r := range visible {
 			scorer.Add(r.ID, r.TextPayload, true)
-			vn.Offer(r.ID, contexts.Distance("cosine", q, r.Embedding))
+			vcands = append(vcands, contexts.Scored{ID: r.ID, Value: contexts.Distance("cosine", q, r.Embedding)})
 		}
-		fused := contexts.Fuse(vn.Sorted(), scorer.Top(depth), limit)
+		fused := contexts.Fuse(nearestOf(vcands, depth), scorer.Top(depth), limit)
 		var rr contexts.RetrieveResponse
 		require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/contexts/m/retrieve", map[string]any{"text": txt, "vector": q, "limit": limit,
 			"include_expired": flags[0], "include_retired": flags[1]}, &rr))
@@ -210,6 +210,17 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		require.NotNil(t, got.Record, xid)
 		require.Equal(t, id, got.Record.ID, xid)
 	}
+}
+
+// nearestOf is the k candidates of smallest distance, nearest first (ties: the smaller id).
+func nearestOf(cands []contexts.Scored, k int) []contexts.Scored {
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].Value != cands[j].Value {
+			return cands[i].Value < cands[j].Value
+		}
+		return cands[i].ID < cands[j].ID
+	})
+	return cands[:min(k, len(cands))]
 }
 
 func metadataTeam(r contexts.Record) any {

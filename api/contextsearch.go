@@ -31,9 +31,9 @@ func searchLimit(v *int) (int, error) {
 	return *v, nil
 }
 
-// rankingColumns are the columns a ranking scan reads: what visibility and the filters look at,
-// and the channels' inputs.
-func rankingColumns(f contexts.Filters, vector, text bool) []string {
+// rankingColumns are the columns a ranking read needs: what visibility and the filters look at,
+// and the text when the text channel scores it.
+func rankingColumns(f contexts.Filters, text bool) []string {
 	cols := []string{"id", "expires_at", "lifecycle_status", "retired_at", "superseded_by_id"}
 	for k := range f.Fields {
 		cols = append(cols, k)
@@ -43,9 +43,6 @@ func rankingColumns(f contexts.Filters, vector, text bool) []string {
 	}
 	if len(f.Metadata) > 0 {
 		cols = append(cols, "metadata")
-	}
-	if vector {
-		cols = append(cols, "embedding")
 	}
 	if text {
 		cols = append(cols, "text_payload")
@@ -65,17 +62,16 @@ func dedupe(cols []string) []string {
 	return out
 }
 
-// rankedRecords reads the records of ids whole (without binary payloads), in order, dropping any
-// that a write made invisible since the ranking scan.
-func rankedRecords(ctx context.Context, cs contextStore, ids []string, life contexts.Lifecycle, relationships bool) ([]contexts.Record, error) {
-	out := make([]contexts.Record, 0, len(ids))
-	for _, id := range ids {
-		rec, err := cs.s.Get(ctx, id, listColumns)
+// readVisible reads the records of ids (the given columns), in order; a record a write deleted or
+// hid since the ranking read is a zero record (ID "").
+func readVisible(ctx context.Context, cs contextStore, ids, columns []string, life contexts.Lifecycle) ([]contexts.Record, error) {
+	out := make([]contexts.Record, len(ids))
+	for i, id := range ids {
+		rec, err := cs.s.Get(ctx, id, columns)
 		if err != nil {
 			return nil, err
 		}
 		if rec == nil {
-			out = append(out, contexts.Record{})
 			continue
 		}
 		recs, err := contexts.FromArrow(rec)
@@ -83,14 +79,9 @@ func rankedRecords(ctx context.Context, cs contextStore, ids []string, life cont
 		if err != nil {
 			return nil, err
 		}
-		r := recs[0]
-		if !life.Visible(&r) {
-			r = contexts.Record{}
+		if life.Visible(&recs[0]) {
+			out[i] = recs[0]
 		}
-		if !relationships {
-			r.Relationships = nil
-		}
-		out = append(out, r)
 	}
 	return out, nil
 }
@@ -135,9 +126,22 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 		done := len(out) == want || res.Exhausted || len(recs) < k || k == maxNearestCandidates
 		if done && narrow {
 			// The later rounds read only what visibility looks at: read the winners whole.
-			if out, dists, err = readWhole(ctx, cs, out, dists, life); err != nil {
+			ids := make([]string, len(out))
+			for i := range out {
+				ids[i] = out[i].ID
+			}
+			whole, err := readVisible(ctx, cs, ids, nearestColumns, life)
+			if err != nil {
 				return nil, nil, err
 			}
+			kept, keptDists := make([]contexts.Record, 0, len(out)), make([]float32, 0, len(out))
+			for i, r := range whole {
+				if r.ID != "" {
+					r.Embedding = out[i].Embedding
+					kept, keptDists = append(kept, r), append(keptDists, dists[i])
+				}
+			}
+			out, dists = kept, keptDists
 		}
 		if done {
 			if !relationships {
@@ -147,38 +151,12 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 			}
 			return out, dists, nil
 		}
-		columns, narrow = rankingColumns(filters, false, false), true
+		columns, narrow = rankingColumns(filters, false), true
 	}
 }
 
 // maxNearestCandidates bounds how many candidates one vector-channel read considers.
 const maxNearestCandidates = 1 << 16
-
-// readWhole reads candidates whole (what a search answers; embeddings kept from the nearest-row
-// read), dropping any a write hid since.
-func readWhole(ctx context.Context, cs contextStore, cands []contexts.Record, dists []float32, life contexts.Lifecycle) ([]contexts.Record, []float32, error) {
-	out, outDists := make([]contexts.Record, 0, len(cands)), make([]float32, 0, len(cands))
-	for i, c := range cands {
-		rec, err := cs.s.Get(ctx, c.ID, nearestColumns)
-		if err != nil {
-			return nil, nil, err
-		}
-		if rec == nil {
-			continue
-		}
-		whole, err := contexts.FromArrow(rec)
-		rec.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-		if !life.Visible(&whole[0]) {
-			continue
-		}
-		whole[0].Embedding = c.Embedding
-		out, outDists = append(out, whole[0]), append(outDists, dists[i])
-	}
-	return out, outDists, nil
-}
 
 // nearestColumns are what a search answers of each record but the embedding (the nearest-row
 // read holds it) and the binary payload.
@@ -263,7 +241,7 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		if scorer != nil {
 			// Every shown record counts toward the term statistics, so the scan cannot narrow by
 			// the filters' fields.
-			err := scanContext(ctx, cs.s, rankingColumns(filters, false, true), nil, 0, func(page []contexts.Record) error {
+			err := scanContext(ctx, cs.s, rankingColumns(filters, true), nil, 0, func(page []contexts.Record) error {
 				for i := range page {
 					r := &page[i]
 					if life.Visible(r) {
@@ -285,12 +263,15 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 				missing = append(missing, f.ID)
 			}
 		}
-		recs, err := rankedRecords(ctx, cs, missing, life, req.IncludeRelationships)
+		recs, err := readVisible(ctx, cs, missing, listColumns, life)
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
 			if r.ID != "" {
+				if !req.IncludeRelationships {
+					r.Relationships = nil
+				}
 				records[r.ID] = r
 			}
 		}

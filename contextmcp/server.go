@@ -66,6 +66,16 @@ type Ref struct {
 	ExternalID string `json:"external_id,omitempty" jsonschema:"the record's external id (instead of id)"`
 }
 
+// target is the store and the record a call names (an update request with no patch yet).
+func (t *tools) target(r Ref) (string, contexts.UpdateRequest, error) {
+	store, err := t.storeOf(r.Store)
+	if err != nil {
+		return "", contexts.UpdateRequest{}, err
+	}
+	req, err := r.request()
+	return store, req, err
+}
+
 func (r Ref) request() (contexts.UpdateRequest, error) {
 	switch {
 	case (r.ID == "") == (r.ExternalID == ""):
@@ -140,11 +150,7 @@ type UpdateInput struct {
 }
 
 func (t *tools) update(ctx context.Context, _ *mcp.CallToolRequest, in UpdateInput) (*mcp.CallToolResult, any, error) {
-	store, err := t.storeOf(in.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := in.request()
+	store, req, err := t.target(in.Ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,11 +219,7 @@ func (t *tools) retrieve(ctx context.Context, _ *mcp.CallToolRequest, in Retriev
 }
 
 func (t *tools) get(ctx context.Context, _ *mcp.CallToolRequest, in Ref) (*mcp.CallToolResult, any, error) {
-	store, err := t.storeOf(in.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := in.request()
+	store, req, err := t.target(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,11 +245,7 @@ type RelateInput struct {
 
 // relate adds a relationship: the record's successor holds its relationships and the new one.
 func (t *tools) relate(ctx context.Context, _ *mcp.CallToolRequest, in RelateInput) (*mcp.CallToolResult, any, error) {
-	store, err := t.storeOf(in.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := in.request()
+	store, req, err := t.target(in.Ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -271,11 +269,7 @@ type RetireInput struct {
 }
 
 func (t *tools) retire(ctx context.Context, _ *mcp.CallToolRequest, in RetireInput) (*mcp.CallToolResult, any, error) {
-	store, err := t.storeOf(in.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := in.request()
+	store, req, err := t.target(in.Ref)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,10 +1,9 @@
-// Ranking: vector distances under a store's metric, the k nearest records kept in bounded
-// memory while a read streams the store's rows past, and reciprocal rank fusion of the vector
-// and text channels for retrieve.
+// Ranking: vector distances under a store's metric and reciprocal rank fusion of the vector and
+// text channels for retrieve (the nearest records themselves come from the store's nearest-row
+// read, lsm.Store.Nearest).
 package contexts
 
 import (
-	"container/heap"
 	"sort"
 
 	"github.com/strata-store/strata/storage/vecindex"
@@ -32,56 +31,6 @@ func VectorMetric(metric string) vecindex.Metric {
 type Scored struct {
 	ID    string
 	Value float32
-}
-
-// Nearest keeps the k records of smallest distance offered so far (ties: the smaller id), in
-// memory proportional to k.
-type Nearest struct {
-	k int
-	h scoredHeap // a max-heap: the worst kept record on top
-}
-
-// NewNearest keeps k records (k ≥ 1).
-func NewNearest(k int) *Nearest { return &Nearest{k: max(k, 1)} }
-
-// Offer considers id at distance d.
-func (n *Nearest) Offer(id string, d float32) {
-	s := Scored{ID: id, Value: d}
-	if len(n.h) < n.k {
-		heap.Push(&n.h, s)
-		return
-	}
-	if nearer(s, n.h[0]) {
-		n.h[0] = s
-		heap.Fix(&n.h, 0)
-	}
-}
-
-// Sorted is what is kept, nearest first.
-func (n *Nearest) Sorted() []Scored {
-	out := append([]Scored(nil), n.h...)
-	sort.Slice(out, func(i, j int) bool { return nearer(out[i], out[j]) })
-	return out
-}
-
-func nearer(a, b Scored) bool {
-	if a.Value != b.Value {
-		return a.Value < b.Value
-	}
-	return a.ID < b.ID
-}
-
-type scoredHeap []Scored
-
-func (h scoredHeap) Len() int           { return len(h) }
-func (h scoredHeap) Less(i, j int) bool { return nearer(h[j], h[i]) } // the farthest on top
-func (h scoredHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *scoredHeap) Push(x any)        { *h = append(*h, x.(Scored)) }
-func (h *scoredHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // RRFK is reciprocal rank fusion's constant: a record at rank r (from 1) of a channel scores
