@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/strata-store/strata/contexts"
+	"github.com/strata-store/strata/storage/vecindex"
 )
 
 // ContextConfig is what a context store declares at creation beyond its name: lance-context's
@@ -40,9 +41,7 @@ func (c *ContextConfig) Validate() error {
 		return fmt.Errorf("embedding_dim must be between 1 and %d (or absent: any length)", contexts.MaxEmbeddingDim)
 	}
 	c.DistanceMetric = strings.ToLower(c.DistanceMetric)
-	switch c.DistanceMetric {
-	case "", contexts.MetricL2, contexts.MetricCosine, contexts.MetricDot:
-	default:
+	if _, err := vecindex.ParseMetric(c.DistanceMetric); err != nil { // the names the indexes take
 		return fmt.Errorf("distance_metric %q is not one of l2, cosine, dot", c.DistanceMetric)
 	}
 	switch strings.ToLower(c.IDIndexType) {
