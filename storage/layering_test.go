@@ -21,8 +21,9 @@ func deps(t *testing.T, pkg string) []string {
 // The dependency rules of the tree, checked on what each package really imports (transitively):
 // storage knows nothing of HTTP, Temporal, PostgreSQL or the layers above it; inside storage the
 // layers only point down (objstore below fragment, fragment below table, table below shard, shard
-// below lsm; vecindex, the vector index format, below table and beside objstore); workflows (replayed deterministic code) touch no storage; no production package
-// links the test doubles.
+// below lsm; vecindex and textindex, the index formats, below table and beside objstore);
+// workflows (replayed deterministic code) touch no storage; no production package links the test
+// doubles.
 func TestPackagesImportOnlyDownward(t *testing.T) {
 	above := []string{module + "api", module + "catalog", module + "activities", module + "workflows",
 		module + "worker", module + "storecache", module + "kinds", module + "cmd", module + "client"}
@@ -32,6 +33,7 @@ func TestPackagesImportOnlyDownward(t *testing.T) {
 		"storage/...":          append(append([]string{}, above...), foreign...),
 		"storage/objstore":     {module + "storage/fragment", module + "storage/table", module + "storage/shard", module + "storage/lsm"},
 		"storage/vecindex":     {module + "storage/objstore", module + "storage/fragment", module + "storage/table", module + "storage/shard", module + "storage/lsm"},
+		"storage/textindex":    {module + "storage/objstore", module + "storage/fragment", module + "storage/table", module + "storage/shard", module + "storage/lsm", "net/http"},
 		"storage/fragment":     {module + "storage/table", module + "storage/shard", module + "storage/lsm"},
 		"storage/table":        {module + "storage/shard", module + "storage/lsm"},
 		"storage/shard":        {module + "storage/lsm"},

@@ -43,13 +43,14 @@ const (
 	DeletionVector Kind = "deletion_vector"
 	IndexRun       Kind = "index_run"
 	VectorIndex    Kind = "vector_index"
+	TextIndex      Kind = "text_index"
 	TableManifest  Kind = "table_manifest"
 	PurgedStore    Kind = "purged_store" // any object of a deleted store, when the registry purges it
 	Other          Kind = "other"
 )
 
 // Kinds is every Kind, in label order.
-var Kinds = []Kind{WALEntry, WALSegment, Generation, ShardManifest, Fragment, DeletionVector, IndexRun, VectorIndex, TableManifest, PurgedStore, Other}
+var Kinds = []Kind{WALEntry, WALSegment, Generation, ShardManifest, Fragment, DeletionVector, IndexRun, VectorIndex, TextIndex, TableManifest, PurgedStore, Other}
 
 // The result label of strata_deletes_total.
 const (

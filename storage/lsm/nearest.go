@@ -91,25 +91,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	genRows := s.shards.NewRowReader()
 	defer genRows.Release()
 
-	// The newest pending version of every key (tombstones included).
-	pending := map[string]version{}
-	offer := func(v version) {
-		if q.Before != "" && v.key >= q.Before {
-			return
-		}
-		if v.supersedes(pending[v.key]) {
-			pending[v.key] = v
-		}
-	}
-	for i := range mem.Rows {
-		offer(memtableVersion(&mem.Rows[i]))
-	}
-	for j := range gens {
-		g := &gens[j]
-		for i := g.start; i < len(g.keys.Keys); i++ {
-			offer(generationVersion(g, i))
-		}
-	}
+	pending := pendingVersions(mem, gens, q.Before)
 
 	// Pending candidates, compared exactly: a generation's vectors decoded once and cached (it is
 	// immutable), the memtable's gathered a slice at a time.
@@ -206,12 +188,43 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 			return NearestResult{}, err
 		}
 	}
+	if out.Rows, err = s.answerRows(ctx, snap, versions, names, genRows); err != nil {
+		return NearestResult{}, err
+	}
+	return out, nil
+}
+
+// pendingVersions is the newest pending version of every key below before (every key when before
+// is empty), tombstones included, among the memtable's rows and the pending generations.
+func pendingVersions(mem *shard.MemView, gens []genView, before string) map[string]version {
+	pending := map[string]version{}
+	offer := func(v version) {
+		if before != "" && v.key >= before {
+			return
+		}
+		if v.supersedes(pending[v.key]) {
+			pending[v.key] = v
+		}
+	}
+	for i := range mem.Rows {
+		offer(memtableVersion(&mem.Rows[i]))
+	}
+	for j := range gens {
+		g := &gens[j]
+		for i := g.start; i < len(g.keys.Keys); i++ {
+			offer(generationVersion(g, i))
+		}
+	}
+	return pending
+}
+
+// answerRows reads the rows of versions (the named columns), in order.
+func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []version, names []string, genRows *shard.RowReader) (arrow.RecordBatch, error) {
+	if len(versions) == 0 {
+		return emptyRecord(s, names), nil
+	}
 	rows := newPageBuilder(s, names, names)
 	defer rows.release()
-	if len(versions) == 0 {
-		out.Rows = emptyRecord(s, names)
-		return out, nil
-	}
 	// A few rows at a time: the answer's rows lie anywhere in their fragments, and a read of
 	// more than fragment.PointReadRows rows of one row group decodes a run spanning them all.
 	var parts []arrow.RecordBatch
@@ -223,14 +236,11 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	for start := 0; start < len(versions); start += nearestPointRows {
 		part, err := rows.gather(ctx, snap, versions[start:min(start+nearestPointRows, len(versions))], genRows)
 		if err != nil {
-			return NearestResult{}, err
+			return nil, err
 		}
 		parts = append(parts, part)
 	}
-	if out.Rows, err = arrowutil.Concat(rows.schema, parts, s.mem); err != nil {
-		return NearestResult{}, err
-	}
-	return out, nil
+	return arrowutil.Concat(rows.schema, parts, s.mem)
 }
 
 // nearestPointRows is how many rows of a nearest read's answer are read at once (see

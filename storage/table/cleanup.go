@@ -74,7 +74,7 @@ func (t *Table) CleanupVersions(ctx context.Context, opts CleanupOptions) (Clean
 	res.RetainedDroppedBytes = manifests[0].Counters.DroppedBytes
 	referenced := referencedFiles(manifests)
 	// A page of the listing at a time: a table's files are never all held at once.
-	for _, dir := range []string{dataDir, deletesDir, indexDir, vectorsDir} {
+	for _, dir := range []string{dataDir, deletesDir, indexDir, vectorsDir, textDir} {
 		for after := ""; ; {
 			page, err := t.store.List(ctx, dir, after, 1000)
 			if err != nil {
@@ -170,6 +170,8 @@ func fileKind(key string) deleter.Kind {
 		return deleter.IndexRun
 	case strings.HasPrefix(key, vectorsDir):
 		return deleter.VectorIndex
+	case strings.HasPrefix(key, textDir):
+		return deleter.TextIndex
 	case strings.HasPrefix(key, versionsDir):
 		return deleter.TableManifest
 	}
@@ -195,6 +197,9 @@ func fileBytes(m *Manifest) map[string]int64 {
 		}
 		if f.VectorIndex != nil {
 			out[f.VectorIndex.Path] += f.VectorIndex.Bytes
+		}
+		if f.TextIndex != nil {
+			out[f.TextIndex.Path] += f.TextIndex.Bytes
 		}
 	}
 	if m.KeyIndex != nil {
@@ -227,6 +232,9 @@ func manifestFiles(m *Manifest) []string {
 		}
 		if f.VectorIndex != nil {
 			out = append(out, f.VectorIndex.Path)
+		}
+		if f.TextIndex != nil {
+			out = append(out, f.TextIndex.Path)
 		}
 	}
 	if m.KeyIndex != nil {

@@ -31,6 +31,7 @@ const (
 	deletesDir  = "deletions/"
 	indexDir    = "index/"
 	vectorsDir  = "vectors/"
+	textDir     = "text/"
 )
 
 // ErrNotFound: the table or the requested version does not exist.
@@ -59,6 +60,9 @@ type Fragment struct {
 	// VectorIndex, when set, is the fragment's vector index (vectors.go): an approximate
 	// nearest-neighbour index over one column of its rows, immutable like the fragment.
 	VectorIndex *VectorIndexRef `json:"vector_index,omitempty"`
+	// TextIndex, when set, is the fragment's full-text index (textindex.go): an inverted file
+	// over one string column of its rows, immutable like the fragment.
+	TextIndex *TextIndexRef `json:"text_index,omitempty"`
 }
 
 // Ref names the fragment's data file for the fragment package.

@@ -196,3 +196,28 @@ func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[str
 	}
 	return out, nil
 }
+
+// RowKeys fills in the key and seq of each ref (by its fragment and row) from version m's
+// fragments.
+func (t *Table) RowKeys(ctx context.Context, m *Manifest, refs []RowRef) error {
+	// Rows sought by a search lie anywhere in their fragments: read them a few at a time, so that
+	// each read is a point read (fragment.PointReadRows) rather than a run spanning them all.
+	for start := 0; start < len(refs); start += fragment.PointReadRows {
+		part := refs[start:min(start+fragment.PointReadRows, len(refs))]
+		rec, err := t.ReadRows(ctx, m, part, []string{m.KeyColumn, SeqColumn})
+		if err != nil {
+			return err
+		}
+		keys, ok1 := rec.Column(0).(*array.String)
+		seqs, ok2 := rec.Column(1).(*array.Uint64)
+		if !ok1 || !ok2 {
+			rec.Release()
+			return fmt.Errorf("table: unexpected key or seq column types (%s, %s)", rec.Column(0).DataType(), rec.Column(1).DataType())
+		}
+		for i := range part {
+			part[i].Key, part[i].Seq = keys.Value(i), seqs.Value(i)
+		}
+		rec.Release()
+	}
+	return nil
+}

@@ -11,8 +11,6 @@ package table
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/strata-store/strata/storage/cache"
-	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/vecindex"
 )
 
@@ -99,63 +96,38 @@ func (t *Table) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions)
 	if len(m.Schema().FieldIndices(opts.Column)) == 0 {
 		return res, schemaErr("no column %q", opts.Column)
 	}
-	todo := vectorIndexTodo(m, opts)
-	built := map[uint64]VectorIndexRef{}
-	var written []string
-	committed := false
-	defer func() {
-		if !committed {
-			t.deleteFiles(written)
-		}
-	}()
-	for i, f := range todo {
-		ref, ok, err := t.buildFragmentVectorIndex(ctx, m, f, opts)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			built[f.ID] = ref
-			written = append(written, ref.Path)
-			res.Vectors += ref.Rows
-			res.Bytes += ref.Bytes
-		}
-		if opts.Progress != nil {
-			opts.Progress(res.Vectors, i+1, len(todo))
-		}
-	}
-	if len(built) == 0 {
-		res.Version = m.Version
-		return res, nil
-	}
-	next, err := t.commitWithRetry(ctx, "index-vectors", func(base *Manifest) (*Manifest, error) {
-		n := base.next("index-vectors", t.now())
-		changed := false
-		for i := range n.Fragments {
-			if ref, ok := built[n.Fragments[i].ID]; ok && !n.Fragments[i].VectorIndex.serves(opts.Column, opts.Metric) {
-				n.Fragments[i].VectorIndex = &ref
-				changed = true
+	n, version, err := buildFragmentIndexes(ctx, t, m, fragmentIndexBuild[VectorIndexRef]{
+		op:   "index-vectors",
+		todo: vectorIndexTodo(m, opts),
+		build: func(ctx context.Context, f Fragment) (VectorIndexRef, string, bool, error) {
+			ref, ok, err := t.buildFragmentVectorIndex(ctx, m, f, opts)
+			return ref, ref.Path, ok, err
+		},
+		attach: func(f *Fragment, ref VectorIndexRef) bool {
+			if f.VectorIndex.serves(opts.Column, opts.Metric) {
+				return false
 			}
-		}
-		if !changed {
-			return nil, nil // every fragment was compacted away or indexed by another builder
-		}
-		return n, nil
+			f.VectorIndex = &ref
+			return true
+		},
+		attached: func(f Fragment) string {
+			if f.VectorIndex == nil {
+				return ""
+			}
+			return f.VectorIndex.Path
+		},
+		progress: func(ref VectorIndexRef, ok bool, done, total int) {
+			if ok {
+				res.Vectors += ref.Rows
+				res.Bytes += ref.Bytes
+			}
+			if opts.Progress != nil {
+				opts.Progress(res.Vectors, done, total)
+			}
+		},
 	})
-	if err != nil {
-		return res, err
-	}
-	committed = true
-	var orphans []string
-	for id, ref := range built {
-		if f, ok := next.Fragment(id); !ok || f.VectorIndex == nil || f.VectorIndex.Path != ref.Path {
-			orphans = append(orphans, ref.Path)
-			continue
-		}
-		res.Fragments++
-	}
-	t.deleteFiles(orphans)
-	res.Version = next.Version
-	return res, nil
+	res.Fragments, res.Version = n, version
+	return res, err
 }
 
 // buildFragmentVectorIndex reads f's vectors (live, non-tombstone, non-null rows) and writes their
@@ -185,9 +157,7 @@ func (t *Table) buildFragmentVectorIndex(ctx context.Context, m *Manifest, f Fra
 	if err != nil {
 		return VectorIndexRef{}, false, err
 	}
-	var nonce [6]byte
-	_, _ = rand.Read(nonce[:])
-	path := fmt.Sprintf("%s%d-%s.svix", vectorsDir, f.ID, hex.EncodeToString(nonce[:]))
+	path := indexObjectPath(vectorsDir, f.ID, "svix")
 	if err := t.store.Put(ctx, path, data); err != nil {
 		return VectorIndexRef{}, false, fmt.Errorf("table: write vector index %s: %w", path, err)
 	}
@@ -404,36 +374,19 @@ func (t *Table) resolveHitsUntil(ctx context.Context, m *Manifest, f Fragment, c
 
 // resolveHits reads the key and seq of f's candidate rows and drops the ones skip reports.
 func (t *Table) resolveHits(ctx context.Context, m *Manifest, f Fragment, cands []vecindex.Hit, skip func(string, uint64) bool) ([]VectorHit, error) {
-	if len(cands) == 0 {
-		return nil, nil
+	refs := make([]RowRef, len(cands))
+	for i, c := range cands {
+		refs[i] = RowRef{Fragment: f.ID, Row: int64(c.Row)}
 	}
-	// Rows nearest a query lie anywhere in the fragment: read them a few at a time, so that each
-	// read is a point read (fragment.PointReadRows) rather than a run spanning them all.
+	if err := t.RowKeys(ctx, m, refs); err != nil {
+		return nil, err
+	}
 	out := make([]VectorHit, 0, len(cands))
-	for start := 0; start < len(cands); start += fragment.PointReadRows {
-		part := cands[start:min(start+fragment.PointReadRows, len(cands))]
-		refs := make([]RowRef, len(part))
-		for i, c := range part {
-			refs[i] = RowRef{Fragment: f.ID, Row: int64(c.Row)}
+	for i, c := range cands {
+		if skip != nil && skip(refs[i].Key, refs[i].Seq) {
+			continue
 		}
-		rec, err := t.ReadRows(ctx, m, refs, []string{m.KeyColumn, SeqColumn})
-		if err != nil {
-			return nil, err
-		}
-		keys, ok1 := rec.Column(0).(*array.String)
-		seqs, ok2 := rec.Column(1).(*array.Uint64)
-		if !ok1 || !ok2 {
-			rec.Release()
-			return nil, fmt.Errorf("table: fragment %s: unexpected key or seq column types", f.Path)
-		}
-		for i, c := range part {
-			key, seq := keys.Value(i), seqs.Value(i)
-			if skip != nil && skip(key, seq) {
-				continue
-			}
-			out = append(out, VectorHit{Ref: RowRef{Key: key, Fragment: f.ID, Row: int64(c.Row), Seq: seq}, Distance: c.Distance, Vector: c.Vector})
-		}
-		rec.Release()
+		out = append(out, VectorHit{Ref: refs[i], Distance: c.Distance, Vector: c.Vector})
 	}
 	return out, nil
 }

@@ -1,0 +1,323 @@
+// Text search: the rows of a store whose text column best matches a query (BM25), across every
+// source a read sees — this process's memtables and every shard's pending generations, analyzed
+// exactly (a generation's inverted file built once and cached: it is immutable), and the base
+// table through its fragments' text indexes (table.SearchText) — with the newest version of each
+// key the only one that counts: a base row whose key has a newer pending version (or tombstone)
+// is left out of the statistics and the matches, and so is a pending version older than the base
+// row of its key. The statistics (documents, their total length, each term's document frequency)
+// are summed over that one set of newest versions before anything is scored, so a row's score
+// does not depend on whether it is in the WAL or in which fragment.
+package lsm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/shard"
+	"github.com/strata-store/strata/storage/table"
+	"github.com/strata-store/strata/storage/textindex"
+)
+
+// TextQuery asks for the rows best matching a text query.
+type TextQuery struct {
+	Column string // a string column
+	Query  textindex.Query
+	K      int
+	// Columns are the columns to answer (every user column when empty).
+	Columns []string
+	// Before, when set, limits the answer to keys below it (the statistics count every
+	// document).
+	Before string
+}
+
+// TextResult is a text search's answer.
+type TextResult struct {
+	// Rows are the K best matching live rows (fewer when fewer match), best first (ties: the
+	// smaller key), with the asked columns. The caller releases them.
+	Rows arrow.RecordBatch
+	// Scores[i] is row i's BM25 score.
+	Scores []float32
+	// Exhausted: no other row matches (a larger K answers nothing more).
+	Exhausted bool
+}
+
+// SearchText answers the K rows whose q.Column best matches q.Query.
+func (s *Store) SearchText(ctx context.Context, q TextQuery) (TextResult, error) {
+	names, err := s.columns(q.Columns)
+	if err != nil {
+		return TextResult{}, err
+	}
+	if len(s.schema.FieldIndices(q.Column)) == 0 {
+		return TextResult{}, fmt.Errorf("%w: no column %q", table.ErrSchema, q.Column)
+	}
+	if q.K <= 0 {
+		q.K = 10
+	}
+	return readFresh(ctx, s, func() (TextResult, error) { return s.searchTextOnce(ctx, q, names) })
+}
+
+// textCandidate is a matching version and its match.
+type textCandidate struct {
+	v     version
+	doc   textindex.Doc
+	score float32
+}
+
+func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string) (TextResult, error) {
+	mem := &shard.MemView{}
+	if w := s.residentWriter(); w != nil {
+		mem = w.View("")
+	}
+	defer mem.Release()
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return TextResult{}, err
+	}
+	gens, err := s.generationViews(ctx, snap, "", "")
+	if err != nil {
+		return TextResult{}, err
+	}
+	genRows := s.shards.NewRowReader()
+	defer genRows.Release()
+
+	// The newest pending versions, checked against the base table: a base row they supersede is
+	// shadowed; a pending version the base row supersedes is not live.
+	pending := pendingVersions(mem, gens, "")
+	keys := make([]string, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	base, err := s.tbl.Lookup(ctx, snap.Table, keys)
+	if err != nil {
+		return TextResult{}, err
+	}
+	shadowed := map[uint64]*roaring.Bitmap{}
+	liveInGen := map[*genView]*roaring.Bitmap{}
+	var memLive []version
+	for k, p := range pending {
+		if r, ok := base[k]; ok {
+			if r.Seq > p.seq {
+				continue
+			}
+			if shadowed[r.Fragment] == nil {
+				shadowed[r.Fragment] = roaring.New()
+			}
+			shadowed[r.Fragment].Add(uint32(r.Row))
+		}
+		switch {
+		case p.tomb:
+		case p.src == sourceGeneration:
+			if liveInGen[p.gen] == nil {
+				liveInGen[p.gen] = roaring.New()
+			}
+			liveInGen[p.gen].Add(uint32(p.row))
+		default:
+			memLive = append(memLive, p)
+		}
+	}
+
+	stats := q.Query.NewStats()
+	var cands []textCandidate
+	// Pending generations: each one's cached inverted file, with its rows that are not their
+	// key's live version left out.
+	for j := range gens {
+		g := &gens[j]
+		live := liveInGen[g]
+		if live == nil {
+			continue
+		}
+		ix, err := s.generationTexts(ctx, snap, g, q.Column, genRows)
+		if err != nil {
+			return TextResult{}, err
+		}
+		dead := roaring.Flip(live, 0, uint64(len(g.keys.Keys)))
+		ix.Search(q.Query, dead, &stats, func(h textindex.Hit) {
+			cands = append(cands, textCandidate{v: generationVersion(g, int(h.Row)), doc: h.Doc})
+		})
+	}
+	// The memtable's live versions, gathered a slice at a time and analyzed.
+	texts := newPageBuilder(s, []string{q.Column}, []string{q.Column})
+	defer texts.release()
+	for start := 0; start < len(memLive); start += nearestGatherRows {
+		if err := ctx.Err(); err != nil {
+			return TextResult{}, err
+		}
+		part := memLive[start:min(start+nearestGatherRows, len(memLive))]
+		rec, err := texts.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return TextResult{}, err
+		}
+		err = eachText(rec.Column(0), func(i int, text string) {
+			d, ok := q.Query.Match(text)
+			if !ok {
+				stats.AddDoc(d.Len, nil)
+				return
+			}
+			stats.AddDoc(d.Len, &d)
+			cands = append(cands, textCandidate{v: part[i], doc: d})
+		})
+		rec.Release()
+		if err != nil {
+			return TextResult{}, err
+		}
+	}
+	// The base table, its shadowed rows left out.
+	err = s.tbl.SearchText(ctx, snap.Table, table.TextQuery{Column: q.Column, Query: q.Query, Shadowed: shadowed}, &stats,
+		func(h table.TextHit) { cands = append(cands, textCandidate{v: tableVersion(h.Ref), doc: h.Doc}) })
+	if err != nil {
+		return TextResult{}, err
+	}
+
+	scorer := textindex.NewScorer(stats)
+	for i := range cands {
+		cands[i].score = scorer.Score(cands[i].doc)
+	}
+	slices.SortFunc(cands, func(a, b textCandidate) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	top, err := s.topTextCandidates(ctx, snap, cands, q.K, q.Before)
+	if err != nil {
+		return TextResult{}, err
+	}
+	out := TextResult{Scores: make([]float32, len(top)), Exhausted: len(top) < q.K}
+	versions := make([]version, len(top))
+	for i, c := range top {
+		versions[i], out.Scores[i] = c.v, c.score
+	}
+	if out.Rows, err = s.answerRows(ctx, snap, versions, names, genRows); err != nil {
+		return TextResult{}, err
+	}
+	return out, nil
+}
+
+// topTextCandidates is the k best of cands (sorted by score, best first) whose key is below
+// before, ties broken by the smaller key: base candidates' keys are read only for the rows that
+// can make the cut (every candidate scoring at least the k-th best).
+func (s *Store) topTextCandidates(ctx context.Context, snap *Snapshot, cands []textCandidate, k int, before string) ([]textCandidate, error) {
+	var kept []textCandidate
+	next := 0
+	for next < len(cands) && len(kept) < k {
+		end := min(len(cands), next+k-len(kept))
+		for end < len(cands) && cands[end].score == cands[end-1].score {
+			end++
+		}
+		var refs []table.RowRef
+		var at []int
+		for i := next; i < end; i++ {
+			if cands[i].v.src == sourceTable {
+				refs = append(refs, cands[i].v.ref())
+				at = append(at, i)
+			}
+		}
+		if err := s.tbl.RowKeys(ctx, snap.Table, refs); err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			cands[i].v.key, cands[i].v.seq = refs[j].Key, refs[j].Seq
+		}
+		for i := next; i < end; i++ {
+			if before == "" || cands[i].v.key < before {
+				kept = append(kept, cands[i])
+			}
+		}
+		next = end
+	}
+	slices.SortStableFunc(kept, func(a, b textCandidate) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return strings.Compare(a.v.key, b.v.key)
+	})
+	return kept[:min(k, len(kept))], nil
+}
+
+// generationTexts is g's inverted file of column (documents by key-file position), from the
+// cache or built (every non-tombstone row, a slice at a time) and cached.
+func (s *Store) generationTexts(ctx context.Context, snap *Snapshot, g *genView, column string, genRows *shard.RowReader) (*textindex.Index, error) {
+	key := fmt.Sprintf("%s/%d/%s", g.shard, g.gen.Gen, column)
+	if ix, ok := cache.Get[*textindex.Index](s.vectors, "generation_texts", key); ok {
+		return ix, nil
+	}
+	var versions []version
+	for i := range g.keys.Keys {
+		if !g.keys.Tombs[i] {
+			versions = append(versions, generationVersion(g, i))
+		}
+	}
+	reader := newPageBuilder(s, []string{column}, []string{column})
+	defer reader.release()
+	b := textindex.NewBuilder()
+	for start := 0; start < len(versions); start += nearestGatherRows {
+		part := versions[start:min(start+nearestGatherRows, len(versions))]
+		rec, err := reader.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return nil, err
+		}
+		err = eachText(rec.Column(0), func(j int, text string) { b.Add(uint32(part[j].row), text) })
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	ix, err := b.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cache.Add(s.vectors, "generation_texts", key, ix, ix.MemoryBytes())
+	return ix, nil
+}
+
+// eachText calls fn with each non-null value of a string column.
+func eachText(col arrow.Array, fn func(i int, text string)) error {
+	switch c := col.(type) {
+	case *array.String:
+		for i := 0; i < c.Len(); i++ {
+			if !c.IsNull(i) {
+				fn(i, c.Value(i))
+			}
+		}
+	case *array.LargeString:
+		for i := 0; i < c.Len(); i++ {
+			if !c.IsNull(i) {
+				fn(i, c.Value(i))
+			}
+		}
+	default:
+		return fmt.Errorf("%w: a text column of type %s (want a string)", table.ErrSchema, col.DataType())
+	}
+	return nil
+}
+
+// TextIndexOptions select the text indexes BuildTextIndexes builds.
+type TextIndexOptions = table.TextIndexOptions
+
+// BuildTextIndexes indexes a text column in every base-table fragment that lacks an index of it
+// (see table.BuildTextIndexes).
+func (s *Store) BuildTextIndexes(ctx context.Context, opts TextIndexOptions) (table.TextIndexResult, error) {
+	return s.tbl.BuildTextIndexes(ctx, opts)
+}
+
+// FragmentsWithoutTextIndex counts the latest version's fragments BuildTextIndexes would index.
+func (s *Store) FragmentsWithoutTextIndex(ctx context.Context, opts TextIndexOptions) (int, error) {
+	m, err := s.tbl.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return table.FragmentsWithoutTextIndex(m, opts), nil
+}
