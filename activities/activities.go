@@ -128,7 +128,7 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 
 // MergeWAL folds every shard's sealed generations into the base table (the store builds the key
 // index first when it does not cover the table: index before merge; a context store's new
-// fragments get their vector indexes after it).
+// fragments get their vector and full-text indexes after it).
 func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	// A merge starts with the key index (checked, and built when it does not cover the table).
 	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
@@ -151,7 +151,7 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 		if err != nil {
 			return res, err
 		}
-		if res.VectorIndexesBuilt, err = a.indexVectors(ctx, in.Store, s, hb); err != nil {
+		if res.VectorIndexesBuilt, res.TextIndexesBuilt, err = a.indexForSearch(ctx, in.Store, s, hb); err != nil {
 			return res, err
 		}
 		hb.set(func(d *HeartbeatDetails) { d.Phase = PhaseStats })
@@ -161,23 +161,23 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 }
 
 // BuildKeyIndex makes the key index cover every fragment (and, for a context store, builds the
-// vector indexes its fragments lack).
+// vector and full-text indexes its fragments lack).
 func (a *Activities) BuildKeyIndex(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseIndexing, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		if _, err := s.BuildKeyIndex(ctx); err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		built, err := a.indexVectors(ctx, in.Store, s, hb)
+		vectors, texts, err := a.indexForSearch(ctx, in.Store, s, hb)
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
 		v, err := a.refresh(ctx, in.Store, s)
-		return workflows.ActivityResult{TableVersion: v, VectorIndexesBuilt: built}, err
+		return workflows.ActivityResult{TableVersion: v, VectorIndexesBuilt: vectors, TextIndexesBuilt: texts}, err
 	})
 }
 
 // Compact compacts the base table and extends the key index over anything left uncovered (and,
-// for a context store, indexes the vectors of the fragments it wrote).
+// for a context store, builds the search indexes of the fragments it wrote).
 func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (workflows.ActivityResult, error) {
 	return a.withStore(ctx, in, PhaseCompacting, func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error) {
 		r, err := s.Compact(ctx, lsm.CompactOptions{Compaction: a.Compaction.With(in.Request.Overrides),
@@ -187,13 +187,13 @@ func (a *Activities) Compact(ctx context.Context, in workflows.ActivityInput) (w
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		built, err := a.indexVectors(ctx, in.Store, s, hb)
+		vectors, texts, err := a.indexForSearch(ctx, in.Store, s, hb)
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
 		v, err := a.refresh(ctx, in.Store, s)
 		return workflows.ActivityResult{FragmentsRemoved: r.FragmentsRemoved, FragmentsAdded: r.FragmentsAdded,
-			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v, VectorIndexesBuilt: built}, err
+			FilesRemoved: r.FilesRemoved, FilesAdded: r.FilesAdded, TableVersion: v, VectorIndexesBuilt: vectors, TextIndexesBuilt: texts}, err
 	})
 }
 
@@ -244,7 +244,7 @@ func (a *Activities) refresh(ctx context.Context, ref workflows.StoreRef, s *lsm
 	if err != nil {
 		return 0, err
 	}
-	uncovered, err := a.vectorUncovered(ctx, ref, s)
+	uncovered, err := a.searchUncovered(ctx, ref, s)
 	if err != nil {
 		return st.TableVersion, err
 	}

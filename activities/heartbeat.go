@@ -43,10 +43,12 @@ type HeartbeatDetails struct {
 	WaitingForBudget bool   `json:"waiting_for_budget"`
 	GenerationsRead  int    `json:"generations_read"`
 	RowsMerged       int64  `json:"rows_merged"`
-	// Vector index builds (context stores): fragments indexed of those to index, vectors.
+	// Search index builds (context stores): fragments indexed of those to index in the current
+	// phase (indexing_vectors, then indexing_text), vectors and text documents indexed.
 	FragmentsIndexed int   `json:"fragments_indexed,omitempty"`
 	FragmentsToIndex int   `json:"fragments_to_index,omitempty"`
 	VectorsIndexed   int64 `json:"vectors_indexed,omitempty"`
+	DocumentsIndexed int64 `json:"documents_indexed,omitempty"`
 	BuildTicks       int64 `json:"build_ticks,omitempty"` // CPU-bound build steps done (k-means iterations, rows assigned)
 	StorageCalls     int64 `json:"storage_calls"`
 	StorageBytes     int64 `json:"storage_bytes"`

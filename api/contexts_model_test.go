@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/contexts"
+	"github.com/strata-store/strata/storage/textindex"
 )
 
 // contextModel is what a context store should hold: every record row by id (superseded versions
@@ -179,15 +180,12 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		}
 		// retrieve: the same channels over the model, fused
 		txt := text()
-		scorer, err := contexts.NewTextScorer(txt)
-		require.NoError(t, err)
 		depth := contexts.CandidateDepth(limit)
 		var vcands []contexts.Scored
 		for _, r := range visible {
-			scorer.Add(r.ID, r.TextPayload, true)
 			vcands = append(vcands, contexts.Scored{ID: r.ID, Value: contexts.Distance("cosine", q, r.Embedding)})
 		}
-		fused := contexts.Fuse(nearestOf(vcands, depth), scorer.Top(depth), limit)
+		fused := contexts.Fuse(nearestOf(vcands, depth), exactText(t, m, txt, life, depth), limit)
 		var rr contexts.RetrieveResponse
 		require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/contexts/m/retrieve", map[string]any{"text": txt, "vector": q, "limit": limit,
 			"include_expired": flags[0], "include_retired": flags[1]}, &rr))
@@ -195,6 +193,9 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		for i := range fused {
 			require.Equal(t, fused[i].ID, rr.Results[i].Record.ID, "retrieve rank %d", i)
 			require.Equal(t, fused[i].Channels, rr.Results[i].MatchedChannels)
+			if fused[i].TextScore != nil {
+				require.InDelta(t, *fused[i].TextScore, *rr.Results[i].TextScore, 1e-5, "the text score of rank %d", i)
+			}
 		}
 		// list: every visible record in id order
 		var list contexts.RecordsResponse
@@ -210,6 +211,45 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		require.NotNil(t, got.Record, xid)
 		require.Equal(t, id, got.Record.ID, xid)
 	}
+}
+
+// exactText is the text channel over the model: BM25 with statistics over every record the
+// store holds (whatever its lifecycle), the k best visible ones, best first (ties: the smaller id).
+func exactText(t *testing.T, m *contextModel, text string, life contexts.Lifecycle, k int) []contexts.Scored {
+	q, err := textindex.ParseQuery(text)
+	require.NoError(t, err)
+	stats := q.NewStats()
+	type match struct {
+		id  string
+		doc textindex.Doc
+	}
+	var matches []match
+	for _, r := range m.rows {
+		if r.TextPayload == nil {
+			continue
+		}
+		d, ok := q.Match(*r.TextPayload)
+		if !ok {
+			stats.AddDoc(d.Len, nil)
+			continue
+		}
+		stats.AddDoc(d.Len, &d)
+		if life.Visible(&r) {
+			matches = append(matches, match{r.ID, d})
+		}
+	}
+	sc := textindex.NewScorer(stats)
+	var out []contexts.Scored
+	for _, mt := range matches {
+		out = append(out, contexts.Scored{ID: mt.id, Value: sc.Score(mt.doc)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Value != out[j].Value {
+			return out[i].Value > out[j].Value
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out[:min(k, len(out))]
 }
 
 // nearestOf is the k candidates of smallest distance, nearest first (ties: the smaller id).

@@ -2,10 +2,12 @@
 // fusion), lance-context's routes. Both read the store's live view — base table, pending
 // generations and this worker's memtable, newest version per id — so a record is searchable as
 // soon as it is visible. The vector channel is the store's nearest-row read (lsm.Nearest: pending
-// rows compared exactly, base fragments through their vector indexes); lifecycle and filters are
-// applied to what it answers, and it is asked again for more (four times as many each time) until
-// the limit is filled with visible records or the store has no more, so a hidden or stale version
-// never takes a result's place. The text channel scores every visible record exactly (BM25).
+// rows compared exactly, base fragments through their vector indexes), the text channel its text
+// search (lsm.SearchText: BM25 over statistics summed across the WAL and the fragments, pending
+// rows analyzed exactly, base fragments through their full-text indexes). Lifecycle and filters
+// are applied to what a channel answers, and it is asked again for more (four times as many each
+// time) until the limit is filled with visible records or the store has no more, so a hidden or
+// stale version never takes a result's place.
 package api
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/strata-store/strata/contexts"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/textindex"
 )
 
 const defaultSearchLimit = 10
@@ -86,62 +89,57 @@ func readVisible(ctx context.Context, cs contextStore, ids, columns []string, li
 	return out, nil
 }
 
-// nearestVisible is the vector channel: up to want visible records matching filters, nearest to
-// query first, with their distances (records without binary payloads; relationships cleared
-// unless asked). Each record's embedding comes from the nearest-row read (which holds it), not
-// from reading the column again.
+// rankedRead is one channel's ranked read: up to k records, best first, with the given columns
+// and each one's value (distance or score); exhausted when the store has no further candidate.
+type rankedRead func(k int, columns []string) (recs []contexts.Record, values []float32, exhausted bool, err error)
+
+// visibleRanked reads a channel's best visible records matching filters, up to want, with their
+// values (records without binary payloads; relationships cleared unless asked).
 //
-// The first read asks for twice what is wanted, whole. When hidden or filtered records leave the
-// limit unfilled, the next reads ask for four times as many each time but answer only what
-// visibility and the filters look at, so memory stays small per candidate, and the records that
-// make the cut are then read whole by point reads. The reads stop at maxNearestCandidates
-// candidates: a filter that keeps fewer than the limit among that many nearest records answers
-// what it kept (the request's deadline bounds the rest).
-func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
-	metric := contexts.VectorMetric(cs.config.Metric())
-	columns, narrow := nearestColumns, false
-	for k := 2 * want; ; k = min(4*k, maxNearestCandidates) {
-		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: "embedding", Metric: metric, Query: query, K: k,
-			Columns: columns, Before: contexts.ExternalIDKeyPrefix})
-		if err != nil {
-			return nil, nil, err
-		}
-		recs, err := contexts.FromArrow(res.Rows)
-		res.Rows.Release()
+// The first read asks for twice what is wanted, with the answer's columns. When hidden or
+// filtered records leave the limit unfilled, the next reads ask for four times as many each time
+// but answer only what visibility and the filters look at, so memory stays small per candidate,
+// and the records that make the cut are then read whole by point reads. The reads stop at
+// maxRankedCandidates candidates: a filter that keeps fewer than the limit among that many best
+// records answers what it kept (the request's deadline bounds the rest).
+func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer []string, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+	columns, narrow := answer, false
+	for k := 2 * want; ; k = min(4*k, maxRankedCandidates) {
+		recs, values, exhausted, err := read(k, columns)
 		if err != nil {
 			return nil, nil, err
 		}
 		var out []contexts.Record
-		var dists []float32
+		var kept []float32
 		for i := range recs {
 			if len(out) == want {
 				break
 			}
-			if !life.Visible(&recs[i]) || !filters.Match(&recs[i]) {
-				continue
+			if life.Visible(&recs[i]) && filters.Match(&recs[i]) {
+				out, kept = append(out, recs[i]), append(kept, values[i])
 			}
-			recs[i].Embedding = res.Vectors[i]
-			out, dists = append(out, recs[i]), append(dists, res.Distances[i])
 		}
-		done := len(out) == want || res.Exhausted || len(recs) < k || k == maxNearestCandidates
+		done := len(out) == want || exhausted || len(recs) < k || k == maxRankedCandidates
 		if done && narrow {
 			// The later rounds read only what visibility looks at: read the winners whole.
 			ids := make([]string, len(out))
 			for i := range out {
 				ids[i] = out[i].ID
 			}
-			whole, err := readVisible(ctx, cs, ids, nearestColumns, life)
+			whole, err := readVisible(ctx, cs, ids, answer, life)
 			if err != nil {
 				return nil, nil, err
 			}
-			kept, keptDists := make([]contexts.Record, 0, len(out)), make([]float32, 0, len(out))
+			wholeOut, wholeKept := make([]contexts.Record, 0, len(out)), make([]float32, 0, len(out))
 			for i, r := range whole {
 				if r.ID != "" {
-					r.Embedding = out[i].Embedding
-					kept, keptDists = append(kept, r), append(keptDists, dists[i])
+					if r.Embedding == nil {
+						r.Embedding = out[i].Embedding
+					}
+					wholeOut, wholeKept = append(wholeOut, r), append(wholeKept, kept[i])
 				}
 			}
-			out, dists = kept, keptDists
+			out, kept = wholeOut, wholeKept
 		}
 		if done {
 			if !relationships {
@@ -149,14 +147,57 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 					out[i].Relationships = nil
 				}
 			}
-			return out, dists, nil
+			return out, kept, nil
 		}
 		columns, narrow = rankingColumns(filters, false), true
 	}
 }
 
-// maxNearestCandidates bounds how many candidates one vector-channel read considers.
-const maxNearestCandidates = 1 << 16
+// nearestVisible is the vector channel: up to want visible records matching filters, nearest to
+// query first, with their distances. Each record's embedding comes from the nearest-row read
+// (which holds it), not from reading the column again.
+func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+	metric := contexts.VectorMetric(cs.config.Metric())
+	read := func(k int, columns []string) ([]contexts.Record, []float32, bool, error) {
+		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: contexts.EmbeddingColumn, Metric: metric, Query: query, K: k,
+			Columns: columns, Before: contexts.ExternalIDKeyPrefix})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		recs, err := contexts.FromArrow(res.Rows)
+		res.Rows.Release()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		for i := range recs {
+			recs[i].Embedding = res.Vectors[i]
+		}
+		return recs, res.Distances, res.Exhausted, nil
+	}
+	return visibleRanked(ctx, cs, read, nearestColumns, want, filters, life, relationships)
+}
+
+// textVisible is the text channel: up to want visible records matching filters, best BM25 score
+// first, with their scores (statistics over every record of the store, whatever its lifecycle).
+func textVisible(ctx context.Context, cs contextStore, query textindex.Query, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+	read := func(k int, columns []string) ([]contexts.Record, []float32, bool, error) {
+		res, err := cs.s.SearchText(ctx, lsm.TextQuery{Column: contexts.TextColumn, Query: query, K: k,
+			Columns: columns, Before: contexts.ExternalIDKeyPrefix})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		recs, err := contexts.FromArrow(res.Rows)
+		res.Rows.Release()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return recs, res.Scores, res.Exhausted, nil
+	}
+	return visibleRanked(ctx, cs, read, listColumns, want, filters, life, relationships)
+}
+
+// maxRankedCandidates bounds how many candidates one channel's read considers.
+const maxRankedCandidates = 1 << 16
 
 // nearestColumns are what a search answers of each record but the embedding (the nearest-row
 // read holds it) and the binary payload.
@@ -208,13 +249,15 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 	if err != nil {
 		return invalid("filters: %v", err)
 	}
-	var scorer *contexts.TextScorer
+	var query *textindex.Query
 	if req.Text != nil && *req.Text != "" {
-		if scorer, err = contexts.NewTextScorer(*req.Text); err != nil {
+		q, err := textindex.ParseQuery(*req.Text)
+		if err != nil {
 			return invalid("text: %v", err)
 		}
+		query = &q
 	}
-	if scorer == nil && req.Vector == nil {
+	if query == nil && req.Vector == nil {
 		return invalid("retrieve requires text, vector or both")
 	}
 	life := contexts.Lifecycle{IncludeExpired: req.IncludeExpired, IncludeRetired: req.IncludeRetired, Now: contextNow()}
@@ -238,43 +281,19 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 				records[r.ID] = r
 			}
 		}
-		if scorer != nil {
-			// Every shown record counts toward the term statistics, so the scan cannot narrow by
-			// the filters' fields.
-			err := scanContext(ctx, cs.s, rankingColumns(filters, true), nil, 0, func(page []contexts.Record) error {
-				for i := range page {
-					r := &page[i]
-					if life.Visible(r) {
-						scorer.Add(r.ID, r.TextPayload, filters.Match(r))
-					}
-				}
-				return nil
-			})
+		if query != nil {
+			recs, scores, err := textVisible(ctx, cs, *query, depth, filters, life, req.IncludeRelationships)
 			if err != nil {
 				return err
 			}
-			text = scorer.Top(depth)
+			for i, r := range recs {
+				text = append(text, contexts.Scored{ID: r.ID, Value: scores[i]})
+				if _, ok := records[r.ID]; !ok {
+					records[r.ID] = r
+				}
+			}
 		}
 		fused := contexts.Fuse(vector, text, limit)
-		// Records only the text channel found are read whole by point reads.
-		var missing []string
-		for _, f := range fused {
-			if _, ok := records[f.ID]; !ok {
-				missing = append(missing, f.ID)
-			}
-		}
-		recs, err := readVisible(ctx, cs, missing, listColumns, life)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if r.ID != "" {
-				if !req.IncludeRelationships {
-					r.Relationships = nil
-				}
-				records[r.ID] = r
-			}
-		}
 		out := contexts.RetrieveResponse{Results: make([]contexts.RetrieveResult, 0, len(fused))}
 		for _, f := range fused {
 			if r, ok := records[f.ID]; ok {

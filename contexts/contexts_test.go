@@ -167,39 +167,6 @@ func TestDistance(t *testing.T) {
 	require.InDelta(t, 2, Distance("unknown", []float32{0, 0}, []float32{1, 1}), 1e-6, "an unknown metric is l2")
 }
 
-// BM25: a rarer term weighs more, a shorter document with the same term count scores higher, a
-// record without any query term is no candidate, and the statistics count every shown record
-// even when only some are candidates.
-func TestTextScorer(t *testing.T) {
-	_, err := NewTextScorer("  ,, ")
-	require.Error(t, err)
-	s, err := NewTextScorer("Payments RUNBOOK payments")
-	require.NoError(t, err)
-	require.Equal(t, []string{"payments", "runbook"}, s.terms)
-	docs := map[string]string{
-		"a": "payments runbook",
-		"b": "payments incident review with a long tail of words",
-		"c": "lunch menu",
-		"d": "payments",
-		"e": "the runbook, payments: deploy",
-	}
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		txt := docs[id]
-		s.Add(id, &txt, id != "e")
-	}
-	s.Add("f", nil, true)
-	top := s.Top(10)
-	ids := []string{}
-	for _, x := range top {
-		ids = append(ids, x.ID)
-	}
-	require.Equal(t, []string{"a", "d", "b"}, ids)
-	require.Equal(t, 6, s.docs)
-	require.Equal(t, []int{4, 2}, s.df, "e counts toward the statistics though it is no candidate")
-	require.Len(t, s.Top(1), 1)
-	require.Equal(t, []string{"héllo", "wörld", "42"}, Tokens("Héllo, WÖRLD! 42"))
-}
-
 func TestFuse(t *testing.T) {
 	vector := []Scored{{"a", 0.1}, {"b", 0.2}, {"c", 0.3}}
 	text := []Scored{{"c", 9}, {"a", 5}, {"d", 1}}

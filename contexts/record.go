@@ -333,16 +333,17 @@ func IsRecordID(id string) bool { return id != "" && !strings.HasPrefix(id, Exte
 // ClaimKey is the key of external id xid's claim row.
 func ClaimKey(xid string) string { return ExternalIDKeyPrefix + xid }
 
-// Claim is the row that says record id holds external id xid.
+// Claim is the row that says record id holds external id xid. The id is its payload_uri: a claim
+// has no text, so the store's full-text statistics count records only.
 func Claim(xid, id string, now time.Time) Record {
 	return Record{ID: ClaimKey(xid), ExternalID: &xid, RunID: "", CreatedAt: now.UTC().Truncate(time.Microsecond),
-		ContentType: claimContentType, TextPayload: &id, LifecycleStatus: LifecycleActive}
+		ContentType: claimContentType, PayloadURI: &id, LifecycleStatus: LifecycleActive}
 }
 
 // ClaimedID is the record id a claim row names ("" when rec is not a claim).
 func ClaimedID(rec Record) string {
-	if rec.ContentType != claimContentType || rec.TextPayload == nil {
+	if rec.ContentType != claimContentType || rec.PayloadURI == nil {
 		return ""
 	}
-	return *rec.TextPayload
+	return *rec.PayloadURI
 }

@@ -19,6 +19,13 @@ var (
 	vectorType = arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Float32, Nullable: true})
 )
 
+// The columns a context store's indexes cover: its vector indexes the embedding, its full-text
+// indexes the text payload.
+const (
+	EmbeddingColumn = "embedding"
+	TextColumn      = "text_payload"
+)
+
 // Schema is the schema of every context store (lance-context's ContextRecord fields).
 var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: str},

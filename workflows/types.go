@@ -120,4 +120,6 @@ type ActivityResult struct {
 	TableVersion    uint64 `json:"table_version,omitempty"`
 	// VectorIndexesBuilt (context stores): fragments whose vector index the activity built.
 	VectorIndexesBuilt int `json:"vector_indexes_built,omitempty"`
+	// TextIndexesBuilt (context stores): fragments whose full-text index the activity built.
+	TextIndexesBuilt int `json:"text_indexes_built,omitempty"`
 }

@@ -376,13 +376,3 @@ type VectorIndexOptions = table.VectorIndexOptions
 func (s *Store) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions) (table.VectorIndexResult, error) {
 	return s.tbl.BuildVectorIndexes(ctx, opts)
 }
-
-// FragmentsWithoutVectorIndex counts the latest version's fragments BuildVectorIndexes would
-// index.
-func (s *Store) FragmentsWithoutVectorIndex(ctx context.Context, opts VectorIndexOptions) (int, error) {
-	m, err := s.tbl.Latest(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return table.FragmentsWithoutVectorIndex(m, opts), nil
-}

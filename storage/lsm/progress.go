@@ -17,6 +17,7 @@ const (
 	PhaseDropping         Phase = "dropping"         // the merged generations, from the shard manifest and storage
 	PhaseCompacting       Phase = "compacting"       // merging fragments, holding its budget reservation
 	PhaseIndexingVectors  Phase = "indexing_vectors" // building the vector indexes new fragments lack
+	PhaseIndexingText     Phase = "indexing_text"    // building the full-text indexes new fragments lack
 	PhaseDone             Phase = "done"
 )
 

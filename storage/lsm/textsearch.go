@@ -313,11 +313,12 @@ func (s *Store) BuildTextIndexes(ctx context.Context, opts TextIndexOptions) (ta
 	return s.tbl.BuildTextIndexes(ctx, opts)
 }
 
-// FragmentsWithoutTextIndex counts the latest version's fragments BuildTextIndexes would index.
-func (s *Store) FragmentsWithoutTextIndex(ctx context.Context, opts TextIndexOptions) (int, error) {
+// FragmentsWithoutSearchIndexes counts the latest version's fragments that BuildVectorIndexes or
+// BuildTextIndexes would index.
+func (s *Store) FragmentsWithoutSearchIndexes(ctx context.Context, vec VectorIndexOptions, text TextIndexOptions) (int, error) {
 	m, err := s.tbl.Latest(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return table.FragmentsWithoutTextIndex(m, opts), nil
+	return table.FragmentsWithoutSearchIndexes(m, vec, text), nil
 }

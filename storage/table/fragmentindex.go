@@ -91,3 +91,16 @@ func indexObjectPath(dir string, id uint64, ext string) string {
 	_, _ = rand.Read(nonce[:])
 	return fmt.Sprintf("%s%d-%s.%s", dir, id, hex.EncodeToString(nonce[:]), ext)
 }
+
+// FragmentsWithoutSearchIndexes counts the fragments of m that BuildVectorIndexes or
+// BuildTextIndexes would index (a fragment lacking both counts once).
+func FragmentsWithoutSearchIndexes(m *Manifest, vec VectorIndexOptions, text TextIndexOptions) int {
+	ids := map[uint64]bool{}
+	for _, f := range vectorIndexTodo(m, vec) {
+		ids[f.ID] = true
+	}
+	for _, f := range textIndexTodo(m, text) {
+		ids[f.ID] = true
+	}
+	return len(ids)
+}

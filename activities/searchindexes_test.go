@@ -17,10 +17,10 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-// A context store's merge builds the vector index of the fragment it wrote, in the store's
-// metric; a rollout store's builds none. (The SDK's test environment batches heartbeats after the
+// A context store's merge builds the vector index (in the store's metric) and the full-text index
+// of the fragment it wrote; a rollout store's builds none. (The SDK's test environment batches heartbeats after the
 // first, so the build's phase in the details is left to the browser check's view of a merge.)
-func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
+func TestMergeOfAContextStoreBuildsItsSearchIndexes(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	f.seedContext(t, "mem", kinds.ContextConfig{EmbeddingDim: 8, DistanceMetric: "cosine"}, 1500)
@@ -32,6 +32,7 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	var res workflows.ActivityResult
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, 1, res.VectorIndexesBuilt)
+	require.Equal(t, 1, res.TextIndexesBuilt)
 
 	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "mem")
 	require.NoError(t, err)
@@ -42,7 +43,11 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	require.NotNil(t, m.Fragments[0].VectorIndex)
 	require.Equal(t, "cosine", m.Fragments[0].VectorIndex.Metric)
 	require.EqualValues(t, 1500, m.Fragments[0].VectorIndex.Rows)
-	left, err := s.FragmentsWithoutVectorIndex(ctx, lsm.VectorIndexOptions{Column: "embedding", Metric: contexts.VectorMetric("cosine")})
+	require.NotNil(t, m.Fragments[0].TextIndex)
+	require.Equal(t, contexts.TextColumn, m.Fragments[0].TextIndex.Column)
+	require.EqualValues(t, 1500, m.Fragments[0].TextIndex.Docs)
+	left, err := s.FragmentsWithoutSearchIndexes(ctx, lsm.VectorIndexOptions{Column: "embedding", Metric: contexts.VectorMetric("cosine")},
+		lsm.TextIndexOptions{Column: contexts.TextColumn})
 	require.NoError(t, err)
 	require.Zero(t, left)
 	f.seed(t, "plain", 1, 1200)
@@ -52,11 +57,12 @@ func TestMergeOfAContextStoreBuildsItsVectorIndexes(t *testing.T) {
 	var plain workflows.ActivityResult
 	require.NoError(t, val.Get(&plain))
 	require.Zero(t, plain.VectorIndexesBuilt)
+	require.Zero(t, plain.TextIndexesBuilt)
 }
 
-// A context store's fragment without its vector index counts as not index-covered in the stats
-// (so the sweep queues index work for it), and the index activity builds it.
-func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) {
+// A context store's fragment without its search indexes counts as not index-covered in the stats
+// (so the sweep queues index work for it), and the index activity builds them.
+func TestStatsCountMissingSearchIndexesAndTheIndexActivityBuildsThem(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	f.seedContext(t, "gap", kinds.ContextConfig{EmbeddingDim: 4}, 1200)
@@ -73,7 +79,7 @@ func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) 
 	st, err := f.cat.GetStoreStats(ctx, catalog.KindContext, "gap")
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Fragments)
-	require.Zero(t, st.IndexCoveredFragments, "the fragment lacks its vector index")
+	require.Zero(t, st.IndexCoveredFragments, "the fragment lacks its search indexes")
 
 	val, err := env.ExecuteActivity(f.acts.BuildKeyIndex, workflows.ActivityInput{Store: workflows.StoreRef{Kind: catalog.KindContext, Name: "gap"},
 		Request: workflows.Request{Op: workflows.OpBuildKeyIndex}})
@@ -81,6 +87,7 @@ func TestStatsCountAMissingVectorIndexAndTheIndexActivityBuildsIt(t *testing.T) 
 	var res workflows.ActivityResult
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, 1, res.VectorIndexesBuilt)
+	require.Equal(t, 1, res.TextIndexesBuilt)
 	st, err = f.cat.GetStoreStats(ctx, catalog.KindContext, "gap")
 	require.NoError(t, err)
 	require.Equal(t, 1, st.IndexCoveredFragments)
