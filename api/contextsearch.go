@@ -94,7 +94,9 @@ func readVisible(ctx context.Context, cs contextStore, ids, columns []string, li
 type rankedRead func(k int, columns []string) (recs []contexts.Record, values []float32, exhausted bool, err error)
 
 // visibleRanked reads a channel's best visible records matching filters, up to want, with their
-// values (records without binary payloads; relationships cleared unless asked).
+// values: records with the answer columns (relationships cleared unless asked), or, when answer
+// is nil, with only what visibility and the filters look at (a caller that reads its winners
+// whole itself).
 //
 // The first read asks for twice what is wanted, with the answer's columns. When hidden or
 // filtered records leave the limit unfilled, the next reads ask for four times as many each time
@@ -104,6 +106,9 @@ type rankedRead func(k int, columns []string) (recs []contexts.Record, values []
 // records answers what it kept (the request's deadline bounds the rest).
 func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer []string, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
 	columns, narrow := answer, false
+	if answer == nil {
+		columns = rankingColumns(filters, false)
+	}
 	for k := 2 * want; ; k = min(4*k, maxRankedCandidates) {
 		recs, values, exhausted, err := read(k, columns)
 		if err != nil {
@@ -120,7 +125,7 @@ func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer
 			}
 		}
 		done := len(out) == want || exhausted || len(recs) < k || k == maxRankedCandidates
-		if done && narrow {
+		if done && narrow && answer != nil {
 			// The later rounds read only what visibility looks at: read the winners whole.
 			ids := make([]string, len(out))
 			for i := range out {
@@ -156,7 +161,7 @@ func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer
 // nearestVisible is the vector channel: up to want visible records matching filters, nearest to
 // query first, with their distances. Each record's embedding comes from the nearest-row read
 // (which holds it), not from reading the column again.
-func nearestVisible(ctx context.Context, cs contextStore, query []float32, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+func nearestVisible(ctx context.Context, cs contextStore, query []float32, answer []string, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
 	metric := contexts.VectorMetric(cs.config.Metric())
 	read := func(k int, columns []string) ([]contexts.Record, []float32, bool, error) {
 		res, err := cs.s.Nearest(ctx, lsm.NearestQuery{Column: contexts.EmbeddingColumn, Metric: metric, Query: query, K: k,
@@ -174,12 +179,13 @@ func nearestVisible(ctx context.Context, cs contextStore, query []float32, want 
 		}
 		return recs, res.Distances, res.Exhausted, nil
 	}
-	return visibleRanked(ctx, cs, read, nearestColumns, want, filters, life, relationships)
+	return visibleRanked(ctx, cs, read, answer, want, filters, life, relationships)
 }
 
 // textVisible is the text channel: up to want visible records matching filters, best BM25 score
-// first, with their scores (statistics over every record of the store, whatever its lifecycle).
-func textVisible(ctx context.Context, cs contextStore, query textindex.Query, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
+// first, with their scores (statistics over every record of the store, whatever its lifecycle),
+// with only what visibility and the filters look at.
+func textVisible(ctx context.Context, cs contextStore, query textindex.Query, want int, filters contexts.Filters, life contexts.Lifecycle) ([]contexts.Record, []float32, error) {
 	read := func(k int, columns []string) ([]contexts.Record, []float32, bool, error) {
 		res, err := cs.s.SearchText(ctx, lsm.TextQuery{Column: contexts.TextColumn, Query: query, K: k,
 			Columns: columns, Before: contexts.ExternalIDKeyPrefix})
@@ -193,7 +199,7 @@ func textVisible(ctx context.Context, cs contextStore, query textindex.Query, wa
 		}
 		return recs, res.Scores, res.Exhausted, nil
 	}
-	return visibleRanked(ctx, cs, read, listColumns, want, filters, life, relationships)
+	return visibleRanked(ctx, cs, read, nil, want, filters, life, false)
 }
 
 // maxRankedCandidates bounds how many candidates one channel's read considers.
@@ -221,7 +227,7 @@ func (h *handlers) searchContext(c echo.Context) error {
 		if err := cs.rules().CheckQuery("query", req.Query); err != nil {
 			return invalid("%v", err)
 		}
-		recs, dists, err := nearestVisible(c.Request().Context(), cs, req.Query, limit, filters, life, req.IncludeRelationships)
+		recs, dists, err := nearestVisible(c.Request().Context(), cs, req.Query, nearestColumns, limit, filters, life, req.IncludeRelationships)
 		if err != nil {
 			return err
 		}
@@ -269,31 +275,45 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		}
 		ctx := c.Request().Context()
 		depth := contexts.CandidateDepth(limit)
+		// Both channels rank by what visibility and the filters look at; the fused winners are
+		// then read whole.
 		var vector, text []contexts.Scored
-		records := map[string]contexts.Record{}
 		if req.Vector != nil {
-			recs, dists, err := nearestVisible(ctx, cs, req.Vector, depth, filters, life, req.IncludeRelationships)
+			recs, dists, err := nearestVisible(ctx, cs, req.Vector, nil, depth, filters, life, false)
 			if err != nil {
 				return err
 			}
 			for i, r := range recs {
 				vector = append(vector, contexts.Scored{ID: r.ID, Value: dists[i]})
-				records[r.ID] = r
 			}
 		}
 		if query != nil {
-			recs, scores, err := textVisible(ctx, cs, *query, depth, filters, life, req.IncludeRelationships)
+			recs, scores, err := textVisible(ctx, cs, *query, depth, filters, life)
 			if err != nil {
 				return err
 			}
 			for i, r := range recs {
 				text = append(text, contexts.Scored{ID: r.ID, Value: scores[i]})
-				if _, ok := records[r.ID]; !ok {
-					records[r.ID] = r
-				}
 			}
 		}
 		fused := contexts.Fuse(vector, text, limit)
+		ids := make([]string, len(fused))
+		for i, f := range fused {
+			ids[i] = f.ID
+		}
+		whole, err := readVisible(ctx, cs, ids, listColumns, life)
+		if err != nil {
+			return err
+		}
+		records := map[string]contexts.Record{}
+		for _, r := range whole {
+			if r.ID != "" {
+				if !req.IncludeRelationships {
+					r.Relationships = nil
+				}
+				records[r.ID] = r
+			}
+		}
 		out := contexts.RetrieveResponse{Results: make([]contexts.RetrieveResult, 0, len(fused))}
 		for _, f := range fused {
 			if r, ok := records[f.ID]; ok {

@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"testing"
@@ -154,7 +157,16 @@ func BenchmarkP15ContextSearch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu = cpuTime()
+		textRes, err := s.BuildTextIndexes(ctx, lsm.TextIndexOptions{Column: contexts.TextColumn})
+		textCPU := cpuTime() - cpu
+		if err != nil {
+			b.Fatal(err)
+		}
 		release()
+		benchfmt.Report("P15-text-index-build-us-per-doc", float64(textCPU.Microseconds())/float64(textRes.Docs), "µs",
+			fmt.Sprintf("process CPU to build the full-text indexes, per document (%d documents of 200 B, %d fragments)", textRes.Docs, textRes.Fragments))
+		benchfmt.Report("P15-text-index-bytes-per-doc", float64(textRes.Bytes)/float64(textRes.Docs), "B", "full-text index object bytes per document (200 B of text each)")
 		benchfmt.Report("P15-index-build-us-per-vector", float64(cpu.Microseconds())/float64(res.Vectors), "µs",
 			fmt.Sprintf("process CPU to build the vector indexes, per vector (%d vectors, %d fragments)", res.Vectors, res.Fragments))
 		benchfmt.Report("P15-index-bytes-per-vector", float64(res.Bytes)/float64(res.Vectors), "B", "vector index object bytes per vector (384 float32 = 1,536 B of it)")
@@ -177,7 +189,19 @@ func BenchmarkP15ContextSearch(b *testing.B) {
 		benchfmt.Report("P15-vector-vs-exact", float64(meanDuration(exactTimes))/float64(meanDuration(indexedTimes)), "x",
 			"exact search time (the store before indexing) / indexed search time, one client (goal >= 20)")
 
-		concurrent := func(do func(rng *rand.Rand) error) []time.Duration {
+		concurrent := func(phase string, do func(rng *rand.Rand) error) []time.Duration {
+			// STRATA_P15_PROFILE=dir writes a CPU profile of each concurrent phase there.
+			if dir := os.Getenv("STRATA_P15_PROFILE"); dir != "" {
+				f, err := os.Create(filepath.Join(dir, phase+".pprof"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					b.Fatal(err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			var mu sync.Mutex
 			var all []time.Duration
 			var wg sync.WaitGroup
@@ -198,9 +222,9 @@ func BenchmarkP15ContextSearch(b *testing.B) {
 			wg.Wait()
 			return all
 		}
-		searchTimes := concurrent(func(rng *rand.Rand) error { search(queries[rng.IntN(len(queries))], 10); return nil })
+		searchTimes := concurrent("search", func(rng *rand.Rand) error { search(queries[rng.IntN(len(queries))], 10); return nil })
 		benchfmt.Report("P15-vector-search-p99", benchfmt.Millis(benchfmt.Percentile(searchTimes, 99)), "ms", "vector search over HTTP, 8 concurrent clients, p99 (goal <= 10)")
-		retrieveTimes := concurrent(func(rng *rand.Rand) error {
+		retrieveTimes := concurrent("retrieve", func(rng *rand.Rand) error {
 			words := texts[rng.IntN(len(texts))][:40]
 			body, _ := json.Marshal(map[string]any{"text": words, "vector": queries[rng.IntN(len(queries))], "limit": 10})
 			st.drain(st.do("POST", "/api/v1/contexts/p15/retrieve", "application/json", "", body))

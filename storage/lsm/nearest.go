@@ -7,6 +7,7 @@
 package lsm
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -97,16 +98,21 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	// immutable), the memtable's gathered a slice at a time.
 	var memLive []version
 	var walCands []scored
+	genVecs := map[*genView]*genVectors{}
+	qNorm := vecindex.Norm(q.Query)
 	for _, v := range pending {
 		switch {
 		case v.tomb:
 		case v.src == sourceGeneration:
-			gv, err := s.generationVectors(ctx, snap, v.gen, q.Column, genRows)
-			if err != nil {
-				return NearestResult{}, err
+			gv := genVecs[v.gen]
+			if gv == nil {
+				if gv, err = s.generationVectors(ctx, snap, v.gen, q.Column, genRows); err != nil {
+					return NearestResult{}, err
+				}
+				genVecs[v.gen] = gv
 			}
 			if vec := gv.vecs[v.row]; len(vec) == len(q.Query) {
-				walCands = append(walCands, scored{v: v, d: q.Metric.Distance(q.Query, vec), vec: vec})
+				walCands = append(walCands, scored{v: v, d: q.Metric.DistanceNorms(q.Query, qNorm, vec, gv.norms[v.row]), vec: vec})
 			}
 		default:
 			memLive = append(memLive, v)
@@ -125,7 +131,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		}
 		err = eachVector(rec.Column(0), func(i int, v []float32) {
 			if len(v) == len(q.Query) {
-				walCands = append(walCands, scored{v: part[i], d: q.Metric.Distance(q.Query, v), vec: slices.Clone(v)})
+				walCands = append(walCands, scored{v: part[i], d: q.Metric.DistanceNorms(q.Query, qNorm, v, vecindex.Norm(v)), vec: slices.Clone(v)})
 			}
 		})
 		rec.Release()
@@ -133,13 +139,23 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 			return NearestResult{}, err
 		}
 	}
-	sortScored(walCands)
-	// A pending version older than the base row of its key is not the key's newest: drop it.
-	checked := walCands
-	if walCands, err = s.dropStale(ctx, snap, walCands, q.K); err != nil {
+	// A pending version older than the base row of its key is not the key's newest: drop it,
+	// checking the nearest first (only they are sorted, unless too many of them are stale).
+	all := len(walCands)
+	best, others := nearestScored(walCands, 2*q.K+16)
+	if walCands, err = s.dropStale(ctx, snap, best, q.K); err != nil {
 		return NearestResult{}, err
 	}
-	walCut := len(walCands) < len(checked) && len(walCands) >= q.K // unchecked candidates were left out
+	if len(walCands) < q.K && len(best) < all {
+		rest := others()
+		sortScored(rest)
+		more, err := s.dropStale(ctx, snap, rest, q.K-len(walCands))
+		if err != nil {
+			return NearestResult{}, err
+		}
+		walCands = append(walCands, more...)
+	}
+	walCut := len(walCands) < all && len(walCands) >= q.K // unchecked candidates were left out
 
 	// Base candidates: the table's nearest rows whose key has no newer pending version.
 	baseHits, baseExhausted, err := s.tbl.NearestRows(ctx, snap.Table, table.VectorQuery{Column: q.Column, Metric: q.Metric, Query: q.Query, K: q.K,
@@ -153,20 +169,20 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	if err != nil {
 		return NearestResult{}, err
 	}
-	all := make([]scored, 0, len(walCands)+len(baseHits))
-	all = append(all, walCands...)
+	merged := make([]scored, 0, len(walCands)+len(baseHits))
+	merged = append(merged, walCands...)
 	for _, h := range baseHits {
-		all = append(all, scored{v: tableVersion(h.Ref), d: h.Distance, vec: h.Vector})
+		merged = append(merged, scored{v: tableVersion(h.Ref), d: h.Distance, vec: h.Vector})
 	}
-	sortScored(all)
-	exhausted := baseExhausted && !walCut && len(all) <= q.K
-	if len(all) > q.K {
-		all = all[:q.K]
+	sortScored(merged)
+	exhausted := baseExhausted && !walCut && len(merged) <= q.K
+	if len(merged) > q.K {
+		merged = merged[:q.K]
 	}
-	versions := make([]version, len(all))
-	out := NearestResult{Distances: make([]float32, len(all)), Vectors: make([][]float32, len(all)), Exhausted: exhausted}
+	versions := make([]version, len(merged))
+	out := NearestResult{Distances: make([]float32, len(merged)), Vectors: make([][]float32, len(merged)), Exhausted: exhausted}
 	var unknown []int // rows an exact scan of the base answered: their vectors are read below
-	for i, c := range all {
+	for i, c := range merged {
 		versions[i], out.Distances[i], out.Vectors[i] = c.v, c.d, c.vec
 		if c.vec == nil {
 			unknown = append(unknown, i)
@@ -247,21 +263,22 @@ func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []versi
 // fragment.PointReadRows).
 const nearestPointRows = fragment.PointReadRows
 
-// genVectors is a pending generation's vectors of one column, by key-file position (nil for a
-// tombstone or a null vector). Shared through the cache: never modified.
+// genVectors is a pending generation's vectors of one column and their norms, by key-file
+// position (nil for a tombstone or a null vector). Shared through the cache: never modified.
 type genVectors struct {
-	vecs [][]float32
+	vecs  [][]float32
+	norms []float32
 }
 
 // generationVectors is g's vectors of column, from the cache or read (every row of the
 // generation, a slice at a time) and cached.
 func (s *Store) generationVectors(ctx context.Context, snap *Snapshot, g *genView, column string, genRows *shard.RowReader) (*genVectors, error) {
 	key := fmt.Sprintf("%s/%d/%s", g.shard, g.gen.Gen, column)
-	if gv, ok := cache.Get[*genVectors](s.vectors, "generation_vectors", key); ok {
+	if gv, ok := cache.Get[*genVectors](s.pendingCache, "generation_vectors", key); ok {
 		return gv, nil
 	}
 	n := len(g.keys.Keys)
-	gv := &genVectors{vecs: make([][]float32, n)}
+	gv := &genVectors{vecs: make([][]float32, n), norms: make([]float32, n)}
 	var versions []version
 	for i := 0; i < n; i++ {
 		if !g.keys.Tombs[i] {
@@ -279,30 +296,82 @@ func (s *Store) generationVectors(ctx context.Context, snap *Snapshot, g *genVie
 		}
 		err = eachVector(rec.Column(0), func(j int, v []float32) {
 			gv.vecs[part[j].row] = slices.Clone(v)
-			cost += int64(4 * len(v))
+			gv.norms[part[j].row] = vecindex.Norm(v)
+			cost += int64(4*len(v) + 4)
 		})
 		rec.Release()
 		if err != nil {
 			return nil, err
 		}
 	}
-	cache.Add(s.vectors, "generation_vectors", key, gv, cost)
+	cache.Add(s.pendingCache, "generation_vectors", key, gv, cost)
 	return gv, nil
 }
 
 // nearestGatherRows is how many pending rows' vectors a nearest read gathers at once.
 const nearestGatherRows = 4096
 
-func sortScored(cs []scored) {
-	slices.SortFunc(cs, func(a, b scored) int {
+func compareScored(a, b scored) int {
+	switch {
+	case a.d < b.d:
+		return -1
+	case a.d > b.d:
+		return 1
+	}
+	return strings.Compare(a.v.key, b.v.key)
+}
+
+func sortScored(cs []scored) { slices.SortFunc(cs, compareScored) }
+
+// nearestScored is cs's n nearest, sorted (ties: the smaller key), found without sorting them
+// all (a max-heap of n positions), and a function answering the others, unsorted.
+func nearestScored(cs []scored, n int) (best []scored, rest func() []scored) {
+	if len(cs) <= n {
+		sortScored(cs)
+		return cs, func() []scored { return nil }
+	}
+	h := &scoredHeap{cs: cs, at: make([]int, 0, n)}
+	for i := range cs {
 		switch {
-		case a.d < b.d:
-			return -1
-		case a.d > b.d:
-			return 1
+		case len(h.at) < n:
+			heap.Push(h, i)
+		case compareScored(cs[i], cs[h.at[0]]) < 0:
+			h.at[0] = i
+			heap.Fix(h, 0)
 		}
-		return strings.Compare(a.v.key, b.v.key)
-	})
+	}
+	chosen := make(map[int]bool, n)
+	best = make([]scored, len(h.at))
+	for j, i := range h.at {
+		best[j] = cs[i]
+		chosen[i] = true
+	}
+	sortScored(best)
+	return best, func() []scored {
+		out := make([]scored, 0, len(cs)-len(chosen))
+		for i := range cs {
+			if !chosen[i] {
+				out = append(out, cs[i])
+			}
+		}
+		return out
+	}
+}
+
+// scoredHeap is a max-heap of positions in cs by (distance, key).
+type scoredHeap struct {
+	cs []scored
+	at []int
+}
+
+func (h *scoredHeap) Len() int           { return len(h.at) }
+func (h *scoredHeap) Less(i, j int) bool { return compareScored(h.cs[h.at[i]], h.cs[h.at[j]]) > 0 }
+func (h *scoredHeap) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *scoredHeap) Push(x any)         { h.at = append(h.at, x.(int)) }
+func (h *scoredHeap) Pop() any {
+	x := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return x
 }
 
 // dropStale removes pending candidates whose key has a newer base-table row (a row merged from

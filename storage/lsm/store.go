@@ -109,9 +109,10 @@ type Store struct {
 	schema      *arrow.Schema // the table schema, internal columns included
 	keyColumn   string
 	warnLimiter *rate.Limiter // at most one "many pending generations" warning a minute
-	// vectors caches pending generations' decoded vectors for nearest-row reads (immutable:
-	// keyed by shard, generation and column), in the process's object cache.
-	vectors cache.Namespace
+	// pendingCache holds what searches derive from pending generations — their decoded vectors
+	// and inverted files (keyed by shard, generation and column) and their keys' base rows (keyed
+	// by shard, generation and table version) — all immutable, in the process's object cache.
+	pendingCache cache.Namespace
 
 	mu     sync.Mutex // guards writer and closed; held across the claim so one process claims once
 	writer *shard.Writer
@@ -140,7 +141,7 @@ func Open(ctx context.Context, objects objstore.Store, opts Options) (*Store, er
 	}
 	opts.Clock.Observe(m.MaxSeq)
 	s := &Store{objects: objects, tbl: tbl, opts: opts, mem: opts.Allocator, clock: opts.Clock, metrics: opts.Metrics,
-		schema: m.Schema(), keyColumn: m.KeyColumn, vectors: opts.Table.Cache.Namespace()}
+		schema: m.Schema(), keyColumn: m.KeyColumn, pendingCache: opts.Table.Cache.Namespace()}
 	s.shards = shard.NewAccess(objects, s.schema, s.keyColumn, s.mem, opts.Table.Cache, opts.Metrics.Shard, opts.IOTimeout)
 	s.shards.Name = opts.Name
 	s.shards.Deleter = opts.Table.Deleter // the process's one deleter, for the WAL as for the table

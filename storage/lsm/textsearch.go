@@ -90,11 +90,19 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	// The newest pending versions, checked against the base table: a base row they supersede is
 	// shadowed; a pending version the base row supersedes is not live.
 	pending := pendingVersions(mem, gens, "")
-	keys := make([]string, 0, len(pending))
-	for k := range pending {
-		keys = append(keys, k)
+	bases := map[*genView]*genBase{}
+	for j := range gens {
+		if bases[&gens[j]], err = s.generationBase(ctx, snap, &gens[j]); err != nil {
+			return TextResult{}, err
+		}
 	}
-	base, err := s.tbl.Lookup(ctx, snap.Table, keys)
+	var memKeys []string
+	for k, p := range pending {
+		if p.src == sourceMemtable {
+			memKeys = append(memKeys, k)
+		}
+	}
+	memBase, err := s.tbl.Lookup(ctx, snap.Table, memKeys)
 	if err != nil {
 		return TextResult{}, err
 	}
@@ -102,14 +110,20 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	liveInGen := map[*genView]*roaring.Bitmap{}
 	var memLive []version
 	for k, p := range pending {
-		if r, ok := base[k]; ok {
-			if r.Seq > p.seq {
+		var r baseRow
+		if p.src == sourceGeneration {
+			r = bases[p.gen].rows[p.row]
+		} else if ref, ok := memBase[k]; ok {
+			r = baseRow{found: true, fragment: ref.Fragment, row: uint32(ref.Row), seq: ref.Seq}
+		}
+		if r.found {
+			if r.seq > p.seq {
 				continue
 			}
-			if shadowed[r.Fragment] == nil {
-				shadowed[r.Fragment] = roaring.New()
+			if shadowed[r.fragment] == nil {
+				shadowed[r.fragment] = roaring.New()
 			}
-			shadowed[r.Fragment].Add(uint32(r.Row))
+			shadowed[r.fragment].Add(r.row)
 		}
 		switch {
 		case p.tomb:
@@ -247,11 +261,48 @@ func (s *Store) topTextCandidates(ctx context.Context, snap *Snapshot, cands []t
 	return kept[:min(k, len(kept))], nil
 }
 
+// baseRow is where the base table holds a key's row (found false: it holds none).
+type baseRow struct {
+	found    bool
+	row      uint32
+	fragment uint64
+	seq      uint64
+}
+
+// genBase is, for each key-file position of a pending generation, the base row of its key in one
+// table version. Shared through the cache: never modified.
+type genBase struct {
+	rows []baseRow
+}
+
+// generationBase is g's keys' base rows in the snapshot's table version, from the cache or looked
+// up (one key-index lookup of the generation's keys) and cached: a generation and a table version
+// are immutable, so a store's searches look a generation's keys up once per version, not once per
+// query.
+func (s *Store) generationBase(ctx context.Context, snap *Snapshot, g *genView) (*genBase, error) {
+	key := fmt.Sprintf("%s/%d@%d", g.shard, g.gen.Gen, snap.Table.Version)
+	if gb, ok := cache.Get[*genBase](s.pendingCache, "generation_base", key); ok {
+		return gb, nil
+	}
+	refs, err := s.tbl.Lookup(ctx, snap.Table, g.keys.Keys)
+	if err != nil {
+		return nil, err
+	}
+	gb := &genBase{rows: make([]baseRow, len(g.keys.Keys))}
+	for i, k := range g.keys.Keys {
+		if r, ok := refs[k]; ok {
+			gb.rows[i] = baseRow{found: true, fragment: r.Fragment, row: uint32(r.Row), seq: r.Seq}
+		}
+	}
+	cache.Add(s.pendingCache, "generation_base", key, gb, int64(32*len(gb.rows)+64))
+	return gb, nil
+}
+
 // generationTexts is g's inverted file of column (documents by key-file position), from the
 // cache or built (every non-tombstone row, a slice at a time) and cached.
 func (s *Store) generationTexts(ctx context.Context, snap *Snapshot, g *genView, column string, genRows *shard.RowReader) (*textindex.Index, error) {
 	key := fmt.Sprintf("%s/%d/%s", g.shard, g.gen.Gen, column)
-	if ix, ok := cache.Get[*textindex.Index](s.vectors, "generation_texts", key); ok {
+	if ix, ok := cache.Get[*textindex.Index](s.pendingCache, "generation_texts", key); ok {
 		return ix, nil
 	}
 	var versions []version
@@ -279,7 +330,7 @@ func (s *Store) generationTexts(ctx context.Context, snap *Snapshot, g *genView,
 	if err != nil {
 		return nil, err
 	}
-	cache.Add(s.vectors, "generation_texts", key, ix, ix.MemoryBytes())
+	cache.Add(s.pendingCache, "generation_texts", key, ix, ix.MemoryBytes())
 	return ix, nil
 }
 

@@ -182,6 +182,8 @@ func TestSearchTextMatchesAModel(t *testing.T) {
 			check()
 		}
 	}
+	_, err := w1.BuildTextIndexes(ctx, TextIndexOptions{Column: "body", MinRows: 50})
+	require.NoError(t, err)
 	m, err := w1.TableManifest(ctx)
 	require.NoError(t, err)
 	indexed := 0

@@ -318,7 +318,9 @@ func (ix *Index) Search(q []float32, opts SearchOptions) ([]Hit, error) {
 	if opts.K <= 0 || lists == 0 {
 		return nil, nil
 	}
+	zero := false
 	if ix.metric == Cosine {
+		zero = vek32.Norm(q) == 0
 		q = normalized(q, ix.dim)
 	}
 	nprobe := opts.NProbe
@@ -350,20 +352,20 @@ func (ix *Index) Search(q []float32, opts SearchOptions) ([]Hit, error) {
 			if opts.Skip != nil && opts.Skip(row) {
 				continue
 			}
-			top.offer(row, ix.distance(q, at), at)
+			top.offer(row, ix.distance(q, zero, at), at)
 		}
 	}
 	return top.sorted(ix), nil
 }
 
 // distance is the metric's distance of stored vector at from a query q (q unit length under
-// Cosine).
-func (ix *Index) distance(q []float32, at uint64) float32 {
+// Cosine; zero: the query is the zero vector).
+func (ix *Index) distance(q []float32, zero bool, at uint64) float32 {
 	v := ix.vectors[at*uint64(ix.dim) : (at+1)*uint64(ix.dim)]
 	switch ix.metric {
 	case Cosine:
 		n := ix.norms[at]
-		if n == 0 || vek32.Norm(q) == 0 {
+		if n == 0 || zero {
 			return 1
 		}
 		return 1 - vek32.Dot(q, v)/n
@@ -447,9 +449,21 @@ func (t *topK) sorted(ix *Index) []Hit {
 // Distance is m's distance of v from q (same length), as a search computes it: squared
 // Euclidean, 1 − cosine similarity (1 when either is zero) or 1 − the dot product.
 func (m Metric) Distance(q, v []float32) float32 {
+	if m == Cosine {
+		return m.DistanceNorms(q, vek32.Norm(q), v, vek32.Norm(v))
+	}
+	return m.DistanceNorms(q, 0, v, 0)
+}
+
+// Norm is v's Euclidean norm, as DistanceNorms takes it.
+func Norm(v []float32) float32 { return vek32.Norm(v) }
+
+// DistanceNorms is Distance with the vectors' norms given (Cosine reads them; the other metrics
+// ignore them), for a caller comparing one query with many stored vectors whose norms it keeps:
+// the same value Distance computes.
+func (m Metric) DistanceNorms(q []float32, nq float32, v []float32, nv float32) float32 {
 	switch m {
 	case Cosine:
-		nq, nv := vek32.Norm(q), vek32.Norm(v)
 		if nq == 0 || nv == 0 {
 			return 1
 		}
