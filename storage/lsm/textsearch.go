@@ -137,10 +137,14 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 		}
 	}
 
+	// Phase one: every source's statistics.
 	stats := q.Query.NewStats()
-	var cands []textCandidate
-	// Pending generations: each one's cached inverted file, with its rows that are not their
-	// key's live version left out.
+	type genSource struct {
+		g    *genView
+		ix   *textindex.Index
+		dead *roaring.Bitmap
+	}
+	var genSources []genSource
 	for j := range gens {
 		g := &gens[j]
 		live := liveInGen[g]
@@ -151,12 +155,13 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 		if err != nil {
 			return TextResult{}, err
 		}
+		// The generation's rows that are not their key's live version are left out.
 		dead := roaring.Flip(live, 0, uint64(len(g.keys.Keys)))
-		ix.Search(q.Query, dead, &stats, func(h textindex.Hit) {
-			cands = append(cands, textCandidate{v: generationVersion(g, int(h.Row)), doc: h.Doc})
-		})
+		ix.Count(q.Query, dead, &stats)
+		genSources = append(genSources, genSource{g, ix, dead})
 	}
 	// The memtable's live versions, gathered a slice at a time and analyzed.
+	var memMatches []textCandidate
 	texts := newPageBuilder(s, []string{q.Column}, []string{q.Column})
 	defer texts.release()
 	for start := 0; start < len(memLive); start += nearestGatherRows {
@@ -175,7 +180,7 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 				return
 			}
 			stats.AddDoc(d.Len, &d)
-			cands = append(cands, textCandidate{v: part[i], doc: d})
+			memMatches = append(memMatches, textCandidate{v: part[i], doc: d})
 		})
 		rec.Release()
 		if err != nil {
@@ -183,15 +188,25 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 		}
 	}
 	// The base table, its shadowed rows left out.
-	err = s.tbl.SearchText(ctx, snap.Table, table.TextQuery{Column: q.Column, Query: q.Query, Shadowed: shadowed}, &stats,
-		func(h table.TextHit) { cands = append(cands, textCandidate{v: tableVersion(h.Ref), doc: h.Doc}) })
+	baseSearch, err := s.tbl.NewTextSearch(ctx, snap.Table, table.TextQuery{Column: q.Column, Query: q.Query, Shadowed: shadowed}, &stats)
 	if err != nil {
 		return TextResult{}, err
 	}
 
+	// Phase two: each source's k best under the statistics of them all.
 	scorer := textindex.NewScorer(stats)
-	for i := range cands {
-		cands[i].score = scorer.Score(cands[i].doc)
+	var cands []textCandidate
+	for _, src := range genSources {
+		for _, h := range src.ix.Top(q.Query, src.dead, scorer, q.K) {
+			cands = append(cands, textCandidate{v: generationVersion(src.g, int(h.Row)), score: h.Score})
+		}
+	}
+	for _, c := range memMatches {
+		c.score = scorer.Score(c.doc)
+		cands = append(cands, c)
+	}
+	for _, h := range baseSearch.Top(scorer, q.K) {
+		cands = append(cands, textCandidate{v: tableVersion(h.Ref), score: h.Score})
 	}
 	slices.SortFunc(cands, func(a, b textCandidate) int {
 		switch {

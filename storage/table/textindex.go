@@ -214,44 +214,59 @@ type TextQuery struct {
 	Shadowed map[uint64]*roaring.Bitmap
 }
 
-// TextHit is one matching row (Key and Seq of Ref are not read: see RowKeys) and its match.
+// TextHit is one row of a text search's answer (Key and Seq of Ref are not read: see RowKeys)
+// and its score.
 type TextHit struct {
-	Ref RowRef
-	Doc textindex.Doc
+	Ref   RowRef
+	Score float32
 }
 
-// SearchText adds every live document of version m (a live, non-tombstone row whose column value
-// is not null, not shadowed) to stats and calls hit with each one holding a query term: through
-// each fragment's text index when it has one of the column, by a scan otherwise.
-func (t *Table) SearchText(ctx context.Context, m *Manifest, q TextQuery, stats *textindex.Stats, hit func(TextHit)) error {
+// TextSearch is a text query over one version in two phases: NewTextSearch counts the version's
+// statistics, Top ranks its documents under a scorer the caller builds from the statistics of
+// every source it reads (so scores are comparable across them).
+type TextSearch struct {
+	q       TextQuery
+	sources []textSource
+}
+
+// textSource is one fragment's part of a search: its index and the rows left out of it, or the
+// matches a scan of the fragment found.
+type textSource struct {
+	fragment uint64
+	ix       *textindex.Index
+	deleted  *roaring.Bitmap
+	scanned  []textindex.RowDoc
+}
+
+// NewTextSearch adds every live document of version m (a live, non-tombstone row whose column
+// value is not null, not shadowed) to stats: through each fragment's text index when it has one
+// of the column, by a scan that keeps the matches otherwise.
+func (t *Table) NewTextSearch(ctx context.Context, m *Manifest, q TextQuery, stats *textindex.Stats) (*TextSearch, error) {
 	if err := checkTextColumn(m, q.Column); err != nil {
-		return err
+		return nil, err
 	}
+	ts := &TextSearch{q: q}
 	for _, f := range m.Fragments {
 		if f.LiveRows() == 0 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		del, err := t.deletions(ctx, f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sh := q.Shadowed[f.ID]; sh != nil && !sh.IsEmpty() {
 			del = roaring.Or(del, sh)
 		}
+		src := textSource{fragment: f.ID, deleted: del}
 		if f.TextIndex.serves(q.Column) {
-			ix, err := t.textIndex(ctx, f)
-			if err != nil {
-				return err
+			if src.ix, err = t.textIndex(ctx, f); err != nil {
+				return nil, err
 			}
-			if del.IsEmpty() {
-				del = nil
-			}
-			ix.Search(q.Query, del, stats, func(h textindex.Hit) {
-				hit(TextHit{Ref: RowRef{Fragment: f.ID, Row: int64(h.Row)}, Doc: h.Doc})
-			})
+			src.ix.Count(q.Query, del, stats)
+			ts.sources = append(ts.sources, src)
 			continue
 		}
 		err = t.fragmentTexts(ctx, f, q.Column, del, func(row uint32, text string) {
@@ -261,11 +276,30 @@ func (t *Table) SearchText(ctx context.Context, m *Manifest, q TextQuery, stats 
 				return
 			}
 			stats.AddDoc(d.Len, &d)
-			hit(TextHit{Ref: RowRef{Fragment: f.ID, Row: int64(row)}, Doc: d})
+			src.scanned = append(src.scanned, textindex.RowDoc{Row: row, Doc: d})
 		})
 		if err != nil {
-			return err
+			return nil, err
+		}
+		ts.sources = append(ts.sources, src)
+	}
+	return ts, nil
+}
+
+// Top is each fragment's k best documents under sc (so at least the version's k best), best
+// first within a fragment.
+func (ts *TextSearch) Top(sc *textindex.Scorer, k int) []TextHit {
+	var out []TextHit
+	for _, src := range ts.sources {
+		var top []textindex.Scored
+		if src.ix != nil {
+			top = src.ix.Top(ts.q.Query, src.deleted, sc, k)
+		} else {
+			top = textindex.TopDocs(src.scanned, sc, k)
+		}
+		for _, s := range top {
+			out = append(out, TextHit{Ref: RowRef{Fragment: src.fragment, Row: int64(s.Row)}, Score: s.Score})
 		}
 	}
-	return nil
+	return out
 }

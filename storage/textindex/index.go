@@ -110,20 +110,14 @@ func (b *Builder) Index(ctx context.Context) (*Index, error) {
 	return ix, nil
 }
 
-// Hit is one matching row: its position and its match.
-type Hit struct {
-	Row uint32
-	Doc Doc
-}
-
-// Search adds the index's documents that deleted does not hold (rows deleted since the index was
-// built, or shadowed by a newer version elsewhere; nil for none) to stats and calls hit with each
-// one holding a query term, in row order. Its cost is the query terms' postings and the deleted
-// rows, not the index's size.
-func (ix *Index) Search(q Query, deleted *roaring.Bitmap, stats *Stats, hit func(Hit)) {
+// Count adds the index's documents that deleted does not hold (rows deleted since the index was
+// built, or shadowed by a newer version elsewhere; nil for none) to stats. Its cost is the deleted
+// rows and, when there are any, the query terms' postings; otherwise the dictionary's counts
+// answer.
+func (ix *Index) Count(q Query, deleted *roaring.Bitmap, stats *Stats) {
 	stats.Docs += int64(len(ix.rows))
 	stats.Tokens += int64(ix.tokens)
-	if deleted != nil {
+	if deleted != nil && !deleted.IsEmpty() {
 		it := deleted.Iterator()
 		for it.HasNext() {
 			if d, ok := slices.BinarySearch(ix.rows, it.Next()); ok {
@@ -131,38 +125,150 @@ func (ix *Index) Search(q Query, deleted *roaring.Bitmap, stats *Stats, hit func
 				stats.Tokens -= int64(ix.lens[d])
 			}
 		}
+	} else {
+		deleted = nil
 	}
-	// Matches by document ordinal, merged over the query's terms.
-	matches := map[uint32]*Doc{}
-	var order []uint32
 	for qi, term := range q.Terms {
 		ti, ok := slices.BinarySearch(ix.terms, term)
 		if !ok {
 			continue
 		}
-		p := ix.postings[ix.offsets[ti]:ix.offsets[ti+1]]
-		doc := uint32(0)
-		for len(p) > 0 {
-			delta, n := binary.Uvarint(p)
-			p = p[n:]
-			tf, m := binary.Uvarint(p)
-			p = p[m:]
-			doc += uint32(delta)
-			if deleted != nil && deleted.Contains(ix.rows[doc]) {
-				continue
-			}
-			stats.DF[qi]++
-			d := matches[doc]
-			if d == nil {
-				d = &Doc{Len: ix.lens[doc], TF: make([]uint32, len(q.Terms))}
-				matches[doc] = d
-				order = append(order, doc)
-			}
-			d.TF[qi] = uint32(tf)
+		if deleted == nil {
+			stats.DF[qi] += int64(ix.df[ti])
+			continue
 		}
+		ix.eachPosting(ti, func(doc, _ uint32) {
+			if !deleted.Contains(ix.rows[doc]) {
+				stats.DF[qi]++
+			}
+		})
 	}
-	slices.Sort(order)
-	for _, doc := range order {
-		hit(Hit{Row: ix.rows[doc], Doc: *matches[doc]})
+}
+
+// eachPosting calls fn with each (document ordinal, term frequency) of term ti.
+func (ix *Index) eachPosting(ti int, fn func(doc, tf uint32)) {
+	p := ix.postings[ix.offsets[ti]:ix.offsets[ti+1]]
+	doc := uint32(0)
+	for len(p) > 0 {
+		delta, n := binary.Uvarint(p)
+		p = p[n:]
+		tf, m := binary.Uvarint(p)
+		p = p[m:]
+		doc += uint32(delta)
+		fn(doc, uint32(tf))
 	}
+}
+
+// Scored is a row and its score.
+type Scored struct {
+	Row   uint32
+	Score float32
+}
+
+// Top is the k best scoring of the index's documents that deleted does not hold and that hold a
+// query term, under sc, best first (ties: the smaller row). Scores accumulate a term at a time
+// into one slot per document, so its cost is the query terms' postings.
+func (ix *Index) Top(q Query, deleted *roaring.Bitmap, sc *Scorer, k int) []Scored {
+	if deleted != nil && deleted.IsEmpty() {
+		deleted = nil
+	}
+	acc := make([]float32, len(ix.rows))
+	var touched []uint32
+	for qi, term := range q.Terms {
+		ti, ok := slices.BinarySearch(ix.terms, term)
+		if !ok || qi >= len(sc.idf) {
+			continue
+		}
+		idf := sc.idf[qi]
+		ix.eachPosting(ti, func(doc, tf uint32) {
+			if deleted != nil && deleted.Contains(ix.rows[doc]) {
+				return
+			}
+			if acc[doc] == 0 {
+				touched = append(touched, doc)
+			}
+			acc[doc] += sc.termScore(idf, tf, ix.lens[doc])
+		})
+	}
+	top := newTopScored(k)
+	for _, doc := range touched {
+		top.offer(Scored{Row: ix.rows[doc], Score: acc[doc]})
+	}
+	return top.sorted()
+}
+
+// TopDocs is the k best scoring of docs (rows with their matches), as Index.Top ranks them.
+func TopDocs(docs []RowDoc, sc *Scorer, k int) []Scored {
+	top := newTopScored(k)
+	for _, d := range docs {
+		top.offer(Scored{Row: d.Row, Score: sc.Score(d.Doc)})
+	}
+	return top.sorted()
+}
+
+// RowDoc is one row's match.
+type RowDoc struct {
+	Row uint32
+	Doc Doc
+}
+
+// topScored keeps the k best (highest score; ties: the smaller row): a min-heap on the worst.
+type topScored struct {
+	k int
+	h []Scored
+}
+
+func newTopScored(k int) *topScored { return &topScored{k: k, h: make([]Scored, 0, min(k, 1024))} }
+
+// better reports whether a ranks above b.
+func better(a, b Scored) bool { return a.Score > b.Score || (a.Score == b.Score && a.Row < b.Row) }
+
+func (t *topScored) offer(s Scored) {
+	if t.k <= 0 {
+		return
+	}
+	if len(t.h) < t.k {
+		t.h = append(t.h, s)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !better(t.h[p], t.h[i]) {
+				break
+			}
+			t.h[p], t.h[i] = t.h[i], t.h[p]
+			i = p
+		}
+		return
+	}
+	if !better(s, t.h[0]) {
+		return
+	}
+	t.h[0] = s
+	for i := 0; ; {
+		l, r, worst := 2*i+1, 2*i+2, i
+		if l < len(t.h) && better(t.h[worst], t.h[l]) {
+			worst = l
+		}
+		if r < len(t.h) && better(t.h[worst], t.h[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		t.h[i], t.h[worst] = t.h[worst], t.h[i]
+		i = worst
+	}
+}
+
+func (t *topScored) sorted() []Scored {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b Scored) int {
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
+			return 1
+		}
+		return 0
+	})
+	return out
 }

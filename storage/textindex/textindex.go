@@ -170,16 +170,22 @@ func NewScorer(s Stats) *Scorer {
 	return &Scorer{idf: idf, avg: avg}
 }
 
-// Score is d's BM25 score.
+// Score is d's BM25 score: the sum of its terms' parts, added in the query's term order (as
+// Index.Top adds them).
 func (sc *Scorer) Score(d Doc) float32 {
-	norm := bm25K1 * (1 - bm25B + bm25B*float64(d.Len)/sc.avg)
-	var score float64
+	var score float32
 	for i, tf := range d.TF {
 		if tf == 0 || i >= len(sc.idf) {
 			continue
 		}
-		f := float64(tf)
-		score += sc.idf[i] * f * (bm25K1 + 1) / (f + norm)
+		score += sc.termScore(sc.idf[i], tf, d.Len)
 	}
-	return float32(score)
+	return score
+}
+
+// termScore is one term's part of a document's score.
+func (sc *Scorer) termScore(idf float64, tf, length uint32) float32 {
+	norm := bm25K1 * (1 - bm25B + bm25B*float64(length)/sc.avg)
+	f := float64(tf)
+	return float32(idf * f * (bm25K1 + 1) / (f + norm))
 }

@@ -32,8 +32,9 @@ func TestParseQueryBoundsItsInput(t *testing.T) {
 	require.Error(t, err)
 }
 
-// A randomized model: an index's statistics and matches, with rows deleted, equal what scanning
-// the same documents with Query.Match answers, before and after an encode/decode round trip.
+// A randomized model: an index's statistics and top documents, with rows deleted, equal what
+// scanning the same documents with Query.Match answers, before and after an encode/decode round
+// trip.
 func TestIndexSearchMatchesAScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	words := []string{"alpha", "beta", "Gamma", "delta", "payments", "runbook", "déploy", "事件"}
@@ -64,30 +65,36 @@ func TestIndexSearchMatchesAScan(t *testing.T) {
 		deleted.Add(row + 100) // a row the index does not hold
 		q, err := ParseQuery(words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))])
 		require.NoError(t, err)
-		want, wantHits := q.NewStats(), map[uint32]Doc{}
+		want := q.NewStats()
+		var matches []RowDoc
 		for r, text := range texts {
 			if deleted.Contains(r) {
 				continue
 			}
 			d, ok := q.Match(text)
 			if ok {
-				wantHits[r] = d
+				matches = append(matches, RowDoc{Row: r, Doc: d})
 				want.AddDoc(d.Len, &d)
 			} else {
 				want.AddDoc(d.Len, nil)
 			}
 		}
+		sc := NewScorer(want)
+		k := 1 + rng.IntN(40)
+		wantTop := TopDocs(matches, sc, k)
 		for _, index := range []*Index{ix, decoded} {
 			got := q.NewStats()
-			hits := map[uint32]Doc{}
-			last := int64(-1)
-			index.Search(q, deleted, &got, func(h Hit) {
-				require.Greater(t, int64(h.Row), last, "hits in row order")
-				last = int64(h.Row)
-				hits[h.Row] = h.Doc
-			})
+			index.Count(q, deleted, &got)
 			require.Equal(t, want, got, "round %d", round)
-			require.Equal(t, wantHits, hits, "round %d", round)
+			require.Equal(t, wantTop, index.Top(q, deleted, sc, k), "round %d", round)
+			if deleted.GetCardinality() == 1 { // only the row the index does not hold
+				nothing := q.NewStats()
+				index.Count(q, nil, &nothing)
+				require.Equal(t, want, nothing)
+			}
+		}
+		for i := 1; i < len(wantTop); i++ {
+			require.True(t, better(wantTop[i-1], wantTop[i]), "best first")
 		}
 	}
 }
@@ -148,9 +155,10 @@ func FuzzDecode(f *testing.F) {
 		// A decoded index is safe to search with any query.
 		q := Query{Terms: append([]string(nil), ix.terms...)}
 		st := q.NewStats()
-		ix.Search(q, roaring.BitmapOf(0, 1, 2), &st, func(Hit) {})
+		ix.Count(q, roaring.BitmapOf(0, 1, 2), &st)
 		if st.Docs < 0 || st.Tokens < 0 {
 			t.Fatalf("negative statistics %+v", st)
 		}
+		ix.Top(q, roaring.BitmapOf(0, 1, 2), NewScorer(st), 10)
 	})
 }
