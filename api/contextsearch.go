@@ -70,7 +70,7 @@ func dedupe(cols []string) []string {
 func readVisible(ctx context.Context, cs contextStore, ids, columns []string, life contexts.Lifecycle) ([]contexts.Record, error) {
 	out := make([]contexts.Record, len(ids))
 	for i, id := range ids {
-		rec, err := cs.s.Get(ctx, id, columns)
+		rec, err := cs.s.GetSearched(ctx, id, columns)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +98,8 @@ type rankedRead func(k int, columns []string) (recs []contexts.Record, values []
 // is nil, with only what visibility and the filters look at (a caller that reads its winners
 // whole itself).
 //
-// The first read asks for twice what is wanted, with the answer's columns. When hidden or
+// The first read asks for a quarter more than is wanted (at least 4 more), with the answer's
+// columns. When hidden or
 // filtered records leave the limit unfilled, the next reads ask for four times as many each time
 // but answer only what visibility and the filters look at, so memory stays small per candidate,
 // and the records that make the cut are then read whole by point reads. The reads stop at
@@ -109,7 +110,7 @@ func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer
 	if answer == nil {
 		columns = rankingColumns(filters, false)
 	}
-	for k := 2 * want; ; k = min(4*k, maxRankedCandidates) {
+	for k := want + max(want/4, 4); ; k = min(4*k, maxRankedCandidates) {
 		recs, values, exhausted, err := read(k, columns)
 		if err != nil {
 			return nil, nil, err

@@ -89,7 +89,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	if err != nil {
 		return NearestResult{}, err
 	}
-	genRows := s.shards.NewRowReader()
+	genRows := s.shards.NewCachingRowReader()
 	defer genRows.Release()
 
 	pending := pendingVersions(mem, gens, q.Before)

@@ -84,7 +84,7 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	if err != nil {
 		return TextResult{}, err
 	}
-	genRows := s.shards.NewRowReader()
+	genRows := s.shards.NewCachingRowReader()
 	defer genRows.Release()
 
 	// The newest pending versions, checked against the base table: a base row they supersede is

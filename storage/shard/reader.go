@@ -73,6 +73,25 @@ func (a *Access) readEntry(ctx context.Context, shard string, pos uint64, loc wa
 	return recs, nil
 }
 
+// readEntryCached is readEntry through the object cache: the entry's bytes are kept there (an
+// entry is immutable), and its batches decoded from them, sharing them.
+func (a *Access) readEntryCached(ctx context.Context, shard string, pos uint64, loc walLoc) ([]arrow.RecordBatch, error) {
+	key := loc.cacheKey(shard, pos)
+	data, ok := cache.Get[[]byte](a.cache, "wal_entry", key)
+	if !ok {
+		var err error
+		if data, err = a.readEntryBytes(ctx, shard, pos, loc); err != nil {
+			return nil, err
+		}
+		cache.Add(a.cache, "wal_entry", key, data, int64(len(data)))
+	}
+	recs, err := decodeEntry(data, a.Schema, a.KeyColumn, a.Allocator, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, key)
+	}
+	return recs, nil
+}
+
 // readEntryBytes returns the encoded WAL entry at pos, stored at loc: the entry object, or the
 // payload of the segment frame there (checked: an intact frame of that position and length).
 func (a *Access) readEntryBytes(ctx context.Context, shard string, pos uint64, loc walLoc) ([]byte, error) {
@@ -115,10 +134,21 @@ func (a *Access) GenerationRows(ctx context.Context, shard string, g Generation)
 type RowReader struct {
 	a      *Access
 	loaded map[string][]arrow.RecordBatch // by object key, the object's batches in row order
+	// cacheEntries: WAL entries' bytes are kept in the process's object cache, for reads that
+	// come back to the same pending rows again and again (searches).
+	cacheEntries bool
 }
 
 func (a *Access) NewRowReader() *RowReader {
 	return &RowReader{a: a, loaded: map[string][]arrow.RecordBatch{}}
+}
+
+// NewCachingRowReader is NewRowReader for reads that return to the same pending rows read after
+// read (searches rank every pending row and read the best of them): the WAL entries it reads
+// stay in the process's object cache (an entry is immutable), so the next read decodes them from
+// memory instead of reading them from storage again.
+func (a *Access) NewCachingRowReader() *RowReader {
+	return &RowReader{a: a, loaded: map[string][]arrow.RecordBatch{}, cacheEntries: true}
 }
 
 // Row locates key i of generation g (of shard, key file k): the record holding it and its row
@@ -134,9 +164,12 @@ func (r *RowReader) Row(ctx context.Context, shard string, g Generation, k *KeyF
 	recs, ok := r.loaded[key]
 	if !ok {
 		var err error
-		if g.EntryBacked() {
+		switch {
+		case g.EntryBacked() && r.cacheEntries:
+			recs, err = r.a.readEntryCached(ctx, shard, pos, loc)
+		case g.EntryBacked():
 			recs, err = r.a.readEntry(ctx, shard, pos, loc)
-		} else {
+		default:
 			recs, _, err = r.a.readRows(ctx, key, false)
 		}
 		if err != nil {
