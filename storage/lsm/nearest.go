@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -85,14 +86,12 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	if err != nil {
 		return NearestResult{}, err
 	}
-	gens, err := s.generationViews(ctx, snap, "", q.Before)
+	pending, err := s.pendingFor(ctx, snap, mem, q.Before)
 	if err != nil {
 		return NearestResult{}, err
 	}
 	genRows := s.shards.NewCachingRowReader()
 	defer genRows.Release()
-
-	pending := pendingVersions(mem, gens, q.Before)
 
 	// Pending candidates, compared exactly: a generation's vectors decoded once and cached (it is
 	// immutable), the memtable's gathered a slice at a time.
@@ -100,23 +99,28 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	var walCands []scored
 	genVecs := map[*genView]*genVectors{}
 	qNorm := vecindex.Norm(q.Query)
-	for _, v := range pending {
+	genDists := map[*genView][]float32{}
+	pending.each(func(v version) {
 		switch {
-		case v.tomb:
+		case err != nil || v.tomb:
 		case v.src == sourceGeneration:
 			gv := genVecs[v.gen]
 			if gv == nil {
 				if gv, err = s.generationVectors(ctx, snap, v.gen, q.Column, genRows); err != nil {
-					return NearestResult{}, err
+					return
 				}
 				genVecs[v.gen] = gv
+				genDists[v.gen] = gv.distances(q.Metric, q.Query, qNorm)
 			}
-			if vec := gv.vecs[v.row]; len(vec) == len(q.Query) {
-				walCands = append(walCands, scored{v: v, d: q.Metric.DistanceNorms(q.Query, qNorm, vec, gv.norms[v.row]), vec: vec})
+			if d := genDists[v.gen][v.row]; d == d { // not NaN: a vector of the query's length
+				walCands = append(walCands, scored{v: v, d: d, vec: gv.vecs[v.row]})
 			}
 		default:
 			memLive = append(memLive, v)
 		}
+	})
+	if err != nil {
+		return NearestResult{}, err
 	}
 	vecReader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
 	defer vecReader.release()
@@ -163,7 +167,7 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 			if q.Before != "" && key >= q.Before {
 				return true
 			}
-			p, ok := pending[key]
+			p, ok := pending.get(key)
 			return ok && p.seq > seq
 		}})
 	if err != nil {
@@ -210,30 +214,6 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	return out, nil
 }
 
-// pendingVersions is the newest pending version of every key below before (every key when before
-// is empty), tombstones included, among the memtable's rows and the pending generations.
-func pendingVersions(mem *shard.MemView, gens []genView, before string) map[string]version {
-	pending := map[string]version{}
-	offer := func(v version) {
-		if before != "" && v.key >= before {
-			return
-		}
-		if v.supersedes(pending[v.key]) {
-			pending[v.key] = v
-		}
-	}
-	for i := range mem.Rows {
-		offer(memtableVersion(&mem.Rows[i]))
-	}
-	for j := range gens {
-		g := &gens[j]
-		for i := g.start; i < len(g.keys.Keys); i++ {
-			offer(generationVersion(g, i))
-		}
-	}
-	return pending
-}
-
 // answerRows reads the rows of versions (the named columns), in order.
 func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []version, names []string, genRows *shard.RowReader) (arrow.RecordBatch, error) {
 	if len(versions) == 0 {
@@ -264,10 +244,26 @@ func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []versi
 const nearestPointRows = fragment.PointReadRows
 
 // genVectors is a pending generation's vectors of one column and their norms, by key-file
-// position (nil for a tombstone or a null vector). Shared through the cache: never modified.
+// position (nil for a tombstone or a null vector), the vectors laid out back to back in key-file
+// order so that comparing a query with all of them streams through memory. Shared through the
+// cache: never modified.
 type genVectors struct {
 	vecs  [][]float32
 	norms []float32
+}
+
+// distances is every vector's distance from query (qNorm its norm) under metric, by key-file
+// position; NaN where there is no vector of the query's length.
+func (gv *genVectors) distances(metric vecindex.Metric, query []float32, qNorm float32) []float32 {
+	out := make([]float32, len(gv.vecs))
+	for i, v := range gv.vecs {
+		if len(v) != len(query) {
+			out[i] = float32(math.NaN())
+			continue
+		}
+		out[i] = metric.DistanceNorms(query, qNorm, v, gv.norms[i])
+	}
+	return out
 }
 
 // generationVectors is g's vectors of column, from the cache or read (every row of the
@@ -287,7 +283,9 @@ func (s *Store) generationVectors(ctx context.Context, snap *Snapshot, g *genVie
 	}
 	reader := newPageBuilder(s, []string{column}, []string{column})
 	defer reader.release()
-	cost := int64(24*n + 64)
+	var flat []float32
+	type span struct{ row, at, n int }
+	var spans []span
 	for start := 0; start < len(versions); start += nearestGatherRows {
 		part := versions[start:min(start+nearestGatherRows, len(versions))]
 		rec, err := reader.gather(ctx, snap, part, genRows)
@@ -295,16 +293,20 @@ func (s *Store) generationVectors(ctx context.Context, snap *Snapshot, g *genVie
 			return nil, err
 		}
 		err = eachVector(rec.Column(0), func(j int, v []float32) {
-			gv.vecs[part[j].row] = slices.Clone(v)
+			spans = append(spans, span{int(part[j].row), len(flat), len(v)})
+			flat = append(flat, v...)
 			gv.norms[part[j].row] = vecindex.Norm(v)
-			cost += int64(4*len(v) + 4)
 		})
 		rec.Release()
 		if err != nil {
 			return nil, err
 		}
 	}
-	cache.Add(s.pendingCache, "generation_vectors", key, gv, cost)
+	flat = slices.Clip(flat)
+	for _, sp := range spans {
+		gv.vecs[sp.row] = flat[sp.at : sp.at+sp.n : sp.at+sp.n]
+	}
+	cache.Add(s.pendingCache, "generation_vectors", key, gv, int64(28*n+4*len(flat)+64))
 	return gv, nil
 }
 

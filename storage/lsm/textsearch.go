@@ -80,16 +80,16 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	if err != nil {
 		return TextResult{}, err
 	}
-	gens, err := s.generationViews(ctx, snap, "", "")
+	pending, err := s.pendingFor(ctx, snap, mem, "")
 	if err != nil {
 		return TextResult{}, err
 	}
+	gens := pending.views()
 	genRows := s.shards.NewCachingRowReader()
 	defer genRows.Release()
 
 	// The newest pending versions, checked against the base table: a base row they supersede is
 	// shadowed; a pending version the base row supersedes is not live.
-	pending := pendingVersions(mem, gens, "")
 	bases := map[*genView]*genBase{}
 	for j := range gens {
 		if bases[&gens[j]], err = s.generationBase(ctx, snap, &gens[j]); err != nil {
@@ -97,10 +97,8 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 		}
 	}
 	var memKeys []string
-	for k, p := range pending {
-		if p.src == sourceMemtable {
-			memKeys = append(memKeys, k)
-		}
+	for k := range pending.mem {
+		memKeys = append(memKeys, k)
 	}
 	memBase, err := s.tbl.Lookup(ctx, snap.Table, memKeys)
 	if err != nil {
@@ -109,16 +107,16 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	shadowed := map[uint64]*roaring.Bitmap{}
 	liveInGen := map[*genView]*roaring.Bitmap{}
 	var memLive []version
-	for k, p := range pending {
+	pending.each(func(p version) {
 		var r baseRow
 		if p.src == sourceGeneration {
 			r = bases[p.gen].rows[p.row]
-		} else if ref, ok := memBase[k]; ok {
+		} else if ref, ok := memBase[p.key]; ok {
 			r = baseRow{found: true, fragment: ref.Fragment, row: uint32(ref.Row), seq: ref.Seq}
 		}
 		if r.found {
 			if r.seq > p.seq {
-				continue
+				return
 			}
 			if shadowed[r.fragment] == nil {
 				shadowed[r.fragment] = roaring.New()
@@ -135,7 +133,7 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 		default:
 			memLive = append(memLive, p)
 		}
-	}
+	})
 
 	// Phase one: every source's statistics.
 	stats := q.Query.NewStats()
