@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,6 +15,8 @@ import (
 	"github.com/strata-store/strata/contexts"
 	"github.com/strata-store/strata/kinds"
 	"github.com/strata-store/strata/storage/lsm"
+	"github.com/strata-store/strata/storage/objstore"
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -121,4 +124,42 @@ func (f *fixture) seedContext(t *testing.T, name string, cfg kinds.ContextConfig
 	rec.Release()
 	require.NoError(t, err)
 	require.NoError(t, s.Flush(ctx))
+}
+
+// A search index build that fails (its object write refused) fails the merge activity, which
+// leaves everything it committed in place; the activity's retry builds the missing index, and
+// the stats count the fragment covered only then.
+func TestAFailedSearchIndexBuildFailsTheActivityAndItsRetryBuildsIt(t *testing.T) {
+	var faults *objstoretest.Faulty
+	f := newFixtureWith(t, 0, func(s objstore.Store) objstore.Store { faults = objstoretest.NewFaulty(s); return faults })
+	ctx := context.Background()
+	f.seedContext(t, "flaky", kinds.ContextConfig{EmbeddingDim: 4}, 1200)
+	faults.AddRule(objstoretest.Rule{Times: 1, Err: objstoretest.ErrInjected, Match: func(op objstoretest.Op, key string) bool {
+		return strings.HasSuffix(key, ".stxi") && (op == objstoretest.OpPut || op == objstoretest.OpPutIfAbsent)
+	}})
+	ref := workflows.StoreRef{Kind: catalog.KindContext, Name: "flaky"}
+	env := f.env()
+	_, err := env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref, Request: workflows.Request{Op: workflows.OpMergeWAL}})
+	require.Error(t, err, "the failed build fails the activity")
+	require.Contains(t, err.Error(), "text index")
+
+	s, release, err := f.mgr.Acquire(ctx, catalog.KindContext, "flaky")
+	require.NoError(t, err)
+	defer release()
+	m, err := s.TableManifest(ctx)
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 1, "the merge itself committed")
+	require.NotNil(t, m.Fragments[0].VectorIndex, "so did the vector index")
+	require.Nil(t, m.Fragments[0].TextIndex)
+
+	val, err := env.ExecuteActivity(f.acts.MergeWAL, workflows.ActivityInput{Store: ref, Request: workflows.Request{Op: workflows.OpMergeWAL}})
+	require.NoError(t, err, "the retry")
+	var res workflows.ActivityResult
+	require.NoError(t, val.Get(&res))
+	require.Zero(t, res.GenerationsMerged)
+	require.Zero(t, res.VectorIndexesBuilt)
+	require.Equal(t, 1, res.TextIndexesBuilt)
+	st, err := f.cat.GetStoreStats(ctx, catalog.KindContext, "flaky")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.IndexCoveredFragments)
 }

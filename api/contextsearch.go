@@ -65,25 +65,25 @@ func dedupe(cols []string) []string {
 	return out
 }
 
-// readVisible reads the records of ids (the given columns), in order; a record a write deleted or
-// hid since the ranking read is a zero record (ID "").
+// readVisible reads the records of ids (the given columns), in order, in one read of the store;
+// a record a write deleted or hid since the ranking read is a zero record (ID "").
 func readVisible(ctx context.Context, cs contextStore, ids, columns []string, life contexts.Lifecycle) ([]contexts.Record, error) {
 	out := make([]contexts.Record, len(ids))
-	for i, id := range ids {
-		rec, err := cs.s.GetSearched(ctx, id, columns)
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			continue
-		}
-		recs, err := contexts.FromArrow(rec)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-		if life.Visible(&recs[0]) {
-			out[i] = recs[0]
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rec, found, err := cs.s.GetSearched(ctx, ids, columns)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := contexts.FromArrow(rec)
+	rec.Release()
+	if err != nil {
+		return nil, err
+	}
+	for i, at := range found {
+		if at >= 0 && life.Visible(&recs[at]) {
+			out[i] = recs[at]
 		}
 	}
 	return out, nil

@@ -27,22 +27,11 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 	if err != nil {
 		return nil, err
 	}
-	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names, s.shards.NewRowReader) })
-}
-
-// GetSearched is Get for the rows a search answers: a pending row's WAL entry stays in the
-// process's object cache (shard.Access.NewCachingRowReader), as the search's own reads keep it,
-// since the next search is likely to answer rows of the same entries.
-func (s *Store) GetSearched(ctx context.Context, key string, columns []string) (arrow.RecordBatch, error) {
-	names, err := s.columns(columns)
-	if err != nil {
-		return nil, err
-	}
-	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, 0, key, names, s.shards.NewCachingRowReader) })
+	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names) })
 }
 
 // getOnce is one attempt of GetAt on one snapshot; errVanished when a merge overtook it.
-func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []string, newRowReader func() *shard.RowReader) (arrow.RecordBatch, error) {
+func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []string) (arrow.RecordBatch, error) {
 	var best version
 	defer func() {
 		if best.src == sourceMemtable {
@@ -97,7 +86,7 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 	case best.src == sourceTable:
 		return s.tbl.ReadRows(ctx, snap.Table, []table.RowRef{best.ref()}, names)
 	}
-	rows := newRowReader()
+	rows := s.shards.NewRowReader()
 	defer rows.Release()
 	rec, i, err := pendingRow(ctx, best, rows)
 	if err != nil {

@@ -141,6 +141,29 @@ func TestSearchTextMatchesAModel(t *testing.T) {
 			require.Equal(t, len(want) <= k, res.Exhausted)
 			res.Rows.Release()
 		}
+		// GetSearched answers each key's newest version, or nothing for a deleted or unknown key.
+		keys := []string{"nope"}
+		for range 12 {
+			keys = append(keys, fmt.Sprintf("k%04d", rng.IntN(1200)))
+		}
+		rec, found, err := w1.GetSearched(ctx, keys, []string{"body", "id"})
+		require.NoError(t, err)
+		defer rec.Release()
+		for i, key := range keys {
+			body, ok := model[key]
+			if !ok {
+				require.Equal(t, -1, found[i], key)
+				continue
+			}
+			require.GreaterOrEqual(t, found[i], 0, key)
+			require.Equal(t, key, rec.Column(1).(*array.String).Value(found[i]))
+			col := rec.Column(0).(*array.String)
+			if body == nil {
+				require.True(t, col.IsNull(found[i]), key)
+			} else {
+				require.Equal(t, *body, col.Value(found[i]), key)
+			}
+		}
 	}
 	steps := 40
 	if raceEnabled {
