@@ -5,18 +5,21 @@
 //
 // Ownership: a build writes its objects before the commit that names them; an object no commit
 // names (a lost race, a fragment compacted away meanwhile, a failed commit) goes to the deleter,
-// and cleanup collects whatever is left after its grace period. Decoded indexes are immutable and
-// live in the process-wide object cache under their path.
+// and cleanup collects whatever is left after its grace period. Decoded index heads and lists are
+// immutable and live in the process-wide object cache, each on its own (a search reads the head
+// and the lists it probes), so an index larger than the cache still serves searches.
 package table
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/vecindex"
@@ -206,25 +209,78 @@ func (t *Table) fragmentVectors(ctx context.Context, m *Manifest, f Fragment, co
 	})
 }
 
-// vectorIndex is f's decoded vector index, from the object cache or read and decoded.
-func (t *Table) vectorIndex(ctx context.Context, f Fragment) (*vecindex.Index, error) {
+// vectorIndexHead is f's vector index head, from the object cache or read (its fixed header,
+// then the rest of the head) and decoded. The lists are read as searches probe them
+// (vectorIndexLists), so an index need not fit the cache whole.
+func (t *Table) vectorIndexHead(ctx context.Context, f Fragment) (*vecindex.Head, error) {
 	ref := f.VectorIndex
-	if ix, ok := cache.Get[*vecindex.Index](t.cache, "vector_index", ref.Path); ok {
-		return ix, nil
+	if h, ok := cache.Get[*vecindex.Head](t.cache, "vector_index_head", ref.Path); ok {
+		return h, nil
 	}
-	data, err := t.store.Get(ctx, ref.Path)
+	if ref.Bytes < vecindex.HeaderBytes {
+		return nil, fmt.Errorf("table: vector index %s: %w: %d bytes", ref.Path, vecindex.ErrCorrupt, ref.Bytes)
+	}
+	prefix, err := t.store.GetRange(ctx, ref.Path, 0, vecindex.HeaderBytes)
 	if err != nil {
 		return nil, fmt.Errorf("table: read vector index %s: %w", ref.Path, err)
 	}
-	if int64(len(data)) != ref.Bytes {
-		return nil, fmt.Errorf("table: vector index %s is %d bytes, the manifest says %d", ref.Path, len(data), ref.Bytes)
+	n, err := vecindex.HeadBytes(prefix)
+	if err == nil && n > ref.Bytes {
+		err = fmt.Errorf("%w: a head of %d bytes in an object of %d", vecindex.ErrCorrupt, n, ref.Bytes)
 	}
-	ix, err := vecindex.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("table: vector index %s: %w", ref.Path, err)
 	}
-	cache.Add(t.cache, "vector_index", ref.Path, ix, ix.MemoryBytes())
-	return ix, nil
+	data, err := t.store.GetRange(ctx, ref.Path, 0, n)
+	if err != nil {
+		return nil, fmt.Errorf("table: read vector index %s: %w", ref.Path, err)
+	}
+	h, err := vecindex.DecodeHead(data)
+	if err == nil && h.ObjectBytes() != ref.Bytes {
+		err = fmt.Errorf("%w: the head declares %d bytes, the manifest %d", vecindex.ErrCorrupt, h.ObjectBytes(), ref.Bytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table: vector index %s: %w", ref.Path, err)
+	}
+	cache.Add(t.cache, "vector_index_head", ref.Path, h, h.MemoryBytes())
+	return h, nil
+}
+
+// vectorListReads bounds the list reads one search runs at once.
+const vectorListReads = 16
+
+// vectorIndexLists is lists of f's vector index (head h), each from the object cache or read
+// (one ranged read a list, up to vectorListReads at once), checked and cached on its own.
+func (t *Table) vectorIndexLists(ctx context.Context, f Fragment, h *vecindex.Head, lists []int) ([]*vecindex.List, error) {
+	path := f.VectorIndex.Path
+	out := make([]*vecindex.List, len(lists))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(vectorListReads)
+	for i, l := range lists {
+		key := path + "#" + strconv.Itoa(l)
+		if c, ok := cache.Get[*vecindex.List](t.cache, "vector_index_list", key); ok {
+			out[i] = c
+			continue
+		}
+		g.Go(func() error { // sets out[i] only
+			at, n := h.ListRange(l)
+			data, err := t.store.GetRange(gctx, path, at, n)
+			if err != nil {
+				return fmt.Errorf("table: read vector index %s: %w", path, err)
+			}
+			list, err := h.DecodeList(l, data)
+			if err != nil {
+				return fmt.Errorf("table: vector index %s: %w", path, err)
+			}
+			cache.Add(t.cache, "vector_index_list", key, list, list.MemoryBytes())
+			out[i] = list
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // VectorQuery asks for the rows nearest to a query vector.
@@ -302,21 +358,22 @@ func (t *Table) nearestInFragment(ctx context.Context, m *Manifest, f Fragment, 
 	var cands []vecindex.Hit
 	exhausted := false
 	if f.VectorIndex.serves(q.Column, q.Metric) && f.VectorIndex.Dim == len(q.Query) {
-		ix, err := t.vectorIndex(ctx, f)
+		head, err := t.vectorIndexHead(ctx, f)
 		if err != nil {
 			return nil, false, err
 		}
+		load := func(lists []int) ([]*vecindex.List, error) { return t.vectorIndexLists(ctx, f, head, lists) }
 		// Over-fetch for the rows the caller will skip; when the probed lists run short, every
 		// list is scanned, so that "fewer than asked" means the fragment has no more.
 		want := q.K
 		for {
 			opts := vecindex.SearchOptions{K: want, Skip: func(r uint32) bool { return del.Contains(r) }}
-			if cands, err = ix.Search(q.Query, opts); err != nil {
+			if cands, err = head.Search(q.Query, opts, load); err != nil {
 				return nil, false, err
 			}
-			if len(cands) < want && opts.NProbe < ix.Lists() {
-				opts.NProbe = ix.Lists()
-				if cands, err = ix.Search(q.Query, opts); err != nil {
+			if len(cands) < want && opts.NProbe < head.Lists() {
+				opts.NProbe = head.Lists()
+				if cands, err = head.Search(q.Query, opts, load); err != nil {
 					return nil, false, err
 				}
 			}

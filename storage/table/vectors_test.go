@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 	"github.com/strata-store/strata/storage/vecindex"
 )
@@ -222,4 +223,74 @@ func vectorIndexPaths(m *Manifest) []string {
 		}
 	}
 	return out
+}
+
+// An index larger than the process cache still serves searches: the head and the probed lists
+// are read and cached each on their own, so a search reads what it probes (not the index), and
+// answers what a search with every list cached answers. A damaged list fails the searches that
+// probe it (ErrCorrupt), not the others.
+func TestAVectorIndexLargerThanTheCacheIsReadAListAtATime(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := objstoretest.NewMemory()
+	counting := objstoretest.NewCounting(store)
+	tbl, err := Create(ctx, counting, vectorSchema, "id", Options{Allocator: mem, Cache: cache.New(256<<10, nil)})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const dim = 32
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	var rows []vecRow
+	for i := range 6000 {
+		rows = append(rows, vecRow{id: fmt.Sprintf("k%05d", i), emb: vec(), seq: uint64(i + 1)})
+	}
+	rec := vecBatch(mem, rows)
+	_, err = tbl.Upsert(ctx, rec, UpsertOptions{})
+	rec.Release()
+	require.NoError(t, err)
+	_, err = tbl.BuildVectorIndexes(ctx, VectorIndexOptions{Column: "emb", Metric: vecindex.Cosine, MinRows: 100})
+	require.NoError(t, err)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Len(t, m.Fragments, 1)
+	ref := m.Fragments[0].VectorIndex
+	require.Greater(t, ref.Bytes, int64(512<<10), "the index is larger than the cache")
+
+	wide, err := Open(ctx, store, Options{Allocator: mem, Cache: cache.New(64<<20, nil)})
+	require.NoError(t, err)
+	for range 10 {
+		q := vec()
+		before := counting.Stats()
+		got, _, err := tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.Cosine, Query: q, K: 10})
+		require.NoError(t, err)
+		read := counting.Stats().Sub(before).ReadBytes
+		require.Less(t, read, ref.Bytes/2, "a search reads the lists it probes, not the index")
+		want, _, err := wide.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.Cosine, Query: q, K: 10})
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+
+	// Damage one byte in the middle of the index: some searches fail with ErrCorrupt, none answer
+	// from the damaged bytes.
+	data, err := store.Get(ctx, ref.Path)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x40
+	require.NoError(t, store.Delete(ctx, ref.Path))
+	require.NoError(t, store.Put(ctx, ref.Path, data))
+	fresh, err := Open(ctx, store, Options{Allocator: mem, Cache: cache.New(64<<20, nil)})
+	require.NoError(t, err)
+	failed := 0
+	for range 40 {
+		_, _, err := fresh.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.Cosine, Query: vec(), K: 10})
+		if err != nil {
+			require.ErrorIs(t, err, vecindex.ErrCorrupt)
+			failed++
+		}
+	}
+	require.Positive(t, failed)
 }

@@ -1,6 +1,8 @@
-// The index object: encoding, and decoding that checks every size the header declares against
-// the object's length before it allocates, and a CRC-32C over the whole object before it trusts
-// any of it.
+// The index object: encoding, and decoding in two parts that a reader may fetch separately —
+// the head (header, centroids, list offsets) and each list (its rows, vectors and norms) — each
+// with its own CRC-32C, every size the header declares checked against what was read before
+// anything is allocated for it. So a search can read the head once and then only the lists it
+// probes, each verified on its own, and a cache can hold an index a list at a time.
 package vecindex
 
 import (
@@ -12,9 +14,11 @@ import (
 
 const (
 	magic         = "SVIX"
-	formatVersion = 1
-	headerBytes   = 4 + 4 + 4 + 4 + 4 + 8 // magic, version, dim, metric, lists, rows
-	trailerBytes  = 4                     // CRC-32C of everything before it
+	formatVersion = 2
+	// HeaderBytes is the fixed header's size: magic, version, dim, metric, lists, rows. A reader
+	// learns the head's size (HeadBytes) from it.
+	HeaderBytes = 4 + 4 + 4 + 4 + 4 + 8
+	crcBytes    = 4
 	// MaxLists bounds the lists of one index.
 	MaxLists = 1 << 20
 	// MaxRows bounds the rows of one index (one fragment's).
@@ -25,93 +29,177 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encode lays the index out as docs/format/vecindex.md describes.
 func (ix *Index) encode() []byte {
-	lists, n := ix.Lists(), len(ix.rows)
-	size := headerBytes + 4*len(ix.centroids) + 8*(lists+1) + 4*n + 4*len(ix.vectors) + 4*len(ix.norms) + trailerBytes
-	out := make([]byte, 0, size)
+	h := ix.Head
+	out := make([]byte, 0, h.ObjectBytes())
+	le := binary.LittleEndian
 	out = append(out, magic...)
-	out = binary.LittleEndian.AppendUint32(out, formatVersion)
-	out = binary.LittleEndian.AppendUint32(out, uint32(ix.dim))
-	out = binary.LittleEndian.AppendUint32(out, uint32(ix.metric))
-	out = binary.LittleEndian.AppendUint32(out, uint32(lists))
-	out = binary.LittleEndian.AppendUint64(out, uint64(n))
-	for _, f := range ix.centroids {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
+	out = le.AppendUint32(out, formatVersion)
+	out = le.AppendUint32(out, uint32(h.dim))
+	out = le.AppendUint32(out, uint32(h.metric))
+	out = le.AppendUint32(out, uint32(h.Lists()))
+	out = le.AppendUint64(out, h.rows)
+	for _, f := range h.centroids {
+		out = le.AppendUint32(out, math.Float32bits(f))
 	}
-	for _, o := range ix.offsets {
-		out = binary.LittleEndian.AppendUint64(out, o)
+	for _, o := range h.offsets {
+		out = le.AppendUint64(out, o)
 	}
-	for _, r := range ix.rows {
-		out = binary.LittleEndian.AppendUint32(out, r)
+	out = le.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	for _, l := range ix.lists {
+		start := len(out)
+		for _, r := range l.Rows {
+			out = le.AppendUint32(out, r)
+		}
+		for _, f := range l.Vectors {
+			out = le.AppendUint32(out, math.Float32bits(f))
+		}
+		for _, f := range l.Norms {
+			out = le.AppendUint32(out, math.Float32bits(f))
+		}
+		out = le.AppendUint32(out, crc32.Checksum(out[start:], castagnoli))
 	}
-	for _, f := range ix.vectors {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
-	}
-	for _, f := range ix.norms {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
-	}
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return out
 }
 
-// Decode reads an index object. Anything that is not an intact object of this format is
-// ErrCorrupt, found before anything is allocated in proportion to what the header claims.
-func Decode(data []byte) (*Index, error) {
-	if len(data) < headerBytes+trailerBytes || string(data[:4]) != magic {
-		return nil, fmt.Errorf("%w: not an index object", ErrCorrupt)
+// header is the fixed header's fields, checked.
+type header struct {
+	dim    uint64
+	metric Metric
+	lists  uint64
+	rows   uint64
+}
+
+func readHeader(data []byte) (header, error) {
+	if len(data) < HeaderBytes || string(data[:4]) != magic {
+		return header{}, fmt.Errorf("%w: not an index object", ErrCorrupt)
 	}
 	le := binary.LittleEndian
-	version, dim, metric := le.Uint32(data[4:]), le.Uint32(data[8:]), Metric(le.Uint32(data[12:]))
-	lists, rows := uint64(le.Uint32(data[16:])), le.Uint64(data[20:])
+	version := le.Uint32(data[4:])
+	h := header{dim: uint64(le.Uint32(data[8:])), metric: Metric(le.Uint32(data[12:])), lists: uint64(le.Uint32(data[16:])), rows: le.Uint64(data[20:])}
 	switch {
 	case version != formatVersion:
-		return nil, fmt.Errorf("%w: format version %d (this build reads %d)", ErrCorrupt, version, formatVersion)
-	case dim < 1 || dim > MaxDim || !metric.valid() || lists > MaxLists || rows > MaxRows || lists > rows || (rows > 0 && lists == 0):
-		return nil, fmt.Errorf("%w: header out of range (dim %d, metric %d, lists %d, rows %d)", ErrCorrupt, dim, metric, lists, rows)
+		return header{}, fmt.Errorf("%w: format version %d (this build reads %d)", ErrCorrupt, version, formatVersion)
+	case h.dim < 1 || h.dim > MaxDim || !h.metric.valid() || h.lists > MaxLists || h.rows > MaxRows || h.lists > h.rows || (h.rows > 0 && h.lists == 0):
+		return header{}, fmt.Errorf("%w: header out of range (dim %d, metric %d, lists %d, rows %d)", ErrCorrupt, h.dim, h.metric, h.lists, h.rows)
 	}
-	// Every term is bounded above (dim ≤ 2^16, lists ≤ 2^20, rows ≤ 2^31), so the sum fits.
-	norms := uint64(0)
-	if metric == Cosine {
-		norms = rows
+	return h, nil
+}
+
+// HeadBytes is the size of the head of the index object whose first HeaderBytes bytes are
+// prefix: what a reader fetches before DecodeHead.
+func HeadBytes(prefix []byte) (int64, error) {
+	h, err := readHeader(prefix)
+	if err != nil {
+		return 0, err
 	}
-	want := uint64(headerBytes) + 4*lists*uint64(dim) + 8*(lists+1) + 4*rows + 4*rows*uint64(dim) + 4*norms + trailerBytes
-	if uint64(len(data)) != want {
-		return nil, fmt.Errorf("%w: %d bytes where the header declares %d", ErrCorrupt, len(data), want)
+	// Every term is bounded above (dim ≤ 2^16, lists ≤ 2^20), so the sum fits.
+	return int64(HeaderBytes + 4*h.lists*h.dim + 8*(h.lists+1) + crcBytes), nil
+}
+
+// DecodeHead reads an index object's head (its first HeadBytes bytes; more are ignored).
+func DecodeHead(data []byte) (*Head, error) {
+	hd, err := readHeader(data)
+	if err != nil {
+		return nil, err
 	}
-	body := data[:len(data)-trailerBytes]
-	if crc32.Checksum(body, castagnoli) != le.Uint32(data[len(data)-trailerBytes:]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	n, _ := HeadBytes(data)
+	if int64(len(data)) < n {
+		return nil, fmt.Errorf("%w: a head of %d bytes where the header declares %d", ErrCorrupt, len(data), n)
 	}
-	p := body[headerBytes:]
-	floats := func(n uint64) []float32 {
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = math.Float32frombits(le.Uint32(p[4*i:]))
-		}
-		p = p[4*n:]
-		return out
+	le := binary.LittleEndian
+	body := data[:n-crcBytes]
+	if crc32.Checksum(body, castagnoli) != le.Uint32(data[n-crcBytes:]) {
+		return nil, fmt.Errorf("%w: head checksum mismatch", ErrCorrupt)
 	}
-	ix := &Index{dim: int(dim), metric: metric}
-	ix.centroids = floats(lists * uint64(dim))
-	ix.offsets = make([]uint64, lists+1)
-	for i := range ix.offsets {
-		ix.offsets[i] = le.Uint64(p[8*i:])
+	h := &Head{dim: int(hd.dim), metric: hd.metric, rows: hd.rows, headBytes: n}
+	p := body[HeaderBytes:]
+	h.centroids = decodeFloats(p, hd.lists*hd.dim)
+	p = p[4*hd.lists*hd.dim:]
+	h.offsets = make([]uint64, hd.lists+1)
+	for i := range h.offsets {
+		h.offsets[i] = le.Uint64(p[8*i:])
 	}
-	p = p[8*(lists+1):]
-	if ix.offsets[0] != 0 || ix.offsets[lists] != rows {
+	if h.offsets[0] != 0 || h.offsets[hd.lists] != hd.rows {
 		return nil, fmt.Errorf("%w: list offsets do not span the rows", ErrCorrupt)
 	}
-	for i := 1; i < len(ix.offsets); i++ {
-		if ix.offsets[i] < ix.offsets[i-1] {
+	for i := 1; i < len(h.offsets); i++ {
+		if h.offsets[i] < h.offsets[i-1] {
 			return nil, fmt.Errorf("%w: list offsets decrease", ErrCorrupt)
 		}
 	}
-	ix.rows = make([]uint32, rows)
-	for i := range ix.rows {
-		ix.rows[i] = le.Uint32(p[4*i:])
+	return h, nil
+}
+
+func decodeFloats(p []byte, n uint64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
 	}
-	p = p[4*rows:]
-	ix.vectors = floats(rows * uint64(dim))
-	if norms > 0 {
-		ix.norms = floats(norms)
+	return out
+}
+
+// perRow is how many 4-byte words a list stores for each of its rows: the row position, the
+// vector, and the norm under Cosine.
+func (h *Head) perRow() uint64 {
+	if h.metric == Cosine {
+		return uint64(h.dim) + 2
+	}
+	return uint64(h.dim) + 1
+}
+
+// ListRange is where list i lies in the object: offset and length.
+func (h *Head) ListRange(i int) (at, n int64) {
+	start, end := h.offsets[i], h.offsets[i+1]
+	return h.headBytes + int64(4*start*h.perRow()) + int64(crcBytes*i), int64(4*(end-start)*h.perRow()) + crcBytes
+}
+
+// ObjectBytes is the whole object's size.
+func (h *Head) ObjectBytes() int64 {
+	return h.headBytes + int64(4*h.rows*h.perRow()) + int64(crcBytes*h.Lists())
+}
+
+// DecodeList reads list i from its bytes (exactly ListRange(i) of the object).
+func (h *Head) DecodeList(i int, data []byte) (*List, error) {
+	if i < 0 || i >= h.Lists() {
+		return nil, fmt.Errorf("vecindex: no list %d of %d", i, h.Lists())
+	}
+	if _, n := h.ListRange(i); int64(len(data)) != n {
+		return nil, fmt.Errorf("%w: list %d is %d bytes, the head says %d", ErrCorrupt, i, len(data), n)
+	}
+	le := binary.LittleEndian
+	body := data[:len(data)-crcBytes]
+	if crc32.Checksum(body, castagnoli) != le.Uint32(data[len(data)-crcBytes:]) {
+		return nil, fmt.Errorf("%w: list %d checksum mismatch", ErrCorrupt, i)
+	}
+	rows := h.offsets[i+1] - h.offsets[i]
+	l := &List{Rows: make([]uint32, rows)}
+	for j := range l.Rows {
+		l.Rows[j] = le.Uint32(body[4*j:])
+	}
+	p := body[4*rows:]
+	l.Vectors = decodeFloats(p, rows*uint64(h.dim))
+	if h.metric == Cosine {
+		l.Norms = decodeFloats(p[4*rows*uint64(h.dim):], rows)
+	}
+	return l, nil
+}
+
+// Decode reads a whole index object. Anything that is not an intact object of this format is
+// ErrCorrupt, found before anything is allocated in proportion to what the header claims.
+func Decode(data []byte) (*Index, error) {
+	h, err := DecodeHead(data)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != h.ObjectBytes() {
+		return nil, fmt.Errorf("%w: %d bytes where the header declares %d", ErrCorrupt, len(data), h.ObjectBytes())
+	}
+	ix := &Index{Head: h, lists: make([]*List, h.Lists())}
+	for i := range ix.lists {
+		at, n := h.ListRange(i)
+		if ix.lists[i], err = h.DecodeList(i, data[at:at+n]); err != nil {
+			return nil, err
+		}
 	}
 	return ix, nil
 }

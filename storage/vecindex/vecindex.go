@@ -72,32 +72,56 @@ const MaxDim = 1 << 16
 // format version).
 var ErrCorrupt = errors.New("vecindex: corrupt index")
 
-// Index is a decoded index, safe for concurrent searches.
-type Index struct {
+// Head is an index's head: its metric and dimension, the k-means centroids and where each list
+// lies. Immutable: safe for concurrent searches.
+type Head struct {
 	dim       int
 	metric    Metric
+	rows      uint64
 	centroids []float32 // lists × dim
-	offsets   []uint64  // lists + 1: the rows of list i are [offsets[i], offsets[i+1])
-	rows      []uint32  // the fragment row position of each stored vector, by list
-	vectors   []float32 // rows × dim, by list, as written
-	norms     []float32 // Cosine: each stored vector's Euclidean norm (nil otherwise)
+	offsets   []uint64  // lists + 1: list i holds stored rows [offsets[i], offsets[i+1])
+	headBytes int64     // the head's size in the object
+}
+
+// List is one inverted list: the fragment row position of each of its rows, their vectors as
+// written (rows × dim) and, under Cosine, their Euclidean norms. Immutable once decoded.
+type List struct {
+	Rows    []uint32
+	Vectors []float32
+	Norms   []float32
+}
+
+// MemoryBytes is what the decoded list holds (for a cache's accounting).
+func (l *List) MemoryBytes() int64 { return int64(4*len(l.Rows)+4*len(l.Vectors)+4*len(l.Norms)) + 96 }
+
+// Index is a whole decoded index (its head and every list), safe for concurrent searches.
+type Index struct {
+	*Head
+	lists []*List
 }
 
 // Dim is the vectors' dimension.
-func (ix *Index) Dim() int { return ix.dim }
+func (h *Head) Dim() int { return h.dim }
 
 // Metric is the index's metric.
-func (ix *Index) Metric() Metric { return ix.metric }
+func (h *Head) Metric() Metric { return h.metric }
 
 // Len is the number of rows indexed.
-func (ix *Index) Len() int { return len(ix.rows) }
+func (h *Head) Len() int { return int(h.rows) }
 
 // Lists is the number of inverted lists.
-func (ix *Index) Lists() int { return len(ix.offsets) - 1 }
+func (h *Head) Lists() int { return len(h.offsets) - 1 }
+
+// MemoryBytes is what the decoded head holds (for a cache's accounting).
+func (h *Head) MemoryBytes() int64 { return int64(4*len(h.centroids)+8*len(h.offsets)) + 128 }
 
 // MemoryBytes is what the decoded index holds (for a cache's accounting).
 func (ix *Index) MemoryBytes() int64 {
-	return int64(4*len(ix.centroids) + 8*len(ix.offsets) + 4*len(ix.rows) + 4*len(ix.vectors) + 4*len(ix.norms) + 256)
+	n := ix.Head.MemoryBytes()
+	for _, l := range ix.lists {
+		n += l.MemoryBytes()
+	}
+	return n
 }
 
 // BuildOptions tune a build; the zero value is the default.
@@ -184,23 +208,26 @@ func Build(ctx context.Context, vs Vectors, metric Metric, opts BuildOptions) ([
 		assign[i] = int32(c)
 		counts[c]++
 	}
-	ix := &Index{dim: vs.Dim, metric: metric, centroids: centroids, offsets: make([]uint64, lists+1),
-		rows: make([]uint32, n), vectors: make([]float32, n*vs.Dim)}
-	if metric == Cosine {
-		ix.norms = make([]float32, n)
-	}
+	h := &Head{dim: vs.Dim, metric: metric, rows: uint64(n), centroids: centroids, offsets: make([]uint64, lists+1)}
 	for c := 0; c < lists; c++ {
-		ix.offsets[c+1] = ix.offsets[c] + counts[c]
+		h.offsets[c+1] = h.offsets[c] + counts[c]
 	}
-	next := slices.Clone(ix.offsets[:max(lists, 0)])
+	h.headBytes = int64(HeaderBytes + 4*len(centroids) + 8*len(h.offsets) + crcBytes)
+	ix := &Index{Head: h, lists: make([]*List, lists)}
+	for c := range ix.lists {
+		size := int(counts[c])
+		ix.lists[c] = &List{Rows: make([]uint32, 0, size), Vectors: make([]float32, 0, size*vs.Dim)}
+		if metric == Cosine {
+			ix.lists[c].Norms = make([]float32, 0, size)
+		}
+	}
 	for i := 0; i < n; i++ {
-		at := next[assign[i]]
-		next[assign[i]]++
-		ix.rows[at] = vs.Rows[i]
+		l := ix.lists[assign[i]]
 		v := vs.Values[i*vs.Dim : (i+1)*vs.Dim]
-		copy(ix.vectors[at*uint64(vs.Dim):(at+1)*uint64(vs.Dim)], v)
-		if ix.norms != nil {
-			ix.norms[at] = vek32.Norm(v)
+		l.Rows = append(l.Rows, vs.Rows[i])
+		l.Vectors = append(l.Vectors, v...)
+		if metric == Cosine {
+			l.Norms = append(l.Norms, vek32.Norm(v))
 		}
 	}
 	return ix.encode(), nil
@@ -311,17 +338,33 @@ func DefaultNProbe(lists int) int { return min(lists, max(8, (lists*10+99)/100))
 // Search answers the K nearest rows among those in the nprobe lists nearest to q, nearest
 // first (ties: the smaller row).
 func (ix *Index) Search(q []float32, opts SearchOptions) ([]Hit, error) {
-	if len(q) != ix.dim {
-		return nil, fmt.Errorf("vecindex: a query of %d dimensions for an index of %d", len(q), ix.dim)
+	return ix.Head.Search(q, opts, func(lists []int) ([]*List, error) {
+		out := make([]*List, len(lists))
+		for i, l := range lists {
+			out[i] = ix.lists[l]
+		}
+		return out, nil
+	})
+}
+
+// LoadLists answers the lists of the given numbers, in that order (a reader that keeps an index
+// a list at a time fetches and caches them).
+type LoadLists func(lists []int) ([]*List, error)
+
+// Search answers the K nearest rows among those in the nprobe lists nearest to q, nearest first
+// (ties: the smaller row), reading only the probed lists through load.
+func (h *Head) Search(q []float32, opts SearchOptions, load LoadLists) ([]Hit, error) {
+	if len(q) != h.dim {
+		return nil, fmt.Errorf("vecindex: a query of %d dimensions for an index of %d", len(q), h.dim)
 	}
-	lists := ix.Lists()
+	lists := h.Lists()
 	if opts.K <= 0 || lists == 0 {
 		return nil, nil
 	}
 	zero := false
-	if ix.metric == Cosine {
+	if h.metric == Cosine {
 		zero = vek32.Norm(q) == 0
-		q = normalized(q, ix.dim)
+		q = normalized(q, h.dim)
 	}
 	nprobe := opts.NProbe
 	if nprobe <= 0 {
@@ -334,7 +377,7 @@ func (ix *Index) Search(q []float32, opts SearchOptions) ([]Hit, error) {
 	}
 	near := make([]cd, lists)
 	for c := 0; c < lists; c++ {
-		near[c] = cd{c, squaredL2(q, ix.centroids[c*ix.dim:(c+1)*ix.dim])}
+		near[c] = cd{c, squaredL2(q, h.centroids[c*h.dim:(c+1)*h.dim])}
 	}
 	slices.SortFunc(near, func(a, b cd) int {
 		if a.d != b.d {
@@ -345,26 +388,35 @@ func (ix *Index) Search(q []float32, opts SearchOptions) ([]Hit, error) {
 		}
 		return a.list - b.list
 	})
-	top := newTopK(opts.K)
+	probe := make([]int, 0, nprobe)
 	for _, c := range near[:nprobe] {
-		for at := ix.offsets[c.list]; at < ix.offsets[c.list+1]; at++ {
-			row := ix.rows[at]
+		if h.offsets[c.list+1] > h.offsets[c.list] {
+			probe = append(probe, c.list)
+		}
+	}
+	ls, err := load(probe)
+	if err != nil {
+		return nil, err
+	}
+	top := newTopK(opts.K)
+	for _, l := range ls {
+		for j, row := range l.Rows {
 			if opts.Skip != nil && opts.Skip(row) {
 				continue
 			}
-			top.offer(row, ix.distance(q, zero, at), at)
+			v := l.Vectors[j*h.dim : (j+1)*h.dim : (j+1)*h.dim]
+			top.offer(Hit{Row: row, Distance: h.distance(q, zero, l, j, v), Vector: v})
 		}
 	}
-	return top.sorted(ix), nil
+	return top.sorted(), nil
 }
 
-// distance is the metric's distance of stored vector at from a query q (q unit length under
-// Cosine; zero: the query is the zero vector).
-func (ix *Index) distance(q []float32, zero bool, at uint64) float32 {
-	v := ix.vectors[at*uint64(ix.dim) : (at+1)*uint64(ix.dim)]
-	switch ix.metric {
+// distance is the metric's distance of row j of list l (vector v) from a query q (q unit length
+// under Cosine; zero: the query is the zero vector).
+func (h *Head) distance(q []float32, zero bool, l *List, j int, v []float32) float32 {
+	switch h.metric {
 	case Cosine:
-		n := ix.norms[at]
+		n := l.Norms[j]
 		if n == 0 || zero {
 			return 1
 		}
@@ -377,9 +429,8 @@ func (ix *Index) distance(q []float32, zero bool, at uint64) float32 {
 
 // topK keeps the k hits of smallest distance (ties: the smaller row).
 type topK struct {
-	k  int
-	h  []Hit    // a max-heap on (distance, row)
-	at []uint64 // where each kept hit's vector is stored, parallel to h
+	k int
+	h []Hit // a max-heap on (distance, row)
 }
 
 func newTopK(k int) *topK { return &topK{k: k, h: make([]Hit, 0, min(k, 1024))} }
@@ -388,16 +439,15 @@ func worse(a, b Hit) bool {
 	return a.Distance > b.Distance || (a.Distance == b.Distance && a.Row > b.Row)
 }
 
-func (t *topK) offer(row uint32, d float32, at uint64) {
-	h := Hit{Row: row, Distance: d}
+func (t *topK) offer(h Hit) {
 	if len(t.h) < t.k {
-		t.h, t.at = append(t.h, h), append(t.at, at)
+		t.h = append(t.h, h)
 		for i := len(t.h) - 1; i > 0; {
 			p := (i - 1) / 2
 			if !worse(t.h[i], t.h[p]) {
 				break
 			}
-			t.swap(i, p)
+			t.h[i], t.h[p] = t.h[p], t.h[i]
 			i = p
 		}
 		return
@@ -405,7 +455,7 @@ func (t *topK) offer(row uint32, d float32, at uint64) {
 	if !worse(t.h[0], h) {
 		return
 	}
-	t.h[0], t.at[0] = h, at
+	t.h[0] = h
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
 		if l < len(t.h) && worse(t.h[l], t.h[m]) {
@@ -417,23 +467,14 @@ func (t *topK) offer(row uint32, d float32, at uint64) {
 		if m == i {
 			return
 		}
-		t.swap(i, m)
+		t.h[i], t.h[m] = t.h[m], t.h[i]
 		i = m
 	}
 }
 
-func (t *topK) swap(i, j int) {
-	t.h[i], t.h[j] = t.h[j], t.h[i]
-	t.at[i], t.at[j] = t.at[j], t.at[i]
-}
-
-// sorted is the kept hits, nearest first, each with its stored vector from ix.
-func (t *topK) sorted(ix *Index) []Hit {
+// sorted is the kept hits, nearest first.
+func (t *topK) sorted() []Hit {
 	out := slices.Clone(t.h)
-	for i := range out {
-		at := t.at[i]
-		out[i].Vector = ix.vectors[at*uint64(ix.dim) : (at+1)*uint64(ix.dim) : (at+1)*uint64(ix.dim)]
-	}
 	slices.SortFunc(out, func(a, b Hit) int {
 		if worse(a, b) {
 			return 1

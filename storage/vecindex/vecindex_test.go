@@ -224,13 +224,64 @@ func TestCorruptObjectsAreRefused(t *testing.T) {
 		"magic":     append([]byte("XXXX"), data[4:]...),
 		"bit flip":  flip(data, len(data)/2),
 		"crc":       flip(data, len(data)-1),
-		"version":   with32(data, 4, 2),
+		"version":   with32(data, 4, 1),
 		"huge dim":  with32(data, 8, 1<<30),
 		"metric":    with32(data, 12, 7),
 		"huge rows": with64(data, 20, 1<<40),
 	} {
 		_, err := Decode(bad)
 		require.ErrorIs(t, err, ErrCorrupt, name)
+	}
+}
+
+// An index read a list at a time — its head, then only the lists a search probes, each
+// checked on its own — answers exactly what the whole decoded index answers, and a damaged list
+// is ErrCorrupt when (and only when) a search needs it.
+func TestAnIndexReadAListAtATimeAnswersAsTheWholeOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	gen, vs := clustered(rng, 3000, 16)
+	for _, m := range []Metric{L2, Cosine, Dot} {
+		data, err := Build(context.Background(), vs, m, BuildOptions{})
+		require.NoError(t, err)
+		whole, err := Decode(data)
+		require.NoError(t, err)
+		n, err := HeadBytes(data[:HeaderBytes])
+		require.NoError(t, err)
+		head, err := DecodeHead(data[:n])
+		require.NoError(t, err)
+		require.Equal(t, int64(len(data)), head.ObjectBytes())
+		read := map[int]int{}
+		load := func(lists []int) ([]*List, error) {
+			out := make([]*List, len(lists))
+			for i, l := range lists {
+				read[l]++
+				at, n := head.ListRange(l)
+				var err error
+				if out[i], err = head.DecodeList(l, data[at:at+n]); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		for range 20 {
+			q := gen()
+			want, err := whole.Search(q, SearchOptions{K: 10})
+			require.NoError(t, err)
+			got, err := head.Search(q, SearchOptions{K: 10}, load)
+			require.NoError(t, err)
+			require.Equal(t, want, got, m.String())
+		}
+		require.Less(t, len(read), head.Lists(), "only the probed lists were read")
+
+		// A flipped byte in list 0 fails the search that probes it.
+		at, ln := head.ListRange(0)
+		bad := flip(data, int(at+ln/2))
+		_, err = head.DecodeList(0, bad[at:at+ln])
+		require.ErrorIs(t, err, ErrCorrupt)
+		_, err = Decode(bad)
+		require.ErrorIs(t, err, ErrCorrupt)
+		_, err = head.DecodeList(0, bad[at:at+ln-1])
+		require.ErrorIs(t, err, ErrCorrupt, "a list of the wrong length")
 	}
 }
 
