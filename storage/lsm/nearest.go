@@ -94,16 +94,27 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	defer genRows.Release()
 
 	// Pending candidates, compared exactly: a generation's vectors decoded once and cached (it is
-	// immutable), the memtable's gathered a slice at a time.
+	// immutable) and compared with the query in one pass, the memtable's gathered once a slice
+	// at a time. Only the nearest few are kept (a bounded heap), in order.
 	var memLive []version
-	var walCands []scored
-	genVecs := map[*genView]*genVectors{}
-	qNorm := vecindex.Norm(q.Query)
-	genDists := map[*genView][]float32{}
 	pending.each(func(v version) {
-		switch {
-		case err != nil || v.tomb:
-		case v.src == sourceGeneration:
+		if v.src == sourceMemtable && !v.tomb {
+			memLive = append(memLive, v)
+		}
+	})
+	qNorm := vecindex.Norm(q.Query)
+	memCands, err := s.memtableCandidates(ctx, snap, q, qNorm, memLive, genRows)
+	if err != nil {
+		return NearestResult{}, err
+	}
+	genDists := map[*genView][]float32{}
+	genVecs := map[*genView]*genVectors{}
+	eachCandidate := func(fn func(scored)) error {
+		var err error
+		pending.each(func(v version) {
+			if err != nil || v.tomb || v.src != sourceGeneration {
+				return
+			}
 			gv := genVecs[v.gen]
 			if gv == nil {
 				if gv, err = s.generationVectors(ctx, snap, v.gen, q.Column, genRows); err != nil {
@@ -113,45 +124,39 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 				genDists[v.gen] = gv.distances(q.Metric, q.Query, qNorm)
 			}
 			if d := genDists[v.gen][v.row]; d == d { // not NaN: a vector of the query's length
-				walCands = append(walCands, scored{v: v, d: d, vec: gv.vecs[v.row]})
+				fn(scored{v: v, d: d, vec: gv.vecs[v.row]})
 			}
-		default:
-			memLive = append(memLive, v)
+		})
+		for _, c := range memCands {
+			fn(c)
 		}
-	})
+		return err
+	}
+	top := &scoredTop{n: 2*q.K + 16}
+	all := 0
+	if err := eachCandidate(func(c scored) { all++; top.offer(c) }); err != nil {
+		return NearestResult{}, err
+	}
+	// A pending version older than the base row of its key is not the key's newest: drop it,
+	// checking the nearest first; only when too many of them are stale are the others sorted.
+	best := top.sorted()
+	walCands, err := s.dropStale(ctx, snap, best, q.K)
 	if err != nil {
 		return NearestResult{}, err
 	}
-	vecReader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
-	defer vecReader.release()
-	for start := 0; start < len(memLive); start += nearestGatherRows {
-		if err := ctx.Err(); err != nil {
-			return NearestResult{}, err
-		}
-		part := memLive[start:min(start+nearestGatherRows, len(memLive))]
-		rec, err := vecReader.gather(ctx, snap, part, genRows)
-		if err != nil {
-			return NearestResult{}, err
-		}
-		err = eachVector(rec.Column(0), func(i int, v []float32) {
-			if len(v) == len(q.Query) {
-				walCands = append(walCands, scored{v: part[i], d: q.Metric.DistanceNorms(q.Query, qNorm, v, vecindex.Norm(v)), vec: slices.Clone(v)})
-			}
-		})
-		rec.Release()
-		if err != nil {
-			return NearestResult{}, err
-		}
-	}
-	// A pending version older than the base row of its key is not the key's newest: drop it,
-	// checking the nearest first (only they are sorted, unless too many of them are stale).
-	all := len(walCands)
-	best, others := nearestScored(walCands, 2*q.K+16)
-	if walCands, err = s.dropStale(ctx, snap, best, q.K); err != nil {
-		return NearestResult{}, err
-	}
 	if len(walCands) < q.K && len(best) < all {
-		rest := others()
+		kept := make(map[string]bool, len(best))
+		for _, c := range best {
+			kept[c.v.key] = true
+		}
+		var rest []scored
+		if err := eachCandidate(func(c scored) {
+			if !kept[c.v.key] {
+				rest = append(rest, c)
+			}
+		}); err != nil {
+			return NearestResult{}, err
+		}
 		sortScored(rest)
 		more, err := s.dropStale(ctx, snap, rest, q.K-len(walCands))
 		if err != nil {
@@ -192,6 +197,8 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 			unknown = append(unknown, i)
 		}
 	}
+	vecReader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
+	defer vecReader.release()
 	for start := 0; start < len(unknown); start += nearestPointRows {
 		idx := unknown[start:min(start+nearestPointRows, len(unknown))]
 		part := make([]version, len(idx))
@@ -325,55 +332,68 @@ func compareScored(a, b scored) int {
 
 func sortScored(cs []scored) { slices.SortFunc(cs, compareScored) }
 
-// nearestScored is cs's n nearest, sorted (ties: the smaller key), found without sorting them
-// all (a max-heap of n positions), and a function answering the others, unsorted.
-func nearestScored(cs []scored, n int) (best []scored, rest func() []scored) {
-	if len(cs) <= n {
-		sortScored(cs)
-		return cs, func() []scored { return nil }
-	}
-	h := &scoredHeap{cs: cs, at: make([]int, 0, n)}
-	for i := range cs {
-		switch {
-		case len(h.at) < n:
-			heap.Push(h, i)
-		case compareScored(cs[i], cs[h.at[0]]) < 0:
-			h.at[0] = i
-			heap.Fix(h, 0)
-		}
-	}
-	chosen := make(map[int]bool, n)
-	best = make([]scored, len(h.at))
-	for j, i := range h.at {
-		best[j] = cs[i]
-		chosen[i] = true
-	}
-	sortScored(best)
-	return best, func() []scored {
-		out := make([]scored, 0, len(cs)-len(chosen))
-		for i := range cs {
-			if !chosen[i] {
-				out = append(out, cs[i])
-			}
-		}
-		return out
-	}
+// scoredTop keeps the n nearest candidates offered (ties: the smaller key): a max-heap.
+type scoredTop struct {
+	n int
+	h []scored
 }
 
-// scoredHeap is a max-heap of positions in cs by (distance, key).
-type scoredHeap struct {
-	cs []scored
-	at []int
-}
-
-func (h *scoredHeap) Len() int           { return len(h.at) }
-func (h *scoredHeap) Less(i, j int) bool { return compareScored(h.cs[h.at[i]], h.cs[h.at[j]]) > 0 }
-func (h *scoredHeap) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
-func (h *scoredHeap) Push(x any)         { h.at = append(h.at, x.(int)) }
-func (h *scoredHeap) Pop() any {
-	x := h.at[len(h.at)-1]
-	h.at = h.at[:len(h.at)-1]
+func (t *scoredTop) Len() int           { return len(t.h) }
+func (t *scoredTop) Less(i, j int) bool { return compareScored(t.h[i], t.h[j]) > 0 }
+func (t *scoredTop) Swap(i, j int)      { t.h[i], t.h[j] = t.h[j], t.h[i] }
+func (t *scoredTop) Push(x any)         { t.h = append(t.h, x.(scored)) }
+func (t *scoredTop) Pop() any {
+	x := t.h[len(t.h)-1]
+	t.h = t.h[:len(t.h)-1]
 	return x
+}
+
+func (t *scoredTop) offer(c scored) {
+	switch {
+	case len(t.h) < t.n:
+		heap.Push(t, c)
+	case compareScored(c, t.h[0]) < 0:
+		t.h[0] = c
+		heap.Fix(t, 0)
+	}
+}
+
+// sorted is the kept candidates, nearest first.
+func (t *scoredTop) sorted() []scored {
+	out := slices.Clone(t.h)
+	sortScored(out)
+	return out
+}
+
+// memtableCandidates compares the memtable's live versions with the query, gathering their
+// vectors a slice at a time.
+func (s *Store) memtableCandidates(ctx context.Context, snap *Snapshot, q NearestQuery, qNorm float32, live []version, genRows *shard.RowReader) ([]scored, error) {
+	if len(live) == 0 {
+		return nil, nil
+	}
+	reader := newPageBuilder(s, []string{q.Column}, []string{q.Column})
+	defer reader.release()
+	var out []scored
+	for start := 0; start < len(live); start += nearestGatherRows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		part := live[start:min(start+nearestGatherRows, len(live))]
+		rec, err := reader.gather(ctx, snap, part, genRows)
+		if err != nil {
+			return nil, err
+		}
+		err = eachVector(rec.Column(0), func(i int, v []float32) {
+			if len(v) == len(q.Query) {
+				out = append(out, scored{v: part[i], d: q.Metric.DistanceNorms(q.Query, qNorm, v, vecindex.Norm(v)), vec: slices.Clone(v)})
+			}
+		})
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // dropStale removes pending candidates whose key has a newer base-table row (a row merged from

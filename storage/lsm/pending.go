@@ -27,6 +27,7 @@ type pendingSet struct {
 // genPending is the pending generations of one snapshot and the newest version of every key
 // they hold. Versions point into views.
 type genPending struct {
+	id       string // the generations, "shard/gen " each: the cache key
 	views    []genView
 	versions map[string]version
 	list     []version // versions' values, for iteration
@@ -49,7 +50,7 @@ func (s *Store) pendingFor(ctx context.Context, snap *Snapshot, mem *shard.MemVi
 		if err != nil {
 			return nil, err
 		}
-		gp = &genPending{views: views, versions: map[string]version{}}
+		gp = &genPending{id: id.String(), views: views, versions: map[string]version{}}
 		for j := range gp.views {
 			g := &gp.views[j]
 			for i := g.start; i < len(g.keys.Keys); i++ {

@@ -12,7 +12,9 @@ package lsm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -89,51 +91,57 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	defer genRows.Release()
 
 	// The newest pending versions, checked against the base table: a base row they supersede is
-	// shadowed; a pending version the base row supersedes is not live.
-	bases := map[*genView]*genBase{}
-	for j := range gens {
-		if bases[&gens[j]], err = s.generationBase(ctx, snap, &gens[j]); err != nil {
-			return TextResult{}, err
-		}
-	}
-	var memKeys []string
-	for k := range pending.mem {
-		memKeys = append(memKeys, k)
-	}
-	memBase, err := s.tbl.Lookup(ctx, snap.Table, memKeys)
+	// shadowed; a pending version the base row supersedes is not live. The generations' part is
+	// shared per set of generations and table version; the memtable's is overlaid here, copying
+	// a shared bitmap before it changes one.
+	gs, err := s.generationShadows(ctx, snap, pending)
 	if err != nil {
 		return TextResult{}, err
 	}
-	shadowed := map[uint64]*roaring.Bitmap{}
-	liveInGen := map[*genView]*roaring.Bitmap{}
+	deadInGen, shadowed := gs.dead, gs.shadowed
 	var memLive []version
-	pending.each(func(p version) {
-		var r baseRow
-		if p.src == sourceGeneration {
-			r = bases[p.gen].rows[p.row]
-		} else if ref, ok := memBase[p.key]; ok {
-			r = baseRow{found: true, fragment: ref.Fragment, row: uint32(ref.Row), seq: ref.Seq}
+	if len(pending.mem) > 0 {
+		deadInGen, shadowed = maps.Clone(deadInGen), maps.Clone(shadowed)
+		copied := map[any]bool{}
+		memKeys := make([]string, 0, len(pending.mem))
+		for k := range pending.mem {
+			memKeys = append(memKeys, k)
 		}
-		if r.found {
-			if r.seq > p.seq {
-				return
-			}
-			if shadowed[r.fragment] == nil {
-				shadowed[r.fragment] = roaring.New()
-			}
-			shadowed[r.fragment].Add(r.row)
+		memBase, err := s.tbl.Lookup(ctx, snap.Table, memKeys)
+		if err != nil {
+			return TextResult{}, err
 		}
-		switch {
-		case p.tomb:
-		case p.src == sourceGeneration:
-			if liveInGen[p.gen] == nil {
-				liveInGen[p.gen] = roaring.New()
+		for key, m := range pending.mem {
+			g, inGen := pending.gens.versions[key]
+			if inGen && !m.supersedes(g) {
+				continue // the generation's version is the newer: counted already
 			}
-			liveInGen[p.gen].Add(uint32(p.row))
-		default:
-			memLive = append(memLive, p)
+			if inGen {
+				if !copied[g.gen] {
+					deadInGen[g.gen], copied[g.gen] = deadInGen[g.gen].Clone(), true
+				}
+				deadInGen[g.gen].Add(uint32(g.row))
+			}
+			if ref, ok := memBase[key]; ok {
+				if ref.Seq > m.seq {
+					continue // the base row is the newer
+				}
+				b := shadowed[ref.Fragment]
+				switch {
+				case b == nil:
+					b = roaring.New()
+				case !copied[ref.Fragment]:
+					b = b.Clone()
+				}
+				copied[ref.Fragment] = true
+				b.Add(uint32(ref.Row))
+				shadowed[ref.Fragment] = b
+			}
+			if !m.tomb {
+				memLive = append(memLive, m)
+			}
 		}
-	})
+	}
 
 	// Phase one: every source's statistics.
 	stats := q.Query.NewStats()
@@ -145,16 +153,15 @@ func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string)
 	var genSources []genSource
 	for j := range gens {
 		g := &gens[j]
-		live := liveInGen[g]
-		if live == nil {
+		// The generation's rows that are not their key's live version are left out.
+		dead := deadInGen[g]
+		if dead.GetCardinality() == uint64(len(g.keys.Keys)) {
 			continue
 		}
 		ix, err := s.generationTexts(ctx, snap, g, q.Column, genRows)
 		if err != nil {
 			return TextResult{}, err
 		}
-		// The generation's rows that are not their key's live version are left out.
-		dead := roaring.Flip(live, 0, uint64(len(g.keys.Keys)))
 		ix.Count(q.Query, dead, &stats)
 		genSources = append(genSources, genSource{g, ix, dead})
 	}
@@ -272,6 +279,63 @@ func (s *Store) topTextCandidates(ctx context.Context, snap *Snapshot, cands []t
 		return strings.Compare(a.v.key, b.v.key)
 	})
 	return kept[:min(k, len(kept))], nil
+}
+
+// genShadows is, for one set of pending generations and one table version, which generation rows
+// are not their key's live version (a bitmap of key-file positions for every generation) and
+// which base rows the generations' live versions shadow (by fragment). Shared through the cache:
+// never modified.
+type genShadows struct {
+	gens     *genPending // what the bitmaps' keys point into
+	dead     map[*genView]*roaring.Bitmap
+	shadowed map[uint64]*roaring.Bitmap
+}
+
+// generationShadows is the pending set's generations' shadows in the snapshot's table version,
+// from the cache or computed (each generation's keys looked up once per version: generationBase).
+func (s *Store) generationShadows(ctx context.Context, snap *Snapshot, pending *pendingSet) (*genShadows, error) {
+	key := pending.gens.id + "@" + strconv.FormatUint(snap.Table.Version, 10)
+	if gs, ok := cache.Get[*genShadows](s.pendingCache, "generation_shadows", key); ok && gs.gens == pending.gens {
+		return gs, nil // (computed over the same pending set, not one rebuilt since)
+	}
+	bases := map[*genView]*genBase{}
+	views := pending.views()
+	for j := range views {
+		b, err := s.generationBase(ctx, snap, &views[j])
+		if err != nil {
+			return nil, err
+		}
+		bases[&views[j]] = b
+	}
+	gs := &genShadows{gens: pending.gens, dead: map[*genView]*roaring.Bitmap{}, shadowed: map[uint64]*roaring.Bitmap{}}
+	live := map[*genView]*roaring.Bitmap{}
+	for j := range views {
+		live[&views[j]] = roaring.New()
+	}
+	for _, p := range pending.gens.list {
+		if r := bases[p.gen].rows[p.row]; r.found {
+			if r.seq > p.seq {
+				continue
+			}
+			if gs.shadowed[r.fragment] == nil {
+				gs.shadowed[r.fragment] = roaring.New()
+			}
+			gs.shadowed[r.fragment].Add(r.row)
+		}
+		if !p.tomb {
+			live[p.gen].Add(uint32(p.row))
+		}
+	}
+	var cost int64 = 64
+	for g, b := range live {
+		gs.dead[g] = roaring.Flip(b, 0, uint64(len(g.keys.Keys)))
+		cost += int64(gs.dead[g].GetSizeInBytes())
+	}
+	for _, b := range gs.shadowed {
+		cost += int64(b.GetSizeInBytes())
+	}
+	cache.Add(s.pendingCache, "generation_shadows", key, gs, cost)
+	return gs, nil
 }
 
 // baseRow is where the base table holds a key's row (found false: it holds none).
