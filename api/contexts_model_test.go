@@ -176,6 +176,7 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		require.Len(t, res, len(want))
 		for i := range want {
 			require.Equal(t, want[i].ID, res[i].Record.ID, "rank %d", i)
+			require.Equal(t, m.rows[want[i].ID].Embedding, res[i].Record.Embedding, "rank %d's embedding", i)
 			require.InDelta(t, want[i].Value, res[i].Distance, 1e-6)
 		}
 		// retrieve: the same channels over the model, fused
@@ -192,6 +193,8 @@ func checkContextModel(t *testing.T, w *worker, m *contextModel, rng *rand.Rand,
 		require.Len(t, rr.Results, len(fused))
 		for i := range fused {
 			require.Equal(t, fused[i].ID, rr.Results[i].Record.ID, "retrieve rank %d", i)
+			require.Equal(t, m.rows[fused[i].ID].Embedding, rr.Results[i].Record.Embedding, "retrieve rank %d's embedding", i)
+			require.Equal(t, m.rows[fused[i].ID].TextPayload, rr.Results[i].Record.TextPayload)
 			require.Equal(t, fused[i].Channels, rr.Results[i].MatchedChannels)
 			if fused[i].TextScore != nil {
 				require.InDelta(t, *fused[i].TextScore, *rr.Results[i].TextScore, 1e-5, "the text score of rank %d", i)

@@ -277,8 +277,10 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		ctx := c.Request().Context()
 		depth := contexts.CandidateDepth(limit)
 		// Both channels rank by what visibility and the filters look at; the fused winners are
-		// then read whole.
+		// then read whole, but for the embeddings the vector channel already holds (a point
+		// read of an embedding decodes its column from its row group's start).
 		var vector, text []contexts.Scored
+		embeddings := map[string][]float32{}
 		if req.Vector != nil {
 			recs, dists, err := nearestVisible(ctx, cs, req.Vector, nil, depth, filters, life, false)
 			if err != nil {
@@ -286,6 +288,7 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 			}
 			for i, r := range recs {
 				vector = append(vector, contexts.Scored{ID: r.ID, Value: dists[i]})
+				embeddings[r.ID] = r.Embedding
 			}
 		}
 		if query != nil {
@@ -302,9 +305,31 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 		for i, f := range fused {
 			ids[i] = f.ID
 		}
-		whole, err := readVisible(ctx, cs, ids, listColumns, life)
+		whole, err := readVisible(ctx, cs, ids, nearestColumns, life)
 		if err != nil {
 			return err
+		}
+		var unknown []string // winners only the text channel found: their embeddings are read
+		for _, r := range whole {
+			if _, ok := embeddings[r.ID]; r.ID != "" && !ok {
+				unknown = append(unknown, r.ID)
+			}
+		}
+		if len(unknown) > 0 {
+			rec, found, err := cs.s.GetSearched(ctx, unknown, []string{contexts.EmbeddingColumn})
+			if err != nil {
+				return err
+			}
+			embs, err := contexts.FromArrow(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			for i, at := range found {
+				if at >= 0 {
+					embeddings[unknown[i]] = embs[at].Embedding
+				}
+			}
 		}
 		records := map[string]contexts.Record{}
 		for _, r := range whole {
@@ -312,6 +337,7 @@ func (h *handlers) retrieveContext(c echo.Context) error {
 				if !req.IncludeRelationships {
 					r.Relationships = nil
 				}
+				r.Embedding = embeddings[r.ID]
 				records[r.ID] = r
 			}
 		}
