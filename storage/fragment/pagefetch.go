@@ -6,14 +6,18 @@
 package fragment
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -161,4 +165,40 @@ func (w *pageWindows) slice(at, n int64) ([]byte, error) {
 	w.windows = append(w.windows, readWindow{at: at, data: data})
 	w.buffers = append(w.buffers, buf)
 	return data, nil
+}
+
+// cachedPages is fetchPages for a read that keeps its pages (Columns.CachePages): each range
+// from the object cache, or read (the missing ones coalesced as fetchPages reads them) and
+// cached on its own, a copy of exactly its bytes.
+func (rd *Reader) cachedPages(ctx context.Context, f Ref, ranges []byteRange) (*pageWindows, error) {
+	w := &pageWindows{ctx: ctx, rd: rd, f: f}
+	var missing []byteRange
+	for _, r := range ranges {
+		if data, ok := cache.Get[[]byte](rd.Cache, "data_page", pageKey(f, r)); ok {
+			w.windows = append(w.windows, readWindow{at: r.at, data: data})
+		} else {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return w, nil
+	}
+	fetched, err := rd.fetchPages(ctx, f, slices.Clone(missing), false)
+	if err != nil {
+		return w, err
+	}
+	for _, r := range missing {
+		data, err := fetched.slice(r.at, r.n)
+		if err != nil {
+			return w, err
+		}
+		page := bytes.Clone(data)
+		cache.Add(rd.Cache, "data_page", pageKey(f, r), page, int64(len(page))+64)
+		w.windows = append(w.windows, readWindow{at: r.at, data: page})
+	}
+	return w, nil
+}
+
+func pageKey(f Ref, r byteRange) string {
+	return f.Path + "@" + strconv.FormatInt(r.at, 10) + "+" + strconv.FormatInt(r.n, 10)
 }

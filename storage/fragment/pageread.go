@@ -645,7 +645,12 @@ func (g *groupRead) readFromPages(ctx context.Context, names []string, runs []ro
 		}
 		// Every value is copied into values below and a dictionary page before it is cached,
 		// so the pages' buffers go back to their pools when the read returns.
-		if window, err = rd.fetchPages(ctx, f, ranges, true); err != nil {
+		if g.cachePages {
+			window, err = rd.cachedPages(ctx, f, ranges)
+		} else {
+			window, err = rd.fetchPages(ctx, f, ranges, true)
+		}
+		if err != nil {
 			window.release()
 			return nil, false, err
 		}

@@ -37,6 +37,7 @@ type groupRead struct {
 	// flat are the columns the page path reads (flat ones, and nested ones holding only nulls
 	// here); nested the ones pqarrow's column readers read.
 	flat, nested []string
+	cachePages   bool // Columns.CachePages
 }
 
 // newGroupRead looks up row group rg of f and splits names between the two paths.
@@ -52,7 +53,7 @@ func (rd *Reader) newGroupRead(ctx context.Context, f Ref, cols Columns, rg int)
 	if err != nil {
 		return nil, err
 	}
-	g := &groupRead{rd: rd, f: f, ft: ft, rg: rg, schema: cols.Schema, pages: rp}
+	g := &groupRead{rd: rd, f: f, ft: ft, rg: rg, schema: cols.Schema, pages: rp, cachePages: cols.CachePages}
 	g.flat, g.nested = splitPageColumns(cols.Schema, ft, rp, cols.Names)
 	return g, nil
 }

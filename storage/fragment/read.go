@@ -48,6 +48,11 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 type Columns struct {
 	Schema *arrow.Schema
 	Names  []string
+	// CachePages: a point read keeps the data pages it decodes in the process's object cache
+	// (a fragment is immutable), for reads that come back to the same rows again and again
+	// (searches rank the same candidates for similar queries). Other reads leave the cache to
+	// what every read needs (footers, page indexes, dictionaries).
+	CachePages bool
 }
 
 // ReadRowGroups reads the columns cols names of the given row groups (nil: all) as one record;

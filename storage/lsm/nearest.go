@@ -221,12 +221,14 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 	return out, nil
 }
 
-// answerRows reads the rows of versions (the named columns), in order.
+// answerRows reads the rows of a search's answer, versions (the named columns), in order, keeping
+// the base pages it reads cached (table.ReadRowsForSearch).
 func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []version, names []string, genRows *shard.RowReader) (arrow.RecordBatch, error) {
 	if len(versions) == 0 {
 		return emptyRecord(s, names), nil
 	}
 	rows := newPageBuilder(s, names, names)
+	rows.forSearch = true
 	defer rows.release()
 	// A few rows at a time: the answer's rows lie anywhere in their fragments, and a read of
 	// more than fragment.PointReadRows rows of one row group decodes a run spanning them all.

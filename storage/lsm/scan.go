@@ -268,6 +268,8 @@ type pageBuilder struct {
 	// rule out every filter match, before they are read.
 	pruner *table.RowGroupPruner
 	where  predicate.Expr // the scan's predicate (nil: none)
+	// forSearch: base rows are read with table.ReadRowsForSearch (their pages kept cached).
+	forSearch bool
 }
 
 func newPageBuilder(s *Store, read, names []string) *pageBuilder {
@@ -370,7 +372,11 @@ func (p *pageBuilder) gather(ctx context.Context, snap *Snapshot, live []version
 		}
 	}()
 	if len(refs) > 0 {
-		base, err := p.s.tbl.ReadRows(ctx, snap.Table, refs, p.read)
+		read := p.s.tbl.ReadRows
+		if p.forSearch {
+			read = p.s.tbl.ReadRowsForSearch
+		}
+		base, err := read(ctx, snap.Table, refs, p.read)
 		if err != nil {
 			return nil, err
 		}

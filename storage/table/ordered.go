@@ -264,6 +264,17 @@ func (lm *liveMerge) claim(key string) { lm.last, lm.emitted = key, true }
 // read per fragment: a row group holding a few wanted rows by seeking to each, runs of adjacent
 // row groups holding more by decoding them in one read. The caller releases the record.
 func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.RecordBatch, error) {
+	return t.readRows(ctx, m, refs, columns, false)
+}
+
+// ReadRowsForSearch is ReadRows for a search's rows: the data pages its point reads decode stay
+// in the process's object cache (fragment.Columns.CachePages), since the next search is likely
+// to rank the same candidates.
+func (t *Table) ReadRowsForSearch(ctx context.Context, m *Manifest, refs []RowRef, columns []string) (arrow.RecordBatch, error) {
+	return t.readRows(ctx, m, refs, columns, true)
+}
+
+func (t *Table) readRows(ctx context.Context, m *Manifest, refs []RowRef, columns []string, cachePages bool) (arrow.RecordBatch, error) {
 	names, err := userColumns(m, columns)
 	if err != nil {
 		return nil, err
@@ -288,7 +299,7 @@ func (t *Table) ReadRows(ctx context.Context, m *Manifest, refs []RowRef, column
 	}()
 	order := make([]int64, len(refs)) // output position -> row in the concatenation of parts
 	var base int64
-	cols := fragment.Columns{Schema: m.Schema(), Names: names}
+	cols := fragment.Columns{Schema: m.Schema(), Names: names, CachePages: cachePages}
 	for _, id := range fragments {
 		wants := byFragment[id]
 		f, ok := m.Fragment(id)

@@ -198,13 +198,13 @@ func (t *Table) Lookup(ctx context.Context, m *Manifest, keys []string) (map[str
 }
 
 // RowKeys fills in the key and seq of each ref (by its fragment and row) from version m's
-// fragments.
+// fragments (for searches: the pages read stay cached, as ReadRowsForSearch keeps them).
 func (t *Table) RowKeys(ctx context.Context, m *Manifest, refs []RowRef) error {
 	// Rows sought by a search lie anywhere in their fragments: read them a few at a time, so that
 	// each read is a point read (fragment.PointReadRows) rather than a run spanning them all.
 	for start := 0; start < len(refs); start += fragment.PointReadRows {
 		part := refs[start:min(start+fragment.PointReadRows, len(refs))]
-		rec, err := t.ReadRows(ctx, m, part, []string{m.KeyColumn, SeqColumn})
+		rec, err := t.ReadRowsForSearch(ctx, m, part, []string{m.KeyColumn, SeqColumn})
 		if err != nil {
 			return err
 		}
