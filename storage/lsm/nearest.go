@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/fragment"
 	"github.com/strata-store/strata/storage/shard"
@@ -77,21 +76,12 @@ type scored struct {
 }
 
 func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string) (NearestResult, error) {
-	mem := &shard.MemView{}
-	if w := s.residentWriter(); w != nil {
-		mem = w.View("")
-	}
-	defer mem.Release()
-	snap, err := s.Snapshot(ctx)
+	r, err := s.openSearchRead(ctx, q.Before)
 	if err != nil {
 		return NearestResult{}, err
 	}
-	pending, err := s.pendingFor(ctx, snap, mem, q.Before)
-	if err != nil {
-		return NearestResult{}, err
-	}
-	genRows := s.shards.NewCachingRowReader()
-	defer genRows.Release()
+	defer r.release()
+	snap, pending, genRows := r.snap, r.pending, r.rows
 
 	// Pending candidates, compared exactly: a generation's vectors decoded once and cached (it is
 	// immutable) and compared with the query in one pass, the memtable's gathered once a slice
@@ -219,33 +209,6 @@ func (s *Store) nearestOnce(ctx context.Context, q NearestQuery, names []string)
 		return NearestResult{}, err
 	}
 	return out, nil
-}
-
-// answerRows reads the rows of a search's answer, versions (the named columns), in order, keeping
-// the base pages it reads cached (table.ReadRowsForSearch).
-func (s *Store) answerRows(ctx context.Context, snap *Snapshot, versions []version, names []string, genRows *shard.RowReader) (arrow.RecordBatch, error) {
-	if len(versions) == 0 {
-		return emptyRecord(s, names), nil
-	}
-	rows := newPageBuilder(s, names, names)
-	rows.forSearch = true
-	defer rows.release()
-	// A few rows at a time: the answer's rows lie anywhere in their fragments, and a read of
-	// more than fragment.PointReadRows rows of one row group decodes a run spanning them all.
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	for start := 0; start < len(versions); start += nearestPointRows {
-		part, err := rows.gather(ctx, snap, versions[start:min(start+nearestPointRows, len(versions))], genRows)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, part)
-	}
-	return arrowutil.Concat(rows.schema, parts, s.mem)
 }
 
 // nearestPointRows is how many rows of a nearest read's answer are read at once (see

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/shard"
 )
@@ -114,67 +112,4 @@ func (p *pendingSet) each(fn func(v version)) {
 		}
 		fn(m)
 	}
-}
-
-// GetSearched reads the newest live version of each key (the named columns) for a search's
-// answer, in one snapshot: found[i] is key i's row in the record, or -1 when the store holds no
-// live version of it. Pending rows are read through the caching row reader and the pending set
-// the searches share, since a search's next answer is likely to come from the same WAL entries.
-func (s *Store) GetSearched(ctx context.Context, keys []string, columns []string) (rec arrow.RecordBatch, found []int, err error) {
-	names, err := s.columns(columns)
-	if err != nil {
-		return nil, nil, err
-	}
-	type answer struct {
-		rec   arrow.RecordBatch
-		found []int
-	}
-	a, err := readFresh(ctx, s, func() (answer, error) {
-		rec, found, err := s.getSearchedOnce(ctx, keys, names)
-		return answer{rec, found}, err
-	})
-	return a.rec, a.found, err
-}
-
-func (s *Store) getSearchedOnce(ctx context.Context, keys []string, names []string) (arrow.RecordBatch, []int, error) {
-	mem := &shard.MemView{}
-	if w := s.residentWriter(); w != nil {
-		mem = w.View("")
-	}
-	defer mem.Release()
-	snap, err := s.Snapshot(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	pending, err := s.pendingFor(ctx, snap, mem, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	base, err := s.tbl.Lookup(ctx, snap.Table, keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	found := make([]int, len(keys))
-	var versions []version
-	for i, k := range keys {
-		best, _ := pending.get(k)
-		if ref, ok := base[k]; ok {
-			if v := tableVersion(ref); v.supersedes(best) {
-				best = v
-			}
-		}
-		if best.src == sourceNone || best.tomb {
-			found[i] = -1
-			continue
-		}
-		found[i] = len(versions)
-		versions = append(versions, best)
-	}
-	genRows := s.shards.NewCachingRowReader()
-	defer genRows.Release()
-	rec, err := s.answerRows(ctx, snap, versions, names, genRows)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rec, found, nil
 }

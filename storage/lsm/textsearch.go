@@ -73,22 +73,13 @@ type textCandidate struct {
 }
 
 func (s *Store) searchTextOnce(ctx context.Context, q TextQuery, names []string) (TextResult, error) {
-	mem := &shard.MemView{}
-	if w := s.residentWriter(); w != nil {
-		mem = w.View("")
-	}
-	defer mem.Release()
-	snap, err := s.Snapshot(ctx)
+	r, err := s.openSearchRead(ctx, "")
 	if err != nil {
 		return TextResult{}, err
 	}
-	pending, err := s.pendingFor(ctx, snap, mem, "")
-	if err != nil {
-		return TextResult{}, err
-	}
+	defer r.release()
+	snap, pending, genRows := r.snap, r.pending, r.rows
 	gens := pending.views()
-	genRows := s.shards.NewCachingRowReader()
-	defer genRows.Release()
 
 	// The newest pending versions, checked against the base table: a base row they supersede is
 	// shadowed; a pending version the base row supersedes is not live. The generations' part is
