@@ -157,9 +157,9 @@ func BenchmarkP15ContextSearch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu = cpuTime()
+		textStart := cpuTime()
 		textRes, err := s.BuildTextIndexes(ctx, lsm.TextIndexOptions{Column: contexts.TextColumn})
-		textCPU := cpuTime() - cpu
+		textCPU := cpuTime() - textStart
 		if err != nil {
 			b.Fatal(err)
 		}
