@@ -89,7 +89,8 @@ func vectorIndexTodo(m *Manifest, opts VectorIndexOptions) []Fragment {
 
 // BuildVectorIndexes indexes column in every fragment of the latest version that has at least
 // MinRows live rows and no index of that column and metric, and commits the indexes in one
-// version. A fragment whose vectors are not all of one dimension is left to exact scans.
+// version. A fragment with vectors of several lengths gets an index of the most common one; one
+// without any vector gets an empty index (see buildFragmentVectorIndex).
 func (t *Table) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions) (VectorIndexResult, error) {
 	var res VectorIndexResult
 	m, err := t.Latest(ctx)
@@ -134,29 +135,35 @@ func (t *Table) BuildVectorIndexes(ctx context.Context, opts VectorIndexOptions)
 }
 
 // buildFragmentVectorIndex reads f's vectors (live, non-tombstone, non-null rows) and writes their
-// index; ok is false when the fragment has none, or vectors of more than one dimension.
+// index. Vectors of several lengths (a store that declares none): the most common length is
+// indexed, the others are left to exact scans (which a query of their length runs anyway). A
+// fragment without any vector gets an empty index, so that it counts as indexed and no build
+// comes back for it; ok is false only when the build wrote nothing.
 func (t *Table) buildFragmentVectorIndex(ctx context.Context, m *Manifest, f Fragment, opts VectorIndexOptions) (VectorIndexRef, bool, error) {
 	del, err := t.deletions(ctx, f)
 	if err != nil {
 		return VectorIndexRef{}, false, err
 	}
-	vs := vecindex.Vectors{}
-	mixed := false
+	byDim := map[int]*vecindex.Vectors{}
 	err = t.fragmentVectors(ctx, m, f, opts.Column, del, func(row uint32, v []float32) {
-		if vs.Dim == 0 {
-			vs.Dim = len(v)
-		}
-		if len(v) != vs.Dim {
-			mixed = true
-			return
+		vs := byDim[len(v)]
+		if vs == nil {
+			vs = &vecindex.Vectors{Dim: len(v)}
+			byDim[len(v)] = vs
 		}
 		vs.Rows = append(vs.Rows, row)
 		vs.Values = append(vs.Values, v...)
 	})
-	if err != nil || mixed || len(vs.Rows) == 0 {
+	if err != nil {
 		return VectorIndexRef{}, false, err
 	}
-	data, err := vecindex.Build(ctx, vs, opts.Metric, vecindex.BuildOptions{Tick: opts.Tick})
+	vs := &vecindex.Vectors{Dim: 1} // no vector: an empty index (of a nominal dimension)
+	for _, c := range byDim {
+		if len(c.Rows) > len(vs.Rows) || (len(c.Rows) == len(vs.Rows) && c.Dim < vs.Dim) {
+			vs = c
+		}
+	}
+	data, err := vecindex.Build(ctx, *vs, opts.Metric, vecindex.BuildOptions{Tick: opts.Tick})
 	if err != nil {
 		return VectorIndexRef{}, false, err
 	}
@@ -357,6 +364,9 @@ func (t *Table) nearestInFragment(ctx context.Context, m *Manifest, f Fragment, 
 	}
 	var cands []vecindex.Hit
 	exhausted := false
+	if f.VectorIndex.serves(q.Column, q.Metric) && f.VectorIndex.Rows == 0 {
+		return nil, true, nil // indexed when it held no vector at all (an index of the most common length has rows)
+	}
 	if f.VectorIndex.serves(q.Column, q.Metric) && f.VectorIndex.Dim == len(q.Query) {
 		head, err := t.vectorIndexHead(ctx, f)
 		if err != nil {

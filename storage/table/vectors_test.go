@@ -294,3 +294,53 @@ func TestAVectorIndexLargerThanTheCacheIsReadAListAtATime(t *testing.T) {
 	}
 	require.Positive(t, failed)
 }
+
+// A fragment without any vector gets an empty index (it counts as indexed, so no build comes back
+// for it, and a search skips it); one with vectors of two lengths gets an index of the more
+// common one, and a query of the other length is answered exactly from the fragment.
+func TestFragmentsWithoutVectorsOrWithSeveralLengthsAreIndexed(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	tbl, err := Create(ctx, objstoretest.NewMemory(), vectorSchema, "id", Options{Allocator: mem})
+	require.NoError(t, err)
+	var empty, mixed []vecRow
+	for i := range 300 {
+		empty = append(empty, vecRow{id: fmt.Sprintf("a%04d", i), seq: uint64(i + 1)})
+		v := []float32{float32(i), 1, 2, 3}
+		if i%3 == 0 {
+			v = []float32{float32(i), 1}
+		}
+		mixed = append(mixed, vecRow{id: fmt.Sprintf("b%04d", i), emb: v, seq: uint64(1000 + i)})
+	}
+	for _, rows := range [][]vecRow{empty, mixed} {
+		rec := vecBatch(mem, rows)
+		_, err := tbl.Upsert(ctx, rec, UpsertOptions{})
+		rec.Release()
+		require.NoError(t, err)
+	}
+	opts := VectorIndexOptions{Column: "emb", Metric: vecindex.L2, MinRows: 100}
+	res, err := tbl.BuildVectorIndexes(ctx, opts)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Fragments)
+	m, err := tbl.Latest(ctx)
+	require.NoError(t, err)
+	require.Zero(t, FragmentsWithoutVectorIndex(m, opts), "both fragments count as indexed")
+	dims := map[int64]int{}
+	for _, f := range m.Fragments {
+		dims[f.VectorIndex.Rows] = f.VectorIndex.Dim
+	}
+	require.Equal(t, map[int64]int{0: 1, 200: 4}, dims, "an empty index, and one of the 200 four-float vectors")
+
+	hits, exhausted, err := tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: []float32{3, 1}, K: 2})
+	require.NoError(t, err)
+	require.Len(t, hits, 2, "two-float vectors, answered exactly")
+	require.Equal(t, []string{"b0003", "b0000"}, []string{hits[0].Ref.Key, hits[1].Ref.Key})
+	require.False(t, exhausted)
+	hits, _, err = tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: []float32{7, 1, 2, 3}, K: 1})
+	require.NoError(t, err)
+	require.Equal(t, "b0007", hits[0].Ref.Key, "four-float vectors, through the index")
+	hits, exhausted, err = tbl.NearestRows(ctx, m, VectorQuery{Column: "emb", Metric: vecindex.L2, Query: []float32{1, 2, 3}, K: 5})
+	require.NoError(t, err)
+	require.Empty(t, hits)
+	require.True(t, exhausted)
+}
