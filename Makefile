@@ -9,6 +9,9 @@ TEMPORAL    := $(BIN)/temporal
 TEMPORAL_CLI_VERSION := v1.5.1
 VERSITYGW   := $(BIN)/versitygw
 VERSITYGW_VERSION    := v1.8.0
+# Azurite (npm, MIT): the Azure Storage emulator the Azure Blob tests run against; its version is
+# pinned in tools/azurite/package.json and package-lock.json.
+AZURITE     := tools/azurite/node_modules/.bin/azurite-blob
 STATICCHECK_VERSION  := v0.8.2
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
@@ -22,8 +25,9 @@ S3          ?=
 all: build
 
 ## tools: pinned external tools into ./bin (skipped when present): the temporal CLI (dev server
-## and UI) and versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests)
-tools: $(TEMPORAL) $(VERSITYGW)
+## and UI), versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests), and
+## Azurite into tools/azurite (the Azure Storage emulator, for Azure Blob stores in tests)
+tools: $(TEMPORAL) $(VERSITYGW) $(AZURITE)
 
 $(TEMPORAL):
 	@echo "installing temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes the first time)"
@@ -32,6 +36,11 @@ $(TEMPORAL):
 $(VERSITYGW):
 	@echo "installing versitygw $(VERSITYGW_VERSION) into bin/ (a few minutes the first time)"
 	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
+	@echo "installing Azurite into tools/azurite with npm ci (a minute or two the first time)"
+	cd tools/azurite && npm ci --no-audit --no-fund --silent
+	@touch $(AZURITE)
 
 ## build: the strata binary into ./bin
 build:
@@ -78,10 +87,10 @@ e2e: tools
 	scripts/e2e.sh
 
 test-services: tools
-	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start
+	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start && scripts/azurite.sh start
 
 test-services-stop:
-	@source scripts/test-env.sh && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
+	@source scripts/test-env.sh && scripts/azurite.sh stop && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
 
 ## lint: gofmt, go vet, staticcheck (installed into ./bin from the module proxy when possible)
 lint:

@@ -1,7 +1,7 @@
 // Store URIs: what a registry row may name as a store's place. A row is checked before it is
 // inserted, so no row is written that could not be opened, purged or shown: the URI is a URL
-// that round-trips, an s3:// bucket follows S3's naming rules, and every path segment is a
-// portable file name.
+// that round-trips, an s3:// bucket and an az:// container follow their service's naming rules,
+// and every path segment is a portable file name.
 package catalog
 
 import (
@@ -38,6 +38,10 @@ func ValidateURI(uri string) error {
 		if err := validateBucket(u.Host); err != nil {
 			return bad(err.Error())
 		}
+	case "az":
+		if err := validateContainer(u.Host); err != nil {
+			return bad(err.Error())
+		}
 	case "file":
 		if u.Host != "" {
 			return bad("a file URI has no host")
@@ -52,6 +56,23 @@ func ValidateURI(uri string) error {
 		case strings.ContainsAny(seg, "\\\x00"):
 			return bad("a path segment holds a backslash or NUL")
 		}
+	}
+	return nil
+}
+
+// validateContainer checks an Azure Blob container name: 3-63 characters of lowercase letters,
+// digits and '-', starting and ending with a letter or digit, no "--".
+func validateContainer(c string) error {
+	if len(c) < 3 || len(c) > 63 {
+		return fmt.Errorf("container name %q: 3-63 characters", c)
+	}
+	for i := 0; i < len(c); i++ {
+		if ch := c[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
+			return fmt.Errorf("container name %q: lowercase letters, digits and '-' only", c)
+		}
+	}
+	if c[0] == '-' || c[len(c)-1] == '-' || strings.Contains(c, "--") {
+		return fmt.Errorf("container name %q: starts and ends with a letter or digit, no \"--\"", c)
 	}
 	return nil
 }

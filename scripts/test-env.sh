@@ -15,3 +15,9 @@ export STRATA_S3_BUCKET=strata-test
 export STRATA_S3_ACCESS_KEY=strata-test STRATA_S3_SECRET_KEY=strata-test-secret
 export STRATA_TEST_S3_URL="s3://${STRATA_S3_BUCKET}?endpoint=http://127.0.0.1:${STRATA_S3_PORT}&path_style=true&region=us-east-1"
 export AWS_ACCESS_KEY_ID=${STRATA_S3_ACCESS_KEY} AWS_SECRET_ACCESS_KEY=${STRATA_S3_SECRET_KEY}
+# Azurite (Azure Blob) on a port outside the ephemeral range; its public development account.
+export STRATA_AZURITE_PORT=${STRATA_TEST_AZURITE_PORT:-21000}
+export STRATA_AZURITE_DIR=${STRATA_TEST_AZURITE_DIR:-.data/test/azurite}
+export STRATA_AZURITE_CONTAINER=strata-test
+export STRATA_TEST_AZURE_URL="az://${STRATA_AZURITE_CONTAINER}"
+eval "$(scripts/azurite.sh env)"
