@@ -47,7 +47,7 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/strata ./cmd/strata
 
 ## services: local PostgreSQL (.data/pg, :5433) and Temporal dev server (.data/temporal.db, :7233, UI :8233)
-services: tools
+services: $(TEMPORAL)
 	@scripts/pg.sh start
 	@scripts/temporal.sh start
 
@@ -58,7 +58,7 @@ services-stop:
 ## run: PostgreSQL + Temporal dev server (reused when already running) + `strata dev` (API :3000,
 ## maintenance worker, schedules) in the foreground; Ctrl-C stops what it started, data stays in .data/.
 ## `make run S3=1` also starts a local S3 server (versitygw) and keeps every store in it
-run: build tools
+run: build $(TEMPORAL) $(VERSITYGW)
 	@S3=$(S3) scripts/run.sh
 
 ## test: tools, test services (separate ports and .data/test), every Go test with the race
