@@ -26,12 +26,14 @@ func TestParseURLMakesLocalPathsAbsoluteFileURLs(t *testing.T) {
 		require.NoError(t, err, raw)
 		require.Equal(t, want, u.String(), raw)
 	}
-	for _, bad := range []string{"", "gopher://host/x", "gs://bucket/prefix"} {
+	for _, bad := range []string{"", "gopher://host/x", "abfs://container@account.dfs.core.windows.net/prefix"} {
 		_, err := objstore.ParseURL(bad)
 		require.Error(t, err, "%q", bad)
 	}
 	_, err = objstore.ParseURL("nosuch://bucket/prefix")
-	require.ErrorContains(t, err, "s3://")
+	for _, scheme := range []string{"s3://", "az://", "gs://", "file://"} {
+		require.ErrorContains(t, err, scheme, "the error lists the schemes served")
+	}
 }
 
 func TestOpenServesRegisteredSchemes(t *testing.T) {
