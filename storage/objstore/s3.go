@@ -13,8 +13,9 @@
 // (&profile=name: the credentials of that shared-config profile).
 // Credentials never appear in URLs, errors or logs.
 //
-// The other backends (azure.go, gcs.go) are files like this one: a Store over their client whose
-// create-if-absent maps to their precondition, registered under their scheme.
+// Another backend (GCS, Azure Blob) is one more file like this one: a Store over its client whose
+// create-if-absent maps to its precondition (GCS ifGenerationMatch=0, Azure If-None-Match: *),
+// registered under its scheme with Register.
 package objstore
 
 import (
