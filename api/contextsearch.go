@@ -99,10 +99,10 @@ type rankedRead func(k int, columns []string) (recs []contexts.Record, values []
 // whole itself).
 //
 // The first read asks for a quarter more than is wanted (at least 4 more), with the answer's
-// columns. When hidden or
-// filtered records leave the limit unfilled, the next reads ask for four times as many each time
-// but answer only what visibility and the filters look at, so memory stays small per candidate,
-// and the records that make the cut are then read whole by point reads. The reads stop at
+// columns. When hidden or filtered records leave the limit unfilled, the next reads ask for four
+// times as many each time but answer only what visibility and the filters look at, so memory
+// stays small per candidate, and the records that make the cut are then read whole by point
+// reads. The reads stop at
 // maxRankedCandidates candidates: a filter that keeps fewer than the limit among that many best
 // records answers what it kept (the request's deadline bounds the rest).
 func visibleRanked(ctx context.Context, cs contextStore, read rankedRead, answer []string, want int, filters contexts.Filters, life contexts.Lifecycle, relationships bool) ([]contexts.Record, []float32, error) {
