@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,18 +105,8 @@ func startAzurite() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return "", fmt.Errorf("azurite did not listen on port %d", port)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := awaitListening(cmd, "azurite", port, 30*time.Second); err != nil {
+		return "", err
 	}
 	os.Setenv("AZURE_STORAGE_CONNECTION_STRING", AzuriteConnectionString(port))
 	return "az://" + AzureTestContainer, nil

@@ -83,20 +83,28 @@ func s3Bucket() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return "", fmt.Errorf("versitygw did not listen on port %d", port)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := awaitListening(cmd, "versitygw", port, 20*time.Second); err != nil {
+		return "", err
 	}
 	os.Setenv("AWS_ACCESS_KEY_ID", testS3Access)
 	os.Setenv("AWS_SECRET_ACCESS_KEY", testS3Secret)
 	return fmt.Sprintf("s3://strata-test?endpoint=http://127.0.0.1:%d&path_style=true&region=us-east-1", port), nil
+}
+
+// awaitListening waits until the server cmd started listens on port (killing it when it does not
+// within timeout).
+func awaitListening(cmd *exec.Cmd, name string, port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("%s did not listen on port %d", name, port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

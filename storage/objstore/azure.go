@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -260,16 +259,7 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, a.mapErr("get range of", key, err)
 	}
 	defer out.Body.Close()
-	declared := deref(out.ContentLength, 0)
-	if declared > length {
-		return nil, fmt.Errorf("objstore: get range of %s: the object store declares %d bytes for a %d-byte range: %w", key, declared, length, ErrUnavailable)
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(min(length, preallocateMax)))
-	if _, err := buf.ReadFrom(io.LimitReader(out.Body, length)); err != nil {
-		return nil, a.mapErr("get range of", key, err)
-	}
-	return buf.Bytes(), nil
+	return readRangeBody(out.Body, deref(out.ContentLength, 0), length, key, func(err error) error { return a.mapErr("get range of", key, err) })
 }
 
 func (a *Azure) Put(ctx context.Context, key string, data []byte) error {

@@ -288,14 +288,20 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		return nil, s.mapErr("get range of", key, err)
 	}
 	defer out.Body.Close()
-	declared := aws.ToInt64(out.ContentLength)
+	return readRangeBody(out.Body, aws.ToInt64(out.ContentLength), length, key, func(err error) error { return s.mapErr("get range of", key, err) })
+}
+
+// readRangeBody reads a ranged read's body of declared length (0: unknown) for a range of length
+// bytes: a declaration over the range is an ErrUnavailable fault, and memory follows the bytes
+// received (at most length), never the declaration.
+func readRangeBody(body io.Reader, declared, length int64, key string, mapErr func(error) error) ([]byte, error) {
 	if declared > length {
 		return nil, fmt.Errorf("objstore: get range of %s: the object store declares %d bytes for a %d-byte range: %w", key, declared, length, ErrUnavailable)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(min(length, preallocateMax)))
-	if _, err := buf.ReadFrom(io.LimitReader(out.Body, length)); err != nil {
-		return nil, s.mapErr("get range of", key, err)
+	if _, err := buf.ReadFrom(io.LimitReader(body, length)); err != nil {
+		return nil, mapErr(err)
 	}
 	return buf.Bytes(), nil
 }
