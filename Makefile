@@ -12,6 +12,9 @@ VERSITYGW_VERSION    := v1.8.0
 # Azurite (npm, MIT): the Azure Storage emulator the Azure Blob tests run against; its version is
 # pinned in tools/azurite/package.json and package-lock.json.
 AZURITE     := tools/azurite/node_modules/.bin/azurite-blob
+# fake-gcs-server (BSD-2-Clause): the GCS API the GCS tests run against.
+FAKEGCS     := $(BIN)/fake-gcs-server
+FAKEGCS_VERSION      := v1.56.1
 STATICCHECK_VERSION  := v0.8.2
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
@@ -25,9 +28,10 @@ S3          ?=
 all: build
 
 ## tools: pinned external tools into ./bin (skipped when present): the temporal CLI (dev server
-## and UI), versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests), and
-## Azurite into tools/azurite (the Azure Storage emulator, for Azure Blob stores in tests)
-tools: $(TEMPORAL) $(VERSITYGW) $(AZURITE)
+## and UI), versitygw (an S3 server over a directory, Apache-2.0, for S3 stores in tests),
+## fake-gcs-server (the GCS API, for GCS stores in tests) and Azurite into tools/azurite (the
+## Azure Storage emulator, for Azure Blob stores in tests)
+tools: $(TEMPORAL) $(VERSITYGW) $(FAKEGCS) $(AZURITE)
 
 $(TEMPORAL):
 	@echo "installing temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes the first time)"
@@ -36,6 +40,10 @@ $(TEMPORAL):
 $(VERSITYGW):
 	@echo "installing versitygw $(VERSITYGW_VERSION) into bin/ (a few minutes the first time)"
 	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(FAKEGCS):
+	@echo "installing fake-gcs-server $(FAKEGCS_VERSION) into bin/ (a few minutes the first time)"
+	GOBIN=$(BIN) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKEGCS_VERSION)
 
 $(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
 	@echo "installing Azurite into tools/azurite with npm ci (a minute or two the first time)"
@@ -63,21 +71,23 @@ run: build $(TEMPORAL) $(VERSITYGW)
 
 ## test: tools, test services (separate ports and .data/test), every Go test with the race
 ## detector, then the storage-dependent suites again without it (the WAL's with WAL entry objects,
-## the layout of stores that cannot write in place, and on the test S3 server; the API's on S3:
-## the same code, other storage), the DuckDB Parquet interop check and the browser check (make
-## e2e). Each package's result and every failing test's output are printed as they finish, the
-## slowest 10 tests at the end (internal/testreport; all events in .data/test/go-test.json).
+## the layout of stores that cannot write in place; then the WAL's and the API's on each object
+## store's test service: the same code, other storage), the DuckDB Parquet interop check and the
+## browser check (make e2e). Each package's result and every failing test's output are printed as
+## they finish, the slowest 10 tests at the end (internal/testreport; all events in
+## .data/test/go-test.json).
 TEST_JSON  := .data/test/go-test.json
 TEST_REPORT = $(GO) run ./internal/testreport
+# The object stores the LSM and API suites run on once more after the race pass (each a test
+# service `make test-services` starts; -tags gcs links the gs:// store into those test binaries).
+OBJECT_STORES := s3 azure gcs
 # The longest-running packages first: `go test` starts packages in the order named (two at a time
 # on two cores), so the slowest no longer starts last and sets the pass's wall time alone.
 TEST_FIRST := ./storage/table ./storage/lsm ./cmd/strata ./api
 test: tools build test-services
 	@mkdir -p $(dir $(TEST_JSON)) && rm -f $(TEST_JSON)
 	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -json -count=1 -timeout 20m $(TEST_FIRST) ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_WAL_LAYOUT=entries $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_LSM_STORAGE=s3 $(GO) test -json -count=1 ./storage/lsm/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	set -o pipefail; source scripts/test-env.sh && STRATA_TEST_API_STORAGE=s3 $(GO) test -json -count=1 ./api/ | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	source scripts/test-env.sh && GO=$(GO) scripts/test-object-stores.sh $(TEST_JSON) $(OBJECT_STORES)
 	scripts/check-parquet-interop.sh
 	scripts/e2e.sh
 	@$(TEST_REPORT) -summary -slowest 10 < $(TEST_JSON)
@@ -87,10 +97,10 @@ e2e: tools
 	scripts/e2e.sh
 
 test-services: tools
-	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start && scripts/azurite.sh start
+	@source scripts/test-env.sh && scripts/pg.sh start && scripts/temporal.sh start && scripts/s3.sh start && scripts/azurite.sh start && scripts/fake-gcs.sh start
 
 test-services-stop:
-	@source scripts/test-env.sh && scripts/azurite.sh stop && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
+	@source scripts/test-env.sh && scripts/fake-gcs.sh stop && scripts/azurite.sh stop && scripts/s3.sh stop && scripts/temporal.sh stop && scripts/pg.sh stop
 
 ## lint: gofmt, go vet, staticcheck (installed into ./bin from the module proxy when possible)
 lint:

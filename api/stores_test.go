@@ -55,6 +55,11 @@ type cluster struct {
 	wrap func(objstore.Store) objstore.Store
 }
 
+// testStorage: with STRATA_TEST_API_STORAGE=s3, azure or gcs the clusters keep their stores on
+// that object store's test service; `make test` runs this package once more on each (gcs with
+// -tags gcs, which links the gs:// store).
+var testStorage = os.Getenv("STRATA_TEST_API_STORAGE")
+
 func newCluster(t *testing.T) *cluster {
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))
 	require.NoError(t, err)
@@ -62,8 +67,8 @@ func newCluster(t *testing.T) *cluster {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	dataDir := t.TempDir()
-	if os.Getenv("STRATA_TEST_API_STORAGE") == "s3" {
-		dataDir = testenv.S3(t) // `make test` runs this package a second time with its stores on S3
+	if testStorage != "" {
+		dataDir = testenv.ObjectStore(t, testStorage)
 	}
 	return &cluster{t: t, cat: cat, dataDir: dataDir, mem: mem}
 }

@@ -111,7 +111,7 @@ func TestCreateRejectsInvalidInputAndWritesNothing(t *testing.T) {
 	for _, uri := range []string{"", "u", "s3://a b/rollout/x", "s3://a%zz/rollout/x", "s3://Bucket/x", "s3://ab/x", "s3://192.168.1.1/x",
 		"s3://bucket/x?endpoint=http://h", "file:///data/" + strings.Repeat("s", 256) + "/x", "file:///data/../x", "file://host/x",
 		"file:///data//x", "s3://user@bucket/x", "s3://bucket/x#f", "s3://-bucket/x", "file:///data/a%2Fb",
-		"az://Container/x", "az://ab/x", "az://a--b/x", "az://con.tainer/x", "az://-con/x"} {
+		"az://Container/x", "az://ab/x", "az://a--b/x", "az://con.tainer/x", "az://-con/x", "gs://Bucket/x", "gs://_b_/x", "gs://ab/x"} {
 		bad := def(catalog.KindRollout, "x")
 		bad.URI = uri
 		_, _, err := c.CreateStore(ctx, bad)

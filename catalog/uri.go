@@ -1,7 +1,7 @@
 // Store URIs: what a registry row may name as a store's place. A row is checked before it is
 // inserted, so no row is written that could not be opened, purged or shown: the URI is a URL
-// that round-trips, an s3:// bucket and an az:// container follow their service's naming rules,
-// and every path segment is a portable file name.
+// that round-trips, an s3:// or gs:// bucket and an az:// container follow their service's
+// naming rules, and every path segment is a portable file name.
 package catalog
 
 import (
@@ -40,6 +40,11 @@ func ValidateURI(uri string) error {
 		}
 	case "az":
 		if err := validateContainer(u.Host); err != nil {
+			return bad(err.Error())
+		}
+	case "gs":
+		// GCS bucket names are S3's with '_' allowed besides.
+		if err := validateBucket(strings.ReplaceAll(u.Host, "_", "-")); err != nil {
 			return bad(err.Error())
 		}
 	case "file":

@@ -17,6 +17,8 @@ port=${STRATA_AZURITE_PORT:-10000}
 dir=${STRATA_AZURITE_DIR:-.data/azurite}
 container=${STRATA_AZURITE_CONTAINER:-strata}
 bin=${STRATA_AZURITE_BIN:-tools/azurite/node_modules/.bin/azurite-blob}
+# STRATA_AZURITE_IN_MEMORY=1 (the tests): blobs are kept in memory only, which makes the
+# emulator's writes several times faster; nothing survives a restart.
 account=devstoreaccount1
 key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 pidfile="$dir.pid"
@@ -37,11 +39,13 @@ start)
     fi
     die "port $port is taken by something this script did not start"
   fi
-  setsid nohup "$bin" --blobHost 127.0.0.1 --blobPort "$port" --location "$dir" --silent \
-    --skipApiVersionCheck --loose >"$logfile" 2>&1 </dev/null &
+  persistence=(--location "$dir")
+  [ "${STRATA_AZURITE_IN_MEMORY:-}" = 1 ] && persistence=(--inMemoryPersistence)
+  setsid nohup "$bin" --blobHost 127.0.0.1 --blobPort "$port" "${persistence[@]}" --silent \
+    --skipApiVersionCheck --loose --disableTelemetry >"$logfile" 2>&1 </dev/null &
   echo $! >"$pidfile"
   for _ in $(seq 1 120); do
-    listening && { echo "azurite.sh: Azurite up on 127.0.0.1:$port (data in $dir)"; exit 0; }
+    listening && { echo "azurite.sh: Azurite up on 127.0.0.1:$port (${persistence[*]})"; exit 0; }
     kill -0 "$(cat "$pidfile")" 2>/dev/null || break
     sleep 0.25
   done

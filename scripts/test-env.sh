@@ -19,5 +19,13 @@ export AWS_ACCESS_KEY_ID=${STRATA_S3_ACCESS_KEY} AWS_SECRET_ACCESS_KEY=${STRATA_
 export STRATA_AZURITE_PORT=${STRATA_TEST_AZURITE_PORT:-21000}
 export STRATA_AZURITE_DIR=${STRATA_TEST_AZURITE_DIR:-.data/test/azurite}
 export STRATA_AZURITE_CONTAINER=strata-test
+export STRATA_AZURITE_IN_MEMORY=1
 export STRATA_TEST_AZURE_URL="az://${STRATA_AZURITE_CONTAINER}"
 eval "$(scripts/azurite.sh env)"
+# fake-gcs-server (GCS) likewise; Google's client reaches an emulator through STORAGE_EMULATOR_HOST.
+export STRATA_GCS_PORT=${STRATA_TEST_GCS_PORT:-21010}
+export STRATA_GCS_DIR=${STRATA_TEST_GCS_DIR:-.data/test/gcs}
+export STRATA_GCS_BUCKET=strata-test
+export STRATA_GCS_BACKEND=memory
+export STRATA_TEST_GCS_URL="gs://${STRATA_GCS_BUCKET}"
+eval "$(scripts/fake-gcs.sh env)"

@@ -125,7 +125,8 @@ func waitHealthy(t *testing.T, base string) {
 	}, 60*time.Second, 100*time.Millisecond, "%s never became healthy", base)
 }
 
-// A cluster whose processes share only S3 (versitygw), PostgreSQL and Temporal: two API workers
+// A cluster whose processes share only an object store, PostgreSQL and Temporal — once on each
+// object store (S3 on versitygw, Azure Blob on Azurite, GCS on fake-gcs-server): two API workers
 // and a maintenance worker, each in an empty working directory of its own. Appends go through
 // both API workers, a merge on the maintenance worker (asked for by the API workers' seals) folds
 // them, reads go through the other worker; then one API worker is killed (-9) and restarted with
@@ -136,8 +137,13 @@ func TestAClusterThatSharesNoDiskLosesNothing(t *testing.T) {
 	if temporalAddr == "" {
 		t.Skip("STRATA_TEST_TEMPORAL_ADDRESS is not set (make test starts the Temporal dev server and sets it)")
 	}
+	for kind, place := range map[string]func(testing.TB) string{"s3": testenv.S3, "azure": testenv.Azure, "gcs": testenv.GCS} {
+		t.Run(kind, func(t *testing.T) { testAClusterThatSharesNoDisk(t, temporalAddr, place(t)) }) // skips without the service
+	}
+}
+
+func testAClusterThatSharesNoDisk(t *testing.T, temporalAddr, dataURL string) {
 	ctx := context.Background()
-	dataURL := testenv.S3(t)
 	db := testenv.Database(t)
 	namespace := fmt.Sprintf("strata-cluster-%d", time.Now().UnixNano())
 	nc, err := client.NewNamespaceClient(client.Options{HostPort: temporalAddr})

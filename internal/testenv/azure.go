@@ -47,9 +47,8 @@ var (
 // and Azurite is not installed (run `make tools`).
 func Azure(t testing.TB) string {
 	t.Helper()
-	azureOnce.Do(func() { azureURL, azureErr = azureContainer() })
-	if azureErr != nil {
-		t.Skipf("testenv: no Azure Blob service: %v (run `make tools`, or set STRATA_TEST_AZURE_URL)", azureErr)
+	if err := azureAvailable(); err != nil {
+		t.Skipf("testenv: no Azure Blob service: %v (run `make tools`, or set STRATA_TEST_AZURE_URL)", err)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -58,6 +57,13 @@ func Azure(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// azureAvailable reports why there is no Azure Blob service for the tests, if there is none
+// (finding or starting one the first time).
+func azureAvailable() error {
+	azureOnce.Do(func() { azureURL, azureErr = azureContainer() })
+	return azureErr
 }
 
 // AzuriteBin is where `make tools` installs Azurite's blob service.
@@ -91,16 +97,12 @@ func startAzurite() (string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("%s not found", bin)
 	}
-	dir, err := os.MkdirTemp("", "strata-azurite-")
-	if err != nil {
-		return "", err
-	}
 	port, err := FreePort()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(bin, "--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port), "--location", dir,
-		"--silent", "--skipApiVersionCheck", "--loose")
+	cmd := exec.Command(bin, "--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port),
+		"--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry", "--inMemoryPersistence")
 	dieWithParent(cmd) // the emulator lives exactly as long as the test binary
 	if err := cmd.Start(); err != nil {
 		return "", err

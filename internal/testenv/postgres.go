@@ -152,17 +152,29 @@ func Database(tb testing.TB) string {
 func RunMain(m *testing.M, run func(*testing.M) int) { os.Exit(run(m)) }
 
 // WithLeakCheck wraps a TestMain body: when the tests pass, no goroutine may be left running
-// (go.uber.org/goleak), beyond the ignored ones named.
+// (go.uber.org/goleak), beyond the ignored ones named and IdleHTTPConnections.
 func WithLeakCheck(run func(*testing.M) int, ignore ...goleak.Option) func(*testing.M) int {
 	return func(m *testing.M) int {
 		code := run(m)
 		if code != 0 {
 			return code
 		}
-		if err := goleak.Find(ignore...); err != nil {
+		if err := goleak.Find(append(IdleHTTPConnections(), ignore...)...); err != nil {
 			fmt.Fprintln(os.Stderr, "testenv: goroutines left running after the tests:", err)
 			return 1
 		}
 		return 0
+	}
+}
+
+// IdleHTTPConnections are the goleak options that ignore the idle keep-alive connections of an
+// HTTP client's transport (an object store's client, which lives as long as the process): a
+// connection's read loop waiting for the server's next bytes and its write loop. A connection
+// whose response body was never closed is still reported (its read loop waits for the body, not
+// in a read).
+func IdleHTTPConnections() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).Read"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	}
 }

@@ -30,9 +30,8 @@ var (
 // bin/versitygw is missing (run `make tools`).
 func S3(t testing.TB) string {
 	t.Helper()
-	s3Once.Do(func() { s3URL, s3Err = s3Bucket() })
-	if s3Err != nil {
-		t.Skipf("testenv: no S3 server: %v (run `make tools`, or set STRATA_TEST_S3_URL)", s3Err)
+	if err := s3Available(); err != nil {
+		t.Skipf("testenv: no S3 server: %v (run `make tools`, or set STRATA_TEST_S3_URL)", err)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -41,6 +40,13 @@ func S3(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// s3Available reports why there is no S3 server for the tests, if there is none (finding or
+// starting one the first time).
+func s3Available() error {
+	s3Once.Do(func() { s3URL, s3Err = s3Bucket() })
+	return s3Err
 }
 
 // withPrefix appends prefix to the URL's path (s3://bucket?query -> s3://bucket/prefix?query).

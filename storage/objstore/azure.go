@@ -228,7 +228,7 @@ func (a *Azure) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, a.mapErr("get", key, err)
 	}
 	defer out.Body.Close()
-	return readBody(out.Body, deref(out.ContentLength, 0), MaxObjectBytes, func(err error) error { return a.mapErr("get", key, err) })
+	return ReadBody(out.Body, deref(out.ContentLength, 0), MaxObjectBytes, func(err error) error { return a.mapErr("get", key, err) })
 }
 
 func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
@@ -259,7 +259,7 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, a.mapErr("get range of", key, err)
 	}
 	defer out.Body.Close()
-	return readRangeBody(out.Body, deref(out.ContentLength, 0), length, key, func(err error) error { return a.mapErr("get range of", key, err) })
+	return ReadRangeBody(out.Body, deref(out.ContentLength, 0), length, key, func(err error) error { return a.mapErr("get range of", key, err) })
 }
 
 func (a *Azure) Put(ctx context.Context, key string, data []byte) error {
@@ -300,15 +300,12 @@ type readSeekNopCloser struct{ *bytes.Reader }
 
 func (readSeekNopCloser) Close() error { return nil }
 
-// listPageMax is the most objects one List answers (the service's own cap is 5,000).
-const listPageMax = 1000
-
 func (a *Azure) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, err
 	}
-	if limit <= 0 || limit > listPageMax {
-		limit = listPageMax
+	if limit <= 0 || limit > ListPageMax {
+		limit = ListPageMax
 	}
 	full := a.prefix + prefix
 	ask := limit
@@ -330,8 +327,8 @@ func (a *Azure) List(ctx context.Context, prefix, startAfter string, limit int) 
 	// Pages until one holds a key after startAfter (a service that ignores startFrom answers
 	// from the prefix's start); bounded like a directory listing.
 	for pages := 0; ; pages++ {
-		if pages >= maxDirPages {
-			return ListPage{}, fmt.Errorf("objstore: azure list %s: more than %d pages before %q: %w", prefix, maxDirPages, startAfter, ErrUnavailable)
+		if pages >= MaxDirPages {
+			return ListPage{}, fmt.Errorf("objstore: azure list %s: more than %d pages before %q: %w", prefix, MaxDirPages, startAfter, ErrUnavailable)
 		}
 		cctx, cancel := a.call(ctx)
 		out, err := a.client.NewListBlobsFlatPager(opts).NextPage(cctx)
@@ -429,8 +426,8 @@ func (a *Azure) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	pager := a.client.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: to.Ptr(p)})
 	var out []string
 	for pages := 0; pager.More(); pages++ {
-		if pages >= maxDirPages {
-			return nil, fmt.Errorf("objstore: azure list %s: more than %d pages of directories: %w", prefix, maxDirPages, ErrUnavailable)
+		if pages >= MaxDirPages {
+			return nil, fmt.Errorf("objstore: azure list %s: more than %d pages of directories: %w", prefix, MaxDirPages, ErrUnavailable)
 		}
 		cctx, cancel := a.call(ctx)
 		page, err := pager.NextPage(cctx)

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -226,39 +225,7 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s.mapErr("get", key, err)
 	}
 	defer out.Body.Close()
-	return readBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectBytes, func(err error) error { return s.mapErr("get", key, err) })
-}
-
-// preallocateMax is the most a read allocates ahead of the bytes arriving, whatever the object
-// store declared: past it the buffer grows with the data actually received.
-const preallocateMax = 64 << 20
-
-// readBody reads an object's body of declared length (-1 or 0: unknown) of at most max bytes.
-// A declared length over max, a body longer than max or than declared, or one shorter than
-// declared is an ErrUnavailable fault; memory follows the bytes received, never the declaration.
-func readBody(body io.Reader, declared, max int64, mapErr func(error) error) ([]byte, error) {
-	if declared > max {
-		return nil, fmt.Errorf("objstore: the object store declares a %d-byte object, over the %d-byte bound: %w", declared, max, ErrUnavailable)
-	}
-	var buf bytes.Buffer
-	if declared > 0 {
-		buf.Grow(int(min(declared, preallocateMax)))
-	}
-	limit := max
-	if declared > 0 {
-		limit = declared
-	}
-	n, err := buf.ReadFrom(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	switch {
-	case n > limit:
-		return nil, fmt.Errorf("objstore: the object store sent more than the %d bytes it declared or allowed: %w", limit, ErrUnavailable)
-	case declared > 0 && n < declared:
-		return nil, fmt.Errorf("objstore: the object store sent %d of the %d bytes it declared: %w", n, declared, ErrUnavailable)
-	}
-	return buf.Bytes(), nil
+	return ReadBody(out.Body, aws.ToInt64(out.ContentLength), MaxObjectBytes, func(err error) error { return s.mapErr("get", key, err) })
 }
 
 func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
@@ -288,22 +255,7 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		return nil, s.mapErr("get range of", key, err)
 	}
 	defer out.Body.Close()
-	return readRangeBody(out.Body, aws.ToInt64(out.ContentLength), length, key, func(err error) error { return s.mapErr("get range of", key, err) })
-}
-
-// readRangeBody reads a ranged read's body of declared length (0: unknown) for a range of length
-// bytes: a declaration over the range is an ErrUnavailable fault, and memory follows the bytes
-// received (at most length), never the declaration.
-func readRangeBody(body io.Reader, declared, length int64, key string, mapErr func(error) error) ([]byte, error) {
-	if declared > length {
-		return nil, fmt.Errorf("objstore: get range of %s: the object store declares %d bytes for a %d-byte range: %w", key, declared, length, ErrUnavailable)
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(min(length, preallocateMax)))
-	if _, err := buf.ReadFrom(io.LimitReader(body, length)); err != nil {
-		return nil, mapErr(err)
-	}
-	return buf.Bytes(), nil
+	return ReadRangeBody(out.Body, aws.ToInt64(out.ContentLength), length, key, func(err error) error { return s.mapErr("get range of", key, err) })
 }
 
 func (s *S3) Put(ctx context.Context, key string, data []byte) error {
@@ -415,17 +367,14 @@ func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	return info, nil
 }
 
-// maxDirPages bounds a directory listing (1,000 directories a page: 10 million stores of a kind).
-const maxDirPages = 10_000
-
 // ListDirs returns the immediate sub-prefixes under prefix (a delimiter listing).
 func (s *S3) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	p := s.prefix + strings.TrimSuffix(prefix, "/") + "/"
 	var out []string
 	var token *string
 	for pages := 0; ; pages++ {
-		if pages >= maxDirPages {
-			return nil, fmt.Errorf("objstore: s3 list %s: more than %d pages of directories: %w", prefix, maxDirPages, ErrUnavailable)
+		if pages >= MaxDirPages {
+			return nil, fmt.Errorf("objstore: s3 list %s: more than %d pages of directories: %w", prefix, MaxDirPages, ErrUnavailable)
 		}
 		cctx, cancel := s.call(ctx)
 		page, err := s.client.ListObjectsV2(cctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &p, Delimiter: aws.String("/"), ContinuationToken: token})
