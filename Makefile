@@ -22,6 +22,8 @@ LDFLAGS     := -X main.version=$(VERSION)
 RACE        ?= -race
 BENCH       ?=
 S3          ?=
+AZURE       ?=
+GCS         ?=
 
 .PHONY: all tools build run services services-stop test test-services test-services-stop lint bench clean e2e
 
@@ -65,21 +67,23 @@ services-stop:
 
 ## run: PostgreSQL + Temporal dev server (reused when already running) + `strata dev` (API :3000,
 ## maintenance worker, schedules) in the foreground; Ctrl-C stops what it started, data stays in .data/.
-## `make run S3=1` also starts a local S3 server (versitygw) and keeps every store in it
-run: build $(TEMPORAL) $(VERSITYGW)
-	@S3=$(S3) scripts/run.sh
+## `make run S3=1` also starts a local S3 server (versitygw) and keeps every store in it;
+## `make run AZURE=1` the same with Azurite (Azure Blob), `make run GCS=1` with fake-gcs-server
+run: build $(TEMPORAL) $(VERSITYGW) $(if $(AZURE),$(AZURITE)) $(if $(GCS),$(FAKEGCS))
+	@S3=$(S3) AZURE=$(AZURE) GCS=$(GCS) scripts/run.sh
 
 ## test: tools, test services (separate ports and .data/test), every Go test with the race
-## detector, then the storage-dependent suites again without it (the WAL's with WAL entry objects,
-## the layout of stores that cannot write in place; then the WAL's and the API's on each object
-## store's test service: the same code, other storage), the DuckDB Parquet interop check and the
-## browser check (make e2e). Each package's result and every failing test's output are printed as
-## they finish, the slowest 10 tests at the end (internal/testreport; all events in
+## detector, then a second pass in lanes side by side (scripts/test-second-pass.sh): the WAL's
+## and the API's suites without it on each object store's test service (the same code, other
+## storage; on S3 with WAL entry objects everywhere), storage/table without it (its heavy tests
+## run there only), the DuckDB Parquet interop check and the browser check (make e2e). Each
+## package's result and every failing test's output are printed as they finish (the second
+## pass's, lane by lane), the slowest 10 tests at the end (internal/testreport; all events in
 ## .data/test/go-test.json).
 TEST_JSON  := .data/test/go-test.json
 TEST_REPORT = $(GO) run ./internal/testreport
-# The object stores the LSM and API suites run on once more after the race pass (each a test
-# service `make test-services` starts; -tags gcs links the gs:// store into those test binaries).
+# The object stores the LSM and API suites run on in the second pass (each a test service
+# `make test-services` starts; -tags gcs links the gs:// store into those test binaries).
 OBJECT_STORES := s3 azure gcs
 # The longest-running packages first: `go test` starts packages in the order named (two at a time
 # on two cores), so the slowest no longer starts last and sets the pass's wall time alone.
@@ -87,9 +91,7 @@ TEST_FIRST := ./storage/table ./storage/lsm ./cmd/strata ./api
 test: tools build test-services
 	@mkdir -p $(dir $(TEST_JSON)) && rm -f $(TEST_JSON)
 	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -json -count=1 -timeout 20m $(TEST_FIRST) ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
-	source scripts/test-env.sh && GO=$(GO) scripts/test-object-stores.sh $(TEST_JSON) $(OBJECT_STORES)
-	scripts/check-parquet-interop.sh
-	scripts/e2e.sh
+	source scripts/test-env.sh && GO=$(GO) scripts/test-second-pass.sh $(TEST_JSON) $(OBJECT_STORES)
 	@$(TEST_REPORT) -summary -slowest 10 < $(TEST_JSON)
 
 ## e2e: the browser check alone (headless Chromium through the Temporal Web UI; own stack and ports)

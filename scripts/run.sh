@@ -7,7 +7,8 @@
 #   env: STRATA_LISTEN_ADDR (127.0.0.1:3000), STRATA_BIN (bin/strata), any STRATA_* flag of
 #        `strata dev`, and the pg.sh / temporal.sh / s3.sh variables.
 #        S3=1 (`make run S3=1`): also start a local S3 server (versitygw over .data/s3) and keep
-#        every store in it.
+#        every store in it. AZURE=1 likewise with Azurite (.data/azurite, container "strata"),
+#        GCS=1 with fake-gcs-server (.data/gcs, bucket "strata"); one of the three at most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +36,20 @@ if (exec 3<>"/dev/tcp/${listen%:*}/${listen##*:}") 2>/dev/null; then
   exit 1
 fi
 services=(pg temporal)
-[ "${S3:-}" = 1 ] && services+=(s3)
+store=
+for kind in S3 AZURE GCS; do
+  [ "${!kind:-}" = 1 ] || continue
+  if [ -n "$store" ]; then
+    echo "run.sh: $store=1 and $kind=1: choose one object store" >&2
+    exit 1
+  fi
+  store=$kind
+done
+case "$store" in
+S3) services+=(s3) ;;
+AZURE) services+=(azurite) ;;
+GCS) services+=(fake-gcs) ;;
+esac
 for svc in "${services[@]}"; do
   if "scripts/$svc.sh" status >/dev/null 2>&1; then
     echo "run.sh: reusing the $svc server already running"
@@ -52,9 +66,14 @@ export STRATA_DATABASE_URL=${STRATA_DATABASE_URL:-$(scripts/pg.sh url)}
 export STRATA_TEMPORAL_ADDRESS=${STRATA_TEMPORAL_ADDRESS:-127.0.0.1:${STRATA_TEMPORAL_PORT:-7233}}
 export STRATA_TEMPORAL_UI_URL=${STRATA_TEMPORAL_UI_URL:-http://127.0.0.1:${STRATA_TEMPORAL_UI_PORT:-8233}}
 export STRATA_LISTEN_ADDR=$listen
-if [ "${S3:-}" = 1 ]; then
-  eval "$(scripts/s3.sh env)"
-  export STRATA_DATA_URL=${STRATA_DATA_URL:-$(scripts/s3.sh url)}
+if [ -n "$store" ]; then
+  svc=${services[-1]}
+  eval "$("scripts/$svc.sh" env)"
+  export STRATA_DATA_URL=${STRATA_DATA_URL:-$("scripts/$svc.sh" url)}
+  if [ "$store" != S3 ]; then
+    # Strata never creates a container or bucket; on the emulator this script does.
+    "${GO:-go}" run ./internal/emulators/makebucket "$("scripts/$svc.sh" url)" || exit 1
+  fi
   echo "run.sh: stores live in $STRATA_DATA_URL"
 fi
 "${STRATA_BIN:-bin/strata}" dev &

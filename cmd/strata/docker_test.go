@@ -29,6 +29,7 @@ type composeFile struct {
 		Image       string `yaml:"image"`
 		Build       *struct{ Context, Dockerfile string }
 		Command     []string          `yaml:"command"`
+		Entrypoint  []string          `yaml:"entrypoint"`
 		Environment map[string]string `yaml:"environment"`
 		Volumes     []string          `yaml:"volumes"`
 		Ports       []string          `yaml:"ports"`
@@ -39,8 +40,10 @@ type composeFile struct {
 
 func dockerDir() string { return filepath.Join(testenv.RepoRoot(), "docker") }
 
-func loadCompose(t *testing.T) composeFile {
-	data, err := os.ReadFile(filepath.Join(dockerDir(), "docker-compose.yml"))
+func loadCompose(t *testing.T) composeFile { return loadComposeFile(t, "docker-compose.yml") }
+
+func loadComposeFile(t *testing.T, name string) composeFile {
+	data, err := os.ReadFile(filepath.Join(dockerDir(), name))
 	require.NoError(t, err)
 	var c composeFile
 	require.NoError(t, yaml.Unmarshal(data, &c))
@@ -106,6 +109,51 @@ func TestComposeFileDescribesTheCluster(t *testing.T) {
 	for _, v := range []string{"pgdata", "s3data", "promdata"} {
 		require.Contains(t, c.Volumes, v)
 	}
+}
+
+// The Azure and GCS variants (override files on top of docker-compose.yml) swap the object
+// storage: an emulator built from its Dockerfile, a one-shot service that creates the container
+// or bucket the data URL names (Strata never creates one) before the first Strata process
+// starts, and every Strata process pointed at it.
+func TestComposeVariantsUseAzureAndGCS(t *testing.T) {
+	base := loadCompose(t)
+	for file, want := range map[string]struct{ emulator, scheme, address string }{
+		"docker-compose.azure.yml": {"azurite", "az://", "BlobEndpoint=http://azurite:10000/"},
+		"docker-compose.gcs.yml":   {"gcs", "gs://", "gcs:4443"},
+	} {
+		c := loadComposeFile(t, file)
+		emulator := c.Services[want.emulator]
+		require.NotNil(t, emulator.Build, file)
+		dockerfile, err := os.ReadFile(filepath.Join(dockerDir(), emulator.Build.Context, emulator.Build.Dockerfile))
+		require.NoError(t, err, "%s: the emulator's Dockerfile exists", file)
+		port := want.address[strings.LastIndex(want.address, ":")+1:]
+		port = strings.TrimSuffix(port, "/")
+		require.Contains(t, string(dockerfile), `"`+port+`"`, "%s: the emulator listens where the processes look", file)
+		require.Contains(t, c.Volumes, want.emulator+"data", file)
+
+		setup := c.Services["objectstore-setup"]
+		require.Equal(t, "strata:local", setup.Image, file)
+		require.Len(t, setup.Entrypoint, 2, file)
+		require.Equal(t, "makebucket", setup.Entrypoint[0], file)
+		var deps map[string]struct{ Condition string }
+		api1 := c.Services["strata-api-1"]
+		require.NoError(t, api1.DependsOn.Decode(&deps), file)
+		require.Equal(t, "service_completed_successfully", deps["objectstore-setup"].Condition,
+			"%s: the first Strata process starts once the container or bucket exists", file)
+		for _, name := range []string{"objectstore-setup", "strata-api-1", "strata-api-2", "strata-maintenance"} {
+			if name != "objectstore-setup" {
+				require.Contains(t, base.Services, name, "%s overrides a service of the base file", file)
+			}
+			env := c.Services[name].Environment
+			dataURL := env["STRATA_DATA_URL"]
+			require.True(t, strings.HasPrefix(dataURL, want.scheme), "%s: %s stores in %s", file, name, dataURL)
+			require.True(t, strings.HasPrefix(dataURL, setup.Entrypoint[1]+"/"), "%s: %s's data URL is in the bucket objectstore-setup creates", file, name)
+			joined := env["AZURE_STORAGE_CONNECTION_STRING"] + env["STORAGE_EMULATOR_HOST"]
+			require.Contains(t, joined, want.address, "%s: %s reaches the emulator", file, name)
+		}
+	}
+	_, err := os.Stat(filepath.Join(testenv.RepoRoot(), "internal", "emulators", "makebucket", "main.go"))
+	require.NoError(t, err, "the image's makebucket command exists")
 }
 
 // The compose file is safe by default: every published port is bound to the loopback, Temporal's

@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/strata-store/strata/internal/emulators"
 )
 
 // AzuriteAccount and AzuriteKey are the emulator's well-known development account (public: every
@@ -80,14 +79,10 @@ func azureContainer() (string, error) {
 		}
 	}
 	// The container, created once (an existing one is fine).
-	c, err := container.NewClientFromConnectionString(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), AzureTestContainer, nil)
-	if err != nil {
-		return "", err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return "", fmt.Errorf("create container %s: %w", AzureTestContainer, err)
+	if err := emulators.CreateAzureContainer(ctx, os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), AzureTestContainer); err != nil {
+		return "", err
 	}
 	return u, nil
 }

@@ -11,15 +11,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-store/strata/internal/emulators"
 )
 
 // GCSTestBucket is the bucket the tests' stores live in.
@@ -72,31 +71,11 @@ func gcsService() error {
 	return nil
 }
 
-// createGCSBucket creates bucket over the JSON API (an existing one is fine: 409).
+// createGCSBucket creates bucket on the configured emulator (an existing one is fine).
 func createGCSBucket(bucket string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	host := os.Getenv("STORAGE_EMULATOR_HOST")
-	if !strings.Contains(host, "://") {
-		host = "http://" + host
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, host+"/storage/v1/b?project=strata-test-project",
-		strings.NewReader(`{"name":"`+bucket+`"}`))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("create bucket %s: %w", bucket, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return fmt.Errorf("create bucket %s: HTTP %d: %s", bucket, resp.StatusCode, body)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body) // the connection is reused
-	return nil
+	return emulators.CreateGCSBucket(ctx, os.Getenv("STORAGE_EMULATOR_HOST"), bucket)
 }
 
 func startFakeGCS() error {

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 func runScript(t *testing.T, env []string, script string, args ...string) (string, error) {
@@ -81,17 +85,53 @@ func TestTemporalScriptFailsClearlyOnABusyPort(t *testing.T) {
 
 // run.sh (make run): starts PostgreSQL, Temporal and `strata dev`, serves, and on Ctrl-C (SIGINT
 // to its process group) stops everything it started; a busy API port fails clearly at once.
-func TestRunScriptStartsAndStopsTheStack(t *testing.T) { testRunScript(t, false) }
+func TestRunScriptStartsAndStopsTheStack(t *testing.T) { testRunScript(t, "") }
 
 // `make run S3=1`: the same stack with a local S3 server, which holds the stores.
 func TestRunScriptWithS3KeepsStoresInTheBucket(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", "versitygw")); err != nil {
 		t.Skip("bin/versitygw is not installed (make tools)")
 	}
-	testRunScript(t, true)
+	testRunScript(t, "s3")
 }
 
-func testRunScript(t *testing.T, s3 bool) {
+// `make run AZURE=1`: the same with Azurite, whose container run.sh creates.
+func TestRunScriptWithAzureKeepsStoresInTheContainer(t *testing.T) {
+	if _, err := os.Stat(AzuriteBin()); err != nil {
+		t.Skip("Azurite is not installed (make tools)")
+	}
+	testRunScript(t, "azure")
+}
+
+// `make run GCS=1`: the same with fake-gcs-server, whose bucket run.sh creates.
+func TestRunScriptWithGCSKeepsStoresInTheBucket(t *testing.T) {
+	if _, err := os.Stat(FakeGCSBin()); err != nil {
+		t.Skip("bin/fake-gcs-server is not installed (make tools)")
+	}
+	testRunScript(t, "gcs")
+}
+
+// runScriptStores is what each object store of run.sh needs: its make variable, its script, its
+// settings (on the port given), and the store URL run.sh announces.
+var runScriptStores = map[string]struct {
+	variable, script, url string
+	env                   func(dir string, port int) []string
+}{
+	"s3": {"S3", "s3", "s3://strata", func(dir string, port int) []string {
+		return []string{fmt.Sprintf("STRATA_S3_PORT=%d", port), "STRATA_S3_DIR=" + filepath.Join(dir, "s3"),
+			"STRATA_S3_BUCKET=strata", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="}
+	}},
+	"azure": {"AZURE", "azurite", "az://strata", func(dir string, port int) []string {
+		return []string{fmt.Sprintf("STRATA_AZURITE_PORT=%d", port), "STRATA_AZURITE_DIR=" + filepath.Join(dir, "azurite"),
+			"STRATA_AZURITE_CONTAINER=strata", "STRATA_AZURITE_IN_MEMORY=", "AZURE_STORAGE_CONNECTION_STRING="}
+	}},
+	"gcs": {"GCS", "fake-gcs", "gs://strata", func(dir string, port int) []string {
+		return []string{fmt.Sprintf("STRATA_GCS_PORT=%d", port), "STRATA_GCS_DIR=" + filepath.Join(dir, "gcs"),
+			"STRATA_GCS_BUCKET=strata", "STRATA_GCS_BACKEND=", "STORAGE_EMULATOR_HOST="}
+	}},
+}
+
+func testRunScript(t *testing.T, store string) {
 	for _, b := range []string{"temporal", "strata"} {
 		if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", b)); err != nil {
 			t.Skipf("bin/%s is not built (make build tools)", b)
@@ -114,11 +154,12 @@ func testRunScript(t *testing.T, s3 bool) {
 	env := []string{"STRATA_PG_DIR=" + filepath.Join(dir, "pg"), fmt.Sprintf("STRATA_PG_PORT=%d", ports[0]),
 		fmt.Sprintf("STRATA_TEMPORAL_PORT=%d", ports[1]), fmt.Sprintf("STRATA_TEMPORAL_UI_PORT=%d", ports[2]),
 		"STRATA_TEMPORAL_DB=" + filepath.Join(dir, "temporal.db"), fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", ports[3]),
-		"STRATA_DATA_URL=file://" + filepath.Join(dir, "stores"), "STRATA_DATABASE_URL=", "STRATA_TEMPORAL_ADDRESS="}
-	if s3 {
-		env[len(env)-3] = "STRATA_DATA_URL=" // run.sh points it at the bucket
-		env = append(env, "S3=1", fmt.Sprintf("STRATA_S3_PORT=%d", ports[4]), "STRATA_S3_DIR="+filepath.Join(dir, "s3"),
-			"STRATA_S3_BUCKET=strata", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
+		"STRATA_DATA_URL=file://" + filepath.Join(dir, "stores"), "STRATA_DATABASE_URL=", "STRATA_TEMPORAL_ADDRESS=",
+		"S3=", "AZURE=", "GCS="}
+	objects, remote := runScriptStores[store]
+	if remote {
+		env[6] = "STRATA_DATA_URL=" // run.sh points it at the bucket
+		env = append(append(env, objects.variable+"=1"), objects.env(dir, ports[4])...)
 	}
 
 	busy, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[3]))
@@ -156,7 +197,7 @@ func testRunScript(t *testing.T, s3 bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if s3 {
+	if remote {
 		base := fmt.Sprintf("http://127.0.0.1:%d", ports[3])
 		resp, err := http.Post(base+"/api/v1/rollouts", "application/json", strings.NewReader(`{"name": "in-bucket"}`))
 		if err != nil {
@@ -166,12 +207,11 @@ func testRunScript(t *testing.T, s3 bool) {
 		if resp.StatusCode/100 != 2 {
 			t.Fatalf("create: %d\n%s", resp.StatusCode, buf.String())
 		}
-		matches, _ := filepath.Glob(filepath.Join(dir, "s3", "strata", "rollout", "in-bucket.*"))
-		if len(matches) == 0 {
-			t.Fatalf("the store is not in the bucket's directory:\n%s", buf.String())
-		}
-		if !strings.Contains(buf.String(), "stores live in s3://strata") {
+		if !strings.Contains(buf.String(), "stores live in "+objects.url) {
 			t.Errorf("run.sh did not say where stores live:\n%s", buf.String())
+		}
+		if !runScriptStoreIsThere(t, store, dir, ports[4]) {
+			t.Fatalf("the store is not in the %s bucket:\n%s", store, buf.String())
 		}
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // Ctrl-C
@@ -186,8 +226,8 @@ func testRunScript(t *testing.T, s3 bool) {
 	}
 	stopped := []int{ports[0], ports[1], ports[3]}
 	want := "stopped strata and pg temporal"
-	if s3 {
-		stopped, want = append(stopped, ports[4]), "stopped strata and pg temporal s3"
+	if remote {
+		stopped, want = append(stopped, ports[4]), want+" "+objects.script
 	}
 	for _, p := range stopped {
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
@@ -198,6 +238,38 @@ func testRunScript(t *testing.T, s3 bool) {
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("run.sh did not report what it stopped:\n%s", buf.String())
 	}
+}
+
+// runScriptStoreIsThere reports whether the store "rollout/in-bucket" the test created is in the
+// emulator's bucket or container "strata" (on port), looked at without Strata.
+func runScriptStoreIsThere(t *testing.T, store, dir string, port int) bool {
+	switch store {
+	case "s3": // versitygw keeps a bucket as a directory
+		matches, _ := filepath.Glob(filepath.Join(dir, "s3", "strata", "rollout", "in-bucket.*"))
+		return len(matches) > 0
+	case "azure":
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", AzuriteConnectionString(port))
+		s, err := objstore.Open(context.Background(), "az://strata")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs, err := s.(objstore.DirLister).ListDirs(context.Background(), "rollout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(dirs) == 1 && strings.HasPrefix(dirs[0], "in-bucket.")
+	}
+	// The GCS JSON API's object listing.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/storage/v1/b/strata/o?prefix=rollout/in-bucket.", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var listing struct{ Items []struct{ Name string } }
+	if err := json.NewDecoder(resp.Body).Decode(&listing); err != nil {
+		t.Fatal(err)
+	}
+	return len(listing.Items) > 0
 }
 
 // pg.sh works wherever the repository is cloned: from a parent directory only its owner may

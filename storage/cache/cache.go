@@ -125,6 +125,9 @@ type Namespace struct {
 	prefix string
 }
 
+// Limit is the byte limit of the whole cache the namespace is part of (0 for the zero Namespace).
+func (n Namespace) Limit() int64 { return n.c.Limit() }
+
 // Get returns the value cached under key, of kind (a metric label: "footer", "manifest", ...).
 func Get[T any](n Namespace, kind, key string) (T, bool) {
 	var zero T

@@ -290,6 +290,7 @@ func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
 // tables). Its output is still every live row once, in key order, across fragments bounded by
 // the byte target.
 func TestCompactionMemoryDoesNotGrowWithTheTable(t *testing.T) {
+	skipUnderRace(t)
 	ctx := context.Background()
 	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	defer mem.AssertSize(t, 0)
@@ -382,6 +383,7 @@ func largestRun(t *testing.T, tbl *Table, m *Manifest, f Fragment) int64 {
 // the file) are decoded a measured run at a time, not a footer-sized batch of a whole row group
 // per source (4,000 rows of 950 bytes here).
 func TestCompactionSourcesHoldBoundedRunsOfRepeatedLongValues(t *testing.T) {
+	skipUnderRace(t)
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -654,6 +656,7 @@ func TestAOneRowGroupFragmentIsEncodedWithoutDoublingItsBuffer(t *testing.T) {
 // gigabyte for the largest tier). The run is the one a compaction that held its entries would
 // have written: every key found, in the output, through lookups and a full check.
 func TestACompactionsIndexEntriesStreamIntoTheirRunAsItsRowsAreWritten(t *testing.T) {
+	skipUnderRace(t)
 	for _, target := range []int64{0, 7_000} { // one output fragment; several
 		t.Run(fmt.Sprintf("target=%d", target), func(t *testing.T) {
 			ctx := context.Background()

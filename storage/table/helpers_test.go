@@ -149,3 +149,15 @@ func sortedIDs(m map[string]row) []string {
 func sortEntries(e []indexEntry) {
 	sort.Slice(e, func(i, j int) bool { return e[i].Key < e[j].Key })
 }
+
+// skipUnderRace skips a test whose cost is its data volume — memory bounds measured over
+// hundreds of megabytes, or a model's hundreds of object-store round trips — under the race
+// detector, which makes it several times slower and adds nothing the smaller tests of the same
+// code do not catch. `make test` runs this package once more without the race detector, where
+// these tests run (scripts/test-second-pass.sh).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("heavy: runs in make test's pass without the race detector")
+	}
+}

@@ -57,6 +57,7 @@ func TestRandomizedModel(t *testing.T) {
 // The same model, crashes included, against a real S3 server (fewer steps: each is a few round
 // trips to it).
 func TestRandomizedModelOnS3(t *testing.T) {
+	skipUnderRace(t)
 	s, err := objstore.Open(context.Background(), testenv.S3(t))
 	require.NoError(t, err)
 	runRandomizedModel(t, s, 120)

@@ -67,6 +67,7 @@ func fragmentsOfRandomText(t *testing.T, tbl *Table, n, perFragment int) []strin
 // On a store that writes in place, a compaction's output reaches its object a chunk at a time:
 // what the compaction holds of it is a chunk, not its whole encoding.
 func TestStreamedFragmentsReachTheirObjectAChunkAtATime(t *testing.T) {
+	skipUnderRace(t)
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	rec := newWriteRecorder(objstoretest.NewMemory())
@@ -120,6 +121,7 @@ func TestFragmentsOnStoresWithoutInPlaceWritesAreStoredWhole(t *testing.T) {
 // A streamed fragment whose write or sync fails is deleted: the failed merge or compaction
 // leaves no object behind and the table as it was.
 func TestAFailedStreamedFragmentLeavesNoObject(t *testing.T) {
+	skipUnderRace(t)
 	for _, op := range []objstoretest.Op{objstoretest.OpWriteAt, objstoretest.OpSync} {
 		t.Run(string(op), func(t *testing.T) {
 			ctx := context.Background()

@@ -2,5 +2,6 @@
 
 package table
 
-// raceEnabled shortens the slowest randomized tests under the race detector.
+// raceEnabled shortens the slowest randomized tests under the race detector, and skips the
+// heavy ones (skipUnderRace).
 const raceEnabled = true

@@ -211,28 +211,18 @@ func cachedIndexPages(tbl *Table, m *Manifest) int {
 }
 
 func TestMergeLookupsLeaveIndexPagesUncachedAndPointReadsCacheThem(t *testing.T) {
+	// A cache too small to keep the run (an eighth of 1 MiB against a ~150 KiB run, decoded).
 	ctx, mem := context.Background(), checkedAlloc(t)
-	tbl := newTestTable(t, objstoretest.NewMemory(), mem)
-	var rows []row
-	for i := range 10_000 {
-		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
-	}
-	upsertRows(t, tbl, mem, rows)
-	_, err := tbl.BuildKeyIndex(ctx)
+	tbl, err := Create(ctx, objstoretest.NewMemory(), testSchema, "id", Options{Allocator: mem, Cache: cache.New(1<<20, nil)})
 	require.NoError(t, err)
-	m, err := tbl.Latest(ctx)
-	require.NoError(t, err)
+	m := tenThousandIndexedRows(t, tbl, mem)
 	require.Zero(t, cachedIndexPages(tbl, m))
 
 	// A merge rewriting keys spread over ~100 pages reads each page once and keeps none.
-	var rewrite []row
-	for i := 0; i < 10_000; i += 97 {
-		rewrite = append(rewrite, row{id: fmt.Sprintf("k%06d", i), value: -int64(i), payload: "q", seq: 2})
-	}
-	upsertRows(t, tbl, mem, rewrite)
+	upsertRows(t, tbl, mem, everyNinetySeventhKey(2))
 	m, err = tbl.Latest(ctx)
 	require.NoError(t, err)
-	require.Zero(t, cachedIndexPages(tbl, m), "a bulk lookup's pages must not fill the cache")
+	require.Zero(t, cachedIndexPages(tbl, m), "a bulk lookup's pages must not fill a cache the run does not fit")
 
 	// A point read caches the one page it reads, so the next read of a nearby key reads none.
 	rec, err := tbl.Get(ctx, m, "k005001", []string{"value"})
@@ -247,6 +237,51 @@ func TestMergeLookupsLeaveIndexPagesUncachedAndPointReadsCacheThem(t *testing.T)
 	require.NotNil(t, rec)
 	require.EqualValues(t, -97, rec.Column(0).(*array.Int64).Value(0))
 	rec.Release()
+}
+
+// A hot store whose index fits the cache (an eighth of it) keeps the pages its merges read: the
+// next merge of the same keys reads no index bytes.
+func TestMergeLookupsKeepTheIndexPagesOfARunTheCacheFits(t *testing.T) {
+	ctx, mem := context.Background(), checkedAlloc(t)
+	count := objstoretest.NewCounting(objstoretest.NewMemory())
+	tbl, err := Create(ctx, count, testSchema, "id", Options{Allocator: mem, Cache: cache.New(64<<20, nil)})
+	require.NoError(t, err)
+	m := tenThousandIndexedRows(t, tbl, mem)
+	keys := make([]string, 0, 104)
+	for _, r := range everyNinetySeventhKey(2) {
+		keys = append(keys, r.id)
+	}
+	_, err = tbl.indexLookup(ctx, m, keys)
+	require.NoError(t, err)
+	require.Greater(t, cachedIndexPages(tbl, m), 90, "the pages of ~100 keys spread over the run stay")
+	before := count.Stats()
+	found, err := tbl.indexLookup(ctx, m, keys)
+	require.NoError(t, err)
+	require.Len(t, found, len(keys))
+	require.Zero(t, count.Stats().Sub(before).Reads, "the next lookup of the same keys reads nothing")
+}
+
+// tenThousandIndexedRows fills tbl with keys k000000..k009999 and indexes them.
+func tenThousandIndexedRows(t *testing.T, tbl *Table, mem memory.Allocator) *Manifest {
+	var rows []row
+	for i := range 10_000 {
+		rows = append(rows, row{id: fmt.Sprintf("k%06d", i), value: int64(i), payload: "p", seq: 1})
+	}
+	upsertRows(t, tbl, mem, rows)
+	_, err := tbl.BuildKeyIndex(context.Background())
+	require.NoError(t, err)
+	m, err := tbl.Latest(context.Background())
+	require.NoError(t, err)
+	return m
+}
+
+// everyNinetySeventhKey rewrites every 97th key of tenThousandIndexedRows at seq.
+func everyNinetySeventhKey(seq uint64) []row {
+	var rewrite []row
+	for i := 0; i < 10_000; i += 97 {
+		rewrite = append(rewrite, row{id: fmt.Sprintf("k%06d", i), value: -int64(i), payload: "q", seq: seq})
+	}
+	return rewrite
 }
 
 // newestPerKey against the rule it replaces, on random batches with many repeats and ties:

@@ -1,0 +1,104 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/storage/objstore/objstoretest"
+)
+
+// Coalescing covers every page asked for exactly once, in order, inside its range; joins pages
+// only across gaps of at most coalesceGap bytes; and never makes a range over coalesceMax bytes
+// (unless one page alone is larger).
+func TestCoalescedRangesCoverEveryPageWithinTheirBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		var d pageDirectory
+		var off int64
+		n := 1 + rng.IntN(3000)
+		for i := range n {
+			length := int64(1 + rng.IntN(8<<10))
+			if rng.IntN(100) == 0 {
+				length = coalesceMax + int64(rng.IntN(1<<20)) // a page larger than a range
+			}
+			d.add(pageRef{offset: off, length: length, firstKey: fmt.Sprintf("k%06d", i)})
+			off += length
+		}
+		d.done()
+		var pages []int
+		for p := range n {
+			if rng.IntN(1+trial%50) == 0 {
+				pages = append(pages, p)
+			}
+		}
+		ranges := coalesce(&d, pages)
+		var covered []int
+		for i, r := range ranges {
+			require.NotEmpty(t, r.want)
+			if len(r.want) > 1 {
+				require.LessOrEqual(t, r.length, int64(coalesceMax), "trial %d range %d", trial, i)
+			}
+			for j, p := range r.want {
+				ref := d.at(p)
+				require.GreaterOrEqual(t, ref.offset, r.offset)
+				require.LessOrEqual(t, ref.offset+ref.length, r.offset+r.length)
+				if j > 0 {
+					prev := d.at(r.want[j-1])
+					require.LessOrEqual(t, ref.offset-(prev.offset+prev.length), int64(coalesceGap), "a gap over the bound was read")
+				}
+			}
+			if i > 0 {
+				require.Greater(t, r.offset, ranges[i-1].offset+ranges[i-1].length-1, "ranges do not overlap")
+			}
+			covered = append(covered, r.want...)
+		}
+		require.Equal(t, pages, covered, "trial %d: every page once, in order", trial)
+	}
+	require.Empty(t, coalesce(&pageDirectory{}, nil))
+}
+
+// A merge's key lookups cost requests that follow the keys it merges, never the table: on a
+// 100k-row table, 200 keys cost at most one read each (fewer where their pages lie close), and
+// on a 5k-row table a read or two.
+func TestAMergesIndexReadsFollowItsKeysNotTheTable(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	for _, rows := range []int{5_000, 100_000} {
+		count := objstoretest.NewCounting(objstoretest.NewMemory())
+		tbl := newTestTable(t, count, mem)
+		const chunk = 50_000
+		for start := 0; start < rows; start += chunk {
+			rs := make([]row, min(chunk, rows-start))
+			for i := range rs {
+				rs[i] = row{id: fmt.Sprintf("id-%08d", start+i), value: int64(start + i), seq: 1}
+			}
+			upsertRows(t, tbl, mem, rs)
+		}
+		_, err := tbl.BuildKeyIndex(ctx)
+		require.NoError(t, err)
+		m, err := tbl.Latest(ctx)
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(uint64(rows), 9))
+		keys := map[string]bool{}
+		for len(keys) < 200 {
+			keys[fmt.Sprintf("id-%08d", rng.IntN(rows))] = true
+		}
+		sorted := slices.Sorted(maps.Keys(keys))
+		before := count.Stats()
+		found, err := tbl.indexLookup(ctx, m, sorted)
+		require.NoError(t, err)
+		require.Len(t, found, len(sorted), "every key is found")
+		reads := count.Stats().Sub(before).Reads
+		t.Logf("%d rows: %d reads for %d keys", rows, reads, len(sorted))
+		require.LessOrEqual(t, reads, int64(len(sorted)+1), "at most one read per key (and a footer)")
+		if rows < 10_000 {
+			require.LessOrEqual(t, reads, int64(3), "a small table's index is read in a request or two (and a footer)")
+		}
+	}
+}
