@@ -79,8 +79,14 @@ var testStorage = os.Getenv("STRATA_TEST_LSM_STORAGE")
 var testEntryObjects = os.Getenv("STRATA_TEST_WAL_LAYOUT") == "entries"
 
 func (e *env) opts(instance string) Options {
+	ioTimeout := 10 * time.Second
+	if testStorage != "" {
+		// An emulator on a loaded 2-core machine (make test runs the stores side by side) can
+		// take longer than that over one tens-of-megabytes WAL entry.
+		ioTimeout = 60 * time.Second
+	}
 	return Options{Instance: instance, Allocator: e.mem, Clock: e.clock, Budget: e.budget,
-		Writer: shard.WriterOptions{GroupCommitWindow: time.Millisecond, EntryObjects: testEntryObjects}, IOTimeout: 10 * time.Second}
+		Writer: shard.WriterOptions{GroupCommitWindow: time.Millisecond, EntryObjects: testEntryObjects}, IOTimeout: ioTimeout}
 }
 
 // withEntryObjects makes the store write WAL entry objects, whatever the store can do.

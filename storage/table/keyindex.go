@@ -27,6 +27,7 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 
 	"github.com/strata-store/strata/storage/cache"
+	"github.com/strata-store/strata/storage/objstore"
 )
 
 const (
@@ -517,11 +518,21 @@ const lookupConcurrency = 32
 // and far fewer where its pages lie close together, and reads at most coalesceGap bytes more per
 // page it needs: requests and bytes both grow with the keys merged, never with the table. On
 // the test S3 server (P10, docs/benchmarks.md) a 1,000-row merge into a 500k-row table sent 377
-// requests without coalescing, 82 with 64 KiB gaps and 2 MiB ranges, 27 with these.
+// requests without coalescing, 82 with 64 KiB gaps and 2 MiB ranges, 27 with these. On a store
+// that writes in place (a local or shared disk) a request costs no round trip: there only
+// adjacent pages share a read, and no byte is read that is not needed.
 const (
 	coalesceGap = 128 << 10
 	coalesceMax = 4 << 20
 )
+
+// coalesceGapFor is the gap a range may span on t's store (see coalesceGap).
+func (t *Table) coalesceGapFor() int64 {
+	if objstore.WritesInPlace(t.store) {
+		return 0
+	}
+	return coalesceGap
+}
 
 // pageRange is one coalesced read: pages want[i] (indexes into the run's page directory, in
 // order) lie inside [offset, offset+length).
@@ -530,15 +541,16 @@ type pageRange struct {
 	want           []int
 }
 
-// coalesce groups sorted page indexes of directory d into ranges (see coalesceGap).
-func coalesce(d *pageDirectory, pages []int) []pageRange {
+// coalesce groups sorted page indexes of directory d into ranges spanning gaps of at most gap
+// bytes (see coalesceGap).
+func coalesce(d *pageDirectory, pages []int, gap int64) []pageRange {
 	var out []pageRange
 	for _, p := range pages {
 		ref := d.at(p)
 		if n := len(out); n > 0 {
 			r := &out[n-1]
 			end := r.offset + r.length
-			if ref.offset-end <= coalesceGap && ref.offset+ref.length-r.offset <= coalesceMax {
+			if ref.offset-end <= gap && ref.offset+ref.length-r.offset <= coalesceMax {
 				r.length = ref.offset + ref.length - r.offset
 				r.want = append(r.want, p)
 				continue
@@ -588,7 +600,7 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(lookupConcurrency)
-	for _, r := range coalesce(&f.pages, missing) {
+	for _, r := range coalesce(&f.pages, missing, t.coalesceGapFor()) {
 		g.Go(func() error {
 			data, err := t.store.GetRange(gctx, seg.Path, r.offset, r.length)
 			if err != nil {

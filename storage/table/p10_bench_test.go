@@ -14,87 +14,100 @@ import (
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
-// BenchmarkP10S3Table is P1's merge (a 1,000-row upsert, half replacing, half new, key index
-// covering) on S3 (the test versitygw, behind the process read cache as a server runs it) into a
-// 20k-row and a 500k-row table: the time ratio, and the requests one merge sends to S3, which
-// must not grow with the table; then point gets on the large table with a warm cache and with an
-// empty one (a fresh process).
-func BenchmarkP10S3Table(b *testing.B) {
-	ctx := context.Background()
-	const bigRows = 500_000
+// BenchmarkP10ObjectStoreTable is P1's merge (a 1,000-row upsert, half replacing, half new, key
+// index covering) on each object store's test service (S3 on versitygw, Azure Blob on Azurite,
+// GCS on fake-gcs-server; behind the process read cache as a server runs it) into a 20k-, a
+// 500k- and a 2M-row table: the time ratio 500k / 20k, and the requests one merge sends, which
+// must not grow with the table; then point gets on the 500k-row table with a warm cache and with
+// an empty one (a fresh process). The GCS store is linked with -tags gcs (scripts/bench.sh).
+func BenchmarkP10ObjectStoreTable(b *testing.B) {
 	for b.Loop() {
-		onS3 := func(rows int) (*benchTable, *objstoretest.Counting) {
-			s3, err := objstore.Open(ctx, testenv.S3(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			count := objstoretest.NewCounting(s3)
-			bt := newBenchTableOn(b, objstore.WithReadCache(count, cache.New(256<<20, nil), IsRewrittenKey), count, rows)
-			if _, err := bt.tbl.BuildKeyIndex(ctx); err != nil {
-				b.Fatal(err)
-			}
-			return bt, count
+		for _, kind := range testenv.ObjectStoreKinds {
+			benchObjectStoreTable(b, kind)
 		}
-		requests := func(bt *benchTable, count *objstoretest.Counting, n int) (time.Duration, float64) {
-			var total int64
-			var times []time.Duration
-			for range n {
-				rs := bt.mixedBatch()
-				before := count.Stats()
-				start := time.Now()
-				bt.upsert(b, rs)
-				times = append(times, time.Since(start))
-				d := count.Stats().Sub(before)
-				total += d.Reads + d.Writes + d.Lists
-			}
-			return benchfmt.Percentile(times, 50), float64(total) / float64(n)
-		}
-		small, smallCount := onS3(20_000)
-		requests(small, smallCount, 2) // warm, as a long-running worker is
-		smallT, smallReq := requests(small, smallCount, 7)
-		big, bigCount := onS3(bigRows)
-		requests(big, bigCount, 2)
-		bigT, bigReq := requests(big, bigCount, 7)
-		benchfmt.Report("P10-s3-merge-20k", benchfmt.Millis(smallT), "ms", "1,000-row upsert into a 20k-row table on S3, median")
-		benchfmt.Report("P10-s3-merge-500k", benchfmt.Millis(bigT), "ms", "1,000-row upsert into a 500k-row table on S3, median")
-		benchfmt.Report("P10-s3-merge-ratio", float64(bigT)/float64(smallT), "x", "S3 merge time 500k / 20k (goal <= 1.5, as on disk)")
-		benchfmt.Report("P10-s3-requests-per-merge-20k", smallReq, "requests", "S3 requests (GET, PUT, LIST, DELETE) per 1,000-row upsert, 20k rows")
-		benchfmt.Report("P10-s3-requests-per-merge-500k", bigReq, "requests", "S3 requests per 1,000-row upsert, 500k rows (must not grow with the table)")
+	}
+}
 
-		m, err := big.tbl.Latest(ctx)
+func benchObjectStoreTable(b *testing.B, kind string) {
+	ctx := context.Background()
+	const bigRows, hugeRows = 500_000, 2_000_000
+	id := func(name string) string { return "P10-" + kind + "-" + name }
+	onStore := func(rows int) (*benchTable, *objstoretest.Counting) {
+		remote, err := objstore.Open(ctx, testenv.ObjectStore(b, kind))
 		if err != nil {
 			b.Fatal(err)
 		}
-		gets := func(tbl *Table, n int) time.Duration {
-			times, err := benchfmt.Time(n, func(int) error {
-				rec, err := tbl.Get(ctx, m, benchKey(big.rng.IntN(bigRows)), nil)
-				if err != nil {
-					return err
-				}
-				if rec == nil {
-					return fmt.Errorf("key not found")
-				}
-				rec.Release()
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return benchfmt.Percentile(times, 99)
+		count := objstoretest.NewCounting(remote)
+		bt := newBenchTableOn(b, objstore.WithReadCache(count, cache.New(256<<20, nil), IsRewrittenKey), count, rows)
+		if _, err := bt.tbl.BuildKeyIndex(ctx); err != nil {
+			b.Fatal(err)
 		}
-		gets(big.tbl, 500) // warm
-		warm := gets(big.tbl, 1000)
-		var cold []time.Duration
-		for range 50 { // each get from a fresh handle with empty caches: a process that just started
-			fresh, err := Open(ctx, objstore.WithReadCache(big.count, cache.New(256<<20, nil), IsRewrittenKey), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			start := time.Now()
-			gets(fresh, 1)
-			cold = append(cold, time.Since(start))
-		}
-		benchfmt.Report("P10-s3-get-p99", benchfmt.Millis(warm), "ms", "point get on a merged 500k-row S3 table, warm caches, p99")
-		benchfmt.Report("P10-s3-get-p99-cold", benchfmt.Millis(benchfmt.Percentile(cold, 99)), "ms", "the same from a fresh process (empty caches), p99")
+		return bt, count
 	}
+	requests := func(bt *benchTable, count *objstoretest.Counting, n int) (time.Duration, float64) {
+		var total int64
+		var times []time.Duration
+		for range n {
+			rs := bt.mixedBatch()
+			before := count.Stats()
+			start := time.Now()
+			bt.upsert(b, rs)
+			times = append(times, time.Since(start))
+			d := count.Stats().Sub(before)
+			total += d.Reads + d.Writes + d.Lists
+		}
+		return benchfmt.Percentile(times, 50), float64(total) / float64(n)
+	}
+	small, smallCount := onStore(20_000)
+	requests(small, smallCount, 2) // warm, as a long-running worker is
+	smallT, smallReq := requests(small, smallCount, 7)
+	big, bigCount := onStore(bigRows)
+	requests(big, bigCount, 2)
+	bigT, bigReq := requests(big, bigCount, 7)
+	huge, hugeCount := onStore(hugeRows)
+	requests(huge, hugeCount, 2)
+	hugeT, hugeReq := requests(huge, hugeCount, 5)
+	benchfmt.Report(id("merge-20k"), benchfmt.Millis(smallT), "ms", "1,000-row upsert into a 20k-row table on "+kind+", median")
+	benchfmt.Report(id("merge-500k"), benchfmt.Millis(bigT), "ms", "1,000-row upsert into a 500k-row table on "+kind+", median")
+	benchfmt.Report(id("merge-2m"), benchfmt.Millis(hugeT), "ms", "1,000-row upsert into a 2M-row table on "+kind+", median")
+	benchfmt.Report(id("merge-ratio"), float64(bigT)/float64(smallT), "x", kind+" merge time 500k / 20k (goal <= 1.5, as on disk)")
+	benchfmt.Report(id("requests-per-merge-20k"), smallReq, "requests", kind+" requests (reads, writes, listings) per 1,000-row upsert, 20k rows")
+	benchfmt.Report(id("requests-per-merge-500k"), bigReq, "requests", kind+" requests per 1,000-row upsert, 500k rows (must not grow with the table)")
+	benchfmt.Report(id("requests-per-merge-2m"), hugeReq, "requests", kind+" requests per 1,000-row upsert, 2M rows (must not grow with the table)")
+
+	m, err := big.tbl.Latest(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gets := func(tbl *Table, n int) time.Duration {
+		times, err := benchfmt.Time(n, func(int) error {
+			rec, err := tbl.Get(ctx, m, benchKey(big.rng.IntN(bigRows)), nil)
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				return fmt.Errorf("key not found")
+			}
+			rec.Release()
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return benchfmt.Percentile(times, 99)
+	}
+	gets(big.tbl, 500) // warm
+	warm := gets(big.tbl, 1000)
+	var cold []time.Duration
+	for range 50 { // each get from a fresh handle with empty caches: a process that just started
+		fresh, err := Open(ctx, objstore.WithReadCache(big.count, cache.New(256<<20, nil), IsRewrittenKey), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		gets(fresh, 1)
+		cold = append(cold, time.Since(start))
+	}
+	benchfmt.Report(id("get-p99"), benchfmt.Millis(warm), "ms", "point get on a merged 500k-row "+kind+" table, warm caches, p99 (goal <= 5)")
+	benchfmt.Report(id("get-p99-cold"), benchfmt.Millis(benchfmt.Percentile(cold, 99)), "ms", "the same from a fresh process (empty caches), p99")
 }
