@@ -53,7 +53,7 @@ declare -A pids
 for lane in "${lanes[@]}"; do
   : >"$json.$lane" && : >"$json.$lane.log"
   case $lane in
-  table) gotest table -run "^($(heavy_tests storage/table))\$" ./storage/table/ & ;;
+  table) gotest table -tags gcs -run "^($(heavy_tests storage/table))\$" ./storage/table/ & ;;
   checks) checks & ;;
   *) suites "$lane" & ;;
   esac
