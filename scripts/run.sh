@@ -5,7 +5,7 @@
 # and every service this script started; data stays in .data/ for the next run.
 #
 #   env: STRATA_LISTEN_ADDR (127.0.0.1:3000), STRATA_BIN (bin/strata), any STRATA_* flag of
-#        `strata dev`, and the pg.sh / temporal.sh / s3.sh variables.
+#        `strata dev`, and the pg.sh / temporal.sh / s3.sh / azurite.sh / fake-gcs.sh variables.
 #        S3=1 (`make run S3=1`): also start a local S3 server (versitygw over .data/s3) and keep
 #        every store in it. AZURE=1 likewise with Azurite (.data/azurite, container "strata"),
 #        GCS=1 with fake-gcs-server (.data/gcs, bucket "strata"); one of the three at most.
