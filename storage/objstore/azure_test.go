@@ -3,7 +3,6 @@ package objstore_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -38,74 +37,18 @@ func TestAzurePutIfAbsentHasExactlyOneWinner(t *testing.T) {
 // Directories are listed by delimiter; a listing longer than a page pages through the service's
 // markers (ListAll), and a List after a key it never answered starts after that key.
 func TestAzureListsDirectoriesAndPagesLongListings(t *testing.T) {
-	ctx := context.Background()
-	s := openAzure(t)
-	for _, k := range []string{"rollout/a.1/x", "rollout/a.1/y", "rollout/b.2/x", "generic/c.3/x"} {
-		require.NoError(t, s.Put(ctx, k, []byte("v")))
-	}
-	dirs, err := s.(objstore.DirLister).ListDirs(ctx, "rollout")
-	require.NoError(t, err)
-	require.Equal(t, []string{"a.1", "b.2"}, dirs)
-	for i := range 1200 {
-		require.NoError(t, s.Put(ctx, "many/"+string(rune('a'+i/1000))+"/"+time.Duration(i).String(), nil))
-	}
-	all, err := objstore.ListAll(ctx, s, "many/")
-	require.NoError(t, err)
-	require.Len(t, all, 1200, "listings past one page of 1,000")
-	for i := 1; i < len(all); i++ {
-		require.Less(t, all[i-1].Key, all[i].Key)
-	}
-	// A List after a key no page ended at starts right after it.
-	page, err := s.List(ctx, "many/", all[1100].Key, 5)
-	require.NoError(t, err)
-	require.Len(t, page.Objects, 5)
-	require.Equal(t, all[1101].Key, page.Objects[0].Key)
-	page, err = s.List(ctx, "many/b/", "many/b/zzz", 5)
-	require.NoError(t, err)
-	require.Empty(t, page.Objects)
-	require.Empty(t, page.Next)
+	objstoretest.LongListings(t, openAzure(t))
 }
 
 // A service that accepts connections and never answers cannot wedge a store: every call ends
 // within its timeout.
 func TestAzureCallsToAServiceThatStopsAnsweringEndInTime(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // read nothing, answer nothing
-			mu.Unlock()
-		}
-	}()
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
 	t.Setenv("AZURE_STORAGE_KEY", testenv.AzuriteKey)
 	s, err := objstore.NewAzure(context.Background(), objstore.AzureOptions{Container: "c", Account: testenv.AzuriteAccount,
-		Endpoint: "http://" + l.Addr().String() + "/" + testenv.AzuriteAccount, CallTimeout: 500 * time.Millisecond, MaxRetries: 2})
+		Endpoint: "http://" + objstoretest.SilentServer(t) + "/" + testenv.AzuriteAccount, CallTimeout: 500 * time.Millisecond, MaxRetries: 2})
 	require.NoError(t, err)
-	for name, call := range map[string]func() error{
-		"get":           func() error { _, err := s.Get(context.Background(), "k"); return err },
-		"put-if-absent": func() error { return s.PutIfAbsent(context.Background(), "k", []byte("v")) },
-		"list":          func() error { _, err := s.List(context.Background(), "", "", 10); return err },
-	} {
-		start := time.Now()
-		err := call()
-		require.ErrorIs(t, err, objstore.ErrUnavailable, name)
-		require.Less(t, time.Since(start), 3*time.Second, name)
-	}
-	l.Close()
-	mu.Lock()
-	for _, c := range held {
-		c.Close()
-	}
-	mu.Unlock()
+	objstoretest.CallsEndInTime(t, s, objstore.ErrUnavailable)
 }
 
 func TestAzureURLsAreValidatedWhole(t *testing.T) {

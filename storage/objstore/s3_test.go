@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -42,61 +41,18 @@ func TestS3PutIfAbsentHasExactlyOneWinner(t *testing.T) {
 }
 
 func TestS3ListsDirectoriesAndPagesLongListings(t *testing.T) {
-	ctx := context.Background()
-	s := openS3(t)
-	for _, k := range []string{"rollout/a.1/x", "rollout/a.1/y", "rollout/b.2/x", "generic/c.3/x"} {
-		require.NoError(t, s.Put(ctx, k, []byte("v")))
-	}
-	dirs, err := s.(objstore.DirLister).ListDirs(ctx, "rollout")
-	require.NoError(t, err)
-	require.Equal(t, []string{"a.1", "b.2"}, dirs)
-	for i := range 1200 {
-		require.NoError(t, s.Put(ctx, "many/"+string(rune('a'+i/1000))+"/"+time.Duration(i).String(), nil))
-	}
-	all, err := objstore.ListAll(ctx, s, "many/")
-	require.NoError(t, err)
-	require.Len(t, all, 1200, "listings past one page of 1,000")
+	objstoretest.LongListings(t, openS3(t))
 }
 
 // A server that accepts connections and never answers cannot wedge a store: every call ends
 // within its timeout.
 func TestS3CallsToAServerThatStopsAnsweringEndInTime(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // read nothing, answer nothing
-			mu.Unlock()
-		}
-	}()
 	t.Setenv("AWS_ACCESS_KEY_ID", "x")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
-	s, err := objstore.NewS3(context.Background(), objstore.S3Options{Bucket: "b", Endpoint: "http://" + l.Addr().String(),
+	s, err := objstore.NewS3(context.Background(), objstore.S3Options{Bucket: "b", Endpoint: "http://" + objstoretest.SilentServer(t),
 		PathStyle: true, CallTimeout: 500 * time.Millisecond, MaxAttempts: 3})
 	require.NoError(t, err)
-	for name, call := range map[string]func() error{
-		"get":           func() error { _, err := s.Get(context.Background(), "k"); return err },
-		"put-if-absent": func() error { return s.PutIfAbsent(context.Background(), "k", []byte("v")) },
-		"list":          func() error { _, err := s.List(context.Background(), "", "", 10); return err },
-	} {
-		start := time.Now()
-		require.Error(t, call(), name)
-		require.Less(t, time.Since(start), 3*time.Second, name)
-	}
-	l.Close()
-	mu.Lock()
-	for _, c := range held {
-		c.Close()
-	}
-	mu.Unlock()
+	objstoretest.CallsEndInTime(t, s, nil)
 }
 
 func TestS3URLsAreValidatedWhole(t *testing.T) {

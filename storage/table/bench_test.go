@@ -153,20 +153,7 @@ func reportPointLookups(b *testing.B, bt *benchTable) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	times, err := benchfmt.Time(2000, func(int) error {
-		rec, err := bt.tbl.Get(ctx, m, benchKey(bt.rng.IntN(2_000_000)), nil)
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			return fmt.Errorf("key not found")
-		}
-		rec.Release()
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	times := timeGets(b, bt.tbl, m, bt.rng, 2_000_000, 2000)
 	benchfmt.Report("P1-get-p50", benchfmt.Millis(benchfmt.Percentile(times, 50)), "ms", "point lookup of one key (all columns) in the 2M-row table, p50")
 	benchfmt.Report("P1-get-p99", benchfmt.Millis(benchfmt.Percentile(times, 99)), "ms", "point lookup of one key in the 2M-row table, p99")
 }
@@ -231,4 +218,25 @@ func reportScan(b *testing.B, bt *benchTable) {
 	benchfmt.Report("P1-scan-mb", mb/strataT.Seconds(), "MB/s", "full scan throughput in Parquet bytes")
 	benchfmt.Report("P1-scan-plain-rows", float64(plainRows)/plainT.Seconds(), "rows/s", "same files read directly with pqarrow")
 	benchfmt.Report("P1-scan-vs-pqarrow", (float64(strataRows)/strataT.Seconds())/(float64(plainRows)/plainT.Seconds()), "x", "Strata scan rows/s / plain pqarrow rows/s (goal >= 0.8)")
+}
+
+// timeGets times n point gets of random keys among the first rows of benchKey's keys in m, each
+// of which must be found.
+func timeGets(b *testing.B, tbl *Table, m *Manifest, rng *rand.Rand, rows, n int) []time.Duration {
+	ctx := context.Background()
+	times, err := benchfmt.Time(n, func(int) error {
+		rec, err := tbl.Get(ctx, m, benchKey(rng.IntN(rows)), nil)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return fmt.Errorf("key not found")
+		}
+		rec.Release()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return times
 }

@@ -404,10 +404,21 @@ func (t *Table) cachedPage(seg IndexRun, p pageRef) (*indexPage, bool) {
 
 // readPageRun reads contiguous pages of run seg in one range read, decodes and caches each.
 func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) ([]*indexPage, error) {
+	return t.readPageRange(ctx, seg, pages, true)
+}
+
+// readPageRange reads pages of run seg, in offset order, in one range read from the first to the
+// end of the last (what lies between them is read and dropped), decodes each and, when keep,
+// caches it.
+func (t *Table) readPageRange(ctx context.Context, seg IndexRun, pages []pageRef, keep bool) ([]*indexPage, error) {
 	first, last := pages[0], pages[len(pages)-1]
-	data, err := t.store.GetRange(ctx, seg.Path, first.offset, last.offset+last.length-first.offset)
+	length := last.offset + last.length - first.offset
+	data, err := t.store.GetRange(ctx, seg.Path, first.offset, length)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+	}
+	if int64(len(data)) != length {
+		return nil, fmt.Errorf("%w: %s: a %d-byte range read %d bytes", errCorruptIndex, seg.Path, length, len(data))
 	}
 	out := make([]*indexPage, len(pages))
 	for i, p := range pages {
@@ -416,7 +427,9 @@ func (t *Table) readPageRun(ctx context.Context, seg IndexRun, pages []pageRef) 
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s)", err, seg.Path)
 		}
-		cache.Add(t.cache, "index_page", pageKey(seg, p), page, page.cost())
+		if keep {
+			cache.Add(t.cache, "index_page", pageKey(seg, p), page, page.cost())
+		}
 		out[i] = page
 	}
 	return out, nil
@@ -602,25 +615,18 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	g.SetLimit(lookupConcurrency)
 	for _, r := range coalesce(&f.pages, missing, t.coalesceGapFor()) {
 		g.Go(func() error {
-			data, err := t.store.GetRange(gctx, seg.Path, r.offset, r.length)
+			refs := make([]pageRef, len(r.want))
+			for i, p := range r.want {
+				refs[i] = f.pages.at(p)
+			}
+			pages, err := t.readPageRange(gctx, seg, refs, keep)
 			if err != nil {
-				return fmt.Errorf("table: read key index %s: %w", seg.Path, err)
+				return err
 			}
-			if int64(len(data)) != r.length {
-				return fmt.Errorf("%w: %s: a %d-byte range read %d bytes", errCorruptIndex, seg.Path, r.length, len(data))
-			}
-			for _, p := range r.want {
-				ref := f.pages.at(p)
-				page, err := decodePage(data[ref.offset-r.offset : ref.offset-r.offset+ref.length])
-				if err != nil {
-					return fmt.Errorf("%w (%s)", err, seg.Path)
-				}
-				if keep {
-					cache.Add(t.cache, "index_page", pageKey(seg, ref), page, page.cost())
-				}
-				mu.Lock()
-				out[p] = page
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			for i, p := range r.want {
+				out[p] = pages[i]
 			}
 			return nil
 		})

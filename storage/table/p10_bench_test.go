@@ -2,7 +2,6 @@ package table
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"testing"
@@ -80,21 +79,7 @@ func benchObjectStoreTable(b *testing.B, kind string) {
 		b.Fatal(err)
 	}
 	gets := func(tbl *Table, n int) time.Duration {
-		times, err := benchfmt.Time(n, func(int) error {
-			rec, err := tbl.Get(ctx, m, benchKey(big.rng.IntN(bigRows)), nil)
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				return fmt.Errorf("key not found")
-			}
-			rec.Release()
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return benchfmt.Percentile(times, 99)
+		return benchfmt.Percentile(timeGets(b, tbl, m, big.rng, bigRows, n), 99)
 	}
 	gets(big.tbl, 500) // warm
 	warm := gets(big.tbl, 1000)
