@@ -15,16 +15,25 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 )
 
-// BenchmarkP10S3HTTP is P3's Arrow IPC load (16 clients, batches of 100 1 KB rows, durable when
-// answered) against one API worker whose stores are on S3 (the test versitygw) and one whose
-// stores are on the local disk, taking turns in the same run: rows/s of each and the request
-// latency on S3.
-func BenchmarkP10S3HTTP(b *testing.B) {
-	const clients, batches, rounds, batchRows = 16, 40, 2, p3Batch
+// BenchmarkP10ObjectStoreHTTP is P3's Arrow IPC load (16 clients, batches of 100 1 KB rows,
+// durable when answered) against one API worker whose stores are on an object store's test
+// service (S3 on versitygw, Azure Blob on Azurite, GCS on fake-gcs-server) and one whose stores
+// are on the local disk, taking turns in the same run: rows/s of each and the request latency on
+// the object store, for each object store.
+func BenchmarkP10ObjectStoreHTTP(b *testing.B) {
 	for b.Loop() {
+		for _, kind := range testenv.ObjectStoreKinds {
+			benchObjectStoreHTTP(b, kind)
+		}
+	}
+}
+
+func benchObjectStoreHTTP(b *testing.B, kind string) {
+	const clients, batches, rounds, batchRows = 16, 40, 2, p3Batch
+	{
 		c := benchCluster(b)
 		local := c.benchWorker(b)
-		onS3 := (&benchClusterT{cat: c.cat, url: c.url, data: testenv.S3(b)}).benchWorker(b)
+		remote := (&benchClusterT{cat: c.cat, url: c.url, data: testenv.ObjectStore(b, kind)}).benchWorker(b)
 		bodies := make([][]byte, clients*batches)
 		for cl := range clients {
 			for bt := range batches {
@@ -37,7 +46,7 @@ func BenchmarkP10S3HTTP(b *testing.B) {
 			elapsed time.Duration
 			lat     []time.Duration
 		}
-		targets := []*target{{name: "p10-local", srv: httptest.NewServer(local.e)}, {name: "p10-s3", srv: httptest.NewServer(onS3.e)}}
+		targets := []*target{{name: "p10-local-" + kind, srv: httptest.NewServer(local.e)}, {name: "p10-" + kind, srv: httptest.NewServer(remote.e)}}
 		httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 		post := func(url, ct string, data []byte) time.Duration {
 			start := time.Now()
@@ -79,10 +88,11 @@ func BenchmarkP10S3HTTP(b *testing.B) {
 			}
 		}
 		rows := float64(clients * batches * batchRows)
-		localRate, s3Rate := rows/targets[0].elapsed.Seconds(), rows/targets[1].elapsed.Seconds()
+		localRate, remoteRate := rows/targets[0].elapsed.Seconds(), rows/targets[1].elapsed.Seconds()
 		slices.Sort(targets[1].lat)
-		benchfmt.Report("P10-s3-http-arrow-rows", s3Rate, "rows/s", "P3's Arrow IPC append load over HTTP, stores on S3")
-		benchfmt.Report("P10-s3-arrow-vs-local", s3Rate/localRate, "x", fmt.Sprintf("S3 rows/s / local-disk rows/s (%.0f), same run, turns taken", localRate))
-		benchfmt.Report("P10-s3-http-append-p99", benchfmt.Millis(benchfmt.Percentile(targets[1].lat, 99)), "ms", "append request latency over HTTP, stores on S3, p99")
+		id := func(name string) string { return "P10-" + kind + "-" + name }
+		benchfmt.Report(id("http-arrow-rows"), remoteRate, "rows/s", "P3's Arrow IPC append load over HTTP, stores on "+kind)
+		benchfmt.Report(id("arrow-vs-local"), remoteRate/localRate, "x", fmt.Sprintf("%s rows/s / local-disk rows/s (%.0f), same run, turns taken", kind, localRate))
+		benchfmt.Report(id("http-append-p99"), benchfmt.Millis(benchfmt.Percentile(targets[1].lat, 99)), "ms", "append request latency over HTTP, stores on "+kind+", p99")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,4 +362,243 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 	require.NoError(t, err)
 	require.Positive(t, res.Generations)
 	check(e.open("after-merge")) // from the base table
+}
+
+// jitteryEntries is an object store whose WAL entry writes take a random while and sometimes fail
+// (before the write, or after it landed, as a timed-out request does), and whose listings come
+// one object a page with a pause between pages: a listing is no snapshot, so an entry below the
+// highest one found may land after its page was read.
+type jitteryEntries struct {
+	objstore.Store
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (j *jitteryEntries) draw() (time.Duration, float64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return time.Duration(j.rng.Int64N(int64(3 * time.Millisecond))), j.rng.Float64()
+}
+
+func (j *jitteryEntries) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if !strings.Contains(key, "/entries/") {
+		return j.Store.PutIfAbsent(ctx, key, data)
+	}
+	wait, dice := j.draw()
+	time.Sleep(wait)
+	if dice < 0.1 {
+		return objstoretest.ErrInjected
+	}
+	err := j.Store.PutIfAbsent(ctx, key, data)
+	if err == nil && dice > 0.95 {
+		return objstoretest.ErrInjected // landed, but the writer never hears so
+	}
+	return err
+}
+
+func (j *jitteryEntries) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
+	wait, _ := j.draw()
+	time.Sleep(wait / 4)
+	return j.Store.List(ctx, prefix, startAfter, 1)
+}
+
+// TestAClaimFencesEveryPositionAnUncheckedWriterCouldStillTake races claims against a writer with
+// many groups in flight that acknowledges entries without re-reading the manifest (the
+// manifest's unchecked window), with entry writes that are slow, fail, or land unheard, and
+// listings that are no snapshot. Every append acknowledged by either writer must be readable;
+// the old writer's appenders all end fenced.
+func TestAClaimFencesEveryPositionAnUncheckedWriterCouldStillTake(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 4
+	}
+	for round := range rounds {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			seed := uint64(round)*7919 + 1
+			store := &jitteryEntries{Store: objstoretest.NewMemory(), rng: rand.New(rand.NewPCG(seed, seed))}
+			e := newEnv(t, store)
+			inFlight := func(o *Options) { o.Writer.CommitsInFlight = 8; o.Writer.EntryObjects = true }
+			old := e.open("same-id", inFlight)
+			var mu sync.Mutex
+			var acked []string
+			var wg sync.WaitGroup
+			fencedAppenders := atomic.Int64{}
+			appendTo := func(s *Store, prefix string, n int, stop <-chan struct{}) {
+				for g := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; ; i++ {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							id := fmt.Sprintf("%s%02d-%05d", prefix, g, i)
+							rec := rows(e.mem, []string{id}, int64(i))
+							_, err := s.Append(context.Background(), rec)
+							rec.Release()
+							switch {
+							case err == nil:
+								mu.Lock()
+								acked = append(acked, id)
+								mu.Unlock()
+							case errors.Is(err, ErrFenced):
+								if s == old {
+									fencedAppenders.Add(1)
+								}
+								return
+							case !errors.Is(err, objstoretest.ErrInjected):
+								t.Errorf("append %s: %v", id, err)
+								return
+							}
+						}
+					}()
+				}
+			}
+			stopNewer, stopOld := make(chan struct{}), make(chan struct{})
+			appendTo(old, "old", 8, stopOld)
+			// Claim once the old writer holds the shard and has acknowledged something, while later
+			// groups are in flight (were it stuck, the appenders stop after a while and the count
+			// of fenced appenders below fails).
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(acked) > 0
+			}, 10*time.Second, time.Millisecond)
+			giveUp := time.AfterFunc(30*time.Second, func() { close(stopOld) })
+			t.Cleanup(func() { giveUp.Stop() })
+			time.Sleep(time.Duration(round*3) * time.Millisecond)
+			o := e.opts("same-id")
+			inFlight(&o)
+			var newer *Store
+			var err error
+			for range 20 { // the claim's own fences meet the same faults: a failed claim is retried
+				if newer, err = Open(context.Background(), e.objects, o); !errors.Is(err, objstoretest.ErrInjected) {
+					break
+				}
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = newer.Close(context.Background()) })
+			appendTo(newer, "new", 4, stopNewer)
+			time.Sleep(20 * time.Millisecond)
+			close(stopNewer)
+			wg.Wait()
+			require.EqualValues(t, 8, fencedAppenders.Load(), "every appender of the old writer ends fenced")
+			require.NoError(t, newer.Close(context.Background()))
+			reader := e.open("reader")
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, acked)
+			for _, id := range acked {
+				require.NotEqualValues(t, -1, value(t, reader, id), "acknowledged: %s", id)
+			}
+		})
+	}
+}
+
+// TestAClaimFencesAnEntryStillOnItsWayBelowTheHighestFound holds one group's entry write back
+// while the two groups after it land, claims the shard, then lets the held write go: the claim
+// found entries above the held position, and must have fenced it, or the old writer would
+// acknowledge an entry (none of its window failed) that the new owner never replays.
+func TestAClaimFencesAnEntryStillOnItsWayBelowTheHighestFound(t *testing.T) {
+	ctx := context.Background()
+	inner := objstoretest.NewMemory()
+	var heldKey atomic.Value
+	heldKey.Store("")
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	store := &objstoretest.WriteHooks{Store: inner, BeforePut: func(key string, _ []byte) func() {
+		if key != "" && heldKey.CompareAndSwap(key, "") { // the old writer's write only, not the fence
+			held <- struct{}{}
+			<-release
+		}
+		return nil
+	}}
+	e := newEnv(t, store)
+	window := func(o *Options) { o.Writer.CommitsInFlight = 4; o.Writer.EntryObjects = true }
+	old := e.open("same-id", window)
+	appendIDs(t, old, e.mem, 1, "first") // the claim's fence at 1, this group at 2
+	heldKey.Store(shard.EntryKey(old.Shard(), 3))
+	results := make(chan error, 3)
+	appendOne := func(id string) {
+		go func() {
+			rec := rows(e.mem, []string{id}, 2)
+			_, err := old.Append(ctx, rec)
+			rec.Release()
+			results <- err
+		}()
+	}
+	appendOne("held") // position 3, held back
+	<-held
+	landed := func(pos uint64) func() bool {
+		return func() bool {
+			_, err := inner.Stat(ctx, shard.EntryKey(old.Shard(), pos))
+			return err == nil
+		}
+	}
+	appendOne("after-1") // position 4
+	require.Eventually(t, landed(4), 5*time.Second, time.Millisecond)
+	appendOne("after-2") // position 5
+	require.Eventually(t, landed(5), 5*time.Second, time.Millisecond)
+
+	o := e.opts("same-id")
+	window(&o)
+	newer, err := Open(ctx, e.objects, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = newer.Close(ctx) })
+	close(release)
+	for range 3 {
+		require.ErrorIs(t, <-results, ErrFenced, "the held group lost to a fence; the two after it follow a failure and find the new epoch")
+	}
+	require.NoError(t, newer.Close(ctx))
+	reader := e.open("reader")
+	require.EqualValues(t, 1, value(t, reader, "first"))
+	require.EqualValues(t, -1, value(t, reader, "held"), "the held write lost to the fence")
+	for _, id := range []string{"after-1", "after-2"} {
+		// Never acknowledged, but their entries were found by the claim: replayed, as an
+		// unacknowledged write may be.
+		require.EqualValues(t, 2, value(t, reader, id), id)
+	}
+}
+
+// manifestReads counts the listings of shard manifests (how the latest is found) that reach a
+// store.
+type manifestReads struct {
+	objstore.Store
+	n atomic.Int64
+}
+
+func (m *manifestReads) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
+	if strings.Contains(prefix, "/manifest/") {
+		m.n.Add(1)
+	}
+	return m.Store.List(ctx, prefix, startAfter, limit)
+}
+
+func TestAGroupCommitOnAnObjectStoreIsOneConditionalWrite(t *testing.T) {
+	store := &manifestReads{Store: objstoretest.NewMemory()}
+	e := newEnv(t, store)
+	s := e.open("a", withEntryObjects)
+	appendIDs(t, s, e.mem, 1, "claimed")
+	before := store.n.Load()
+	for i := range 20 {
+		appendIDs(t, s, e.mem, int64(i), fmt.Sprintf("k%02d", i))
+	}
+	require.Zero(t, store.n.Load()-before, "no group read the shard manifest: the conditional write is the epoch check")
+
+	// After a failed group write, the next groups confirm the epoch.
+	faulty := objstoretest.NewFaulty(store)
+	e2 := newEnv(t, faulty)
+	s2 := e2.open("b", withEntryObjects, func(o *Options) { o.Writer.CommitsInFlight = 4 })
+	appendIDs(t, s2, e2.mem, 1, "claimed")
+	faulty.AddRule(objstoretest.Rule{Match: groupWrite(s2.Shard()), Err: objstoretest.ErrInjected, Times: 1})
+	rec := rows(e2.mem, []string{"lost"}, 1)
+	_, err := s2.Append(context.Background(), rec)
+	rec.Release()
+	require.ErrorIs(t, err, objstoretest.ErrInjected)
+	before = store.n.Load()
+	for i := range 6 {
+		appendIDs(t, s2, e2.mem, int64(i), fmt.Sprintf("k%02d", i))
+	}
+	require.EqualValues(t, 4, store.n.Load()-before, "the window's groups after the failure each found the latest manifest, then none")
 }

@@ -1,13 +1,24 @@
 // Claiming a shard: the one way a writer starts.
 //
 // Fencing: Claim bumps the shard's epoch in its manifest, then lists the WAL entries and
-// segments, closes the earlier epochs' segments at what it found (segmentlife.go), writes a
-// fence entry above every position found (retrying higher until the put-if-absent succeeds) and
-// replays everything up to it. A writer acknowledges a group only after its entry or frame is
-// durable AND a later read of the manifest still shows the writer's epoch: the claimer's bump
-// comes before its listing and scan, so every acknowledged group is found and replayed by the
-// new owner. Nothing acknowledged is lost; once the writer sees the higher epoch it fails every
-// later append with ErrFenced.
+// segments, closes the earlier epochs' segments at what it found (segmentlife.go), writes empty
+// fence entries where the previous writer could still write (below) and replays everything up to
+// the highest fence. Nothing acknowledged is lost; once a fenced writer sees the higher epoch it
+// fails every later append with ErrFenced.
+//
+// Which positions are fenced follows from what the previous epoch's writer promised in the
+// manifest (UncheckedWindow, W): at most W entry writes in flight, at consecutive positions, a
+// position taken only once every position W or more below it is done (written or failed). With M
+// the highest position found, the claim fences every position of (M, M+W] and every position
+// above replay_after and below M it did not find (a listing is not a snapshot: an entry below M
+// may land after its page was read), in one round of concurrent put-if-absent writes; a fence
+// that finds an entry there lists again. An entry written at one of those positions after the
+// listing loses to the fence; one written before it is found and replayed. The first position
+// above M+W the writer takes comes after its group at M+1 is done, and that group failed against
+// a fence: after a failure, the writer re-reads the manifest before acknowledging (writer.go,
+// commit), and finds the bumped epoch. A writer that promised nothing (W = 0: it re-reads the
+// manifest after every write, as segment writers and earlier releases do) is fenced from M+1
+// only: whatever it wrote was written before the bump (found) or is never acknowledged.
 package shard
 
 import (
@@ -16,10 +27,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/objstore"
@@ -30,9 +43,22 @@ import (
 // returned writer holds every row the shard acknowledged and not yet sealed, and appends from here.
 func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	shard := cfg.Shard
+	inPlace := objstore.WritesInPlace(a.Objects)
+	segments := inPlace && !cfg.Writer.EntryObjects
+	opts := cfg.Writer.withDefaults(segments)
+	window := uint64(0) // what this epoch's writer promises (see UncheckedWindow)
+	if !segments && opts.CommitsInFlight <= maxUncheckedWindow {
+		window = uint64(opts.CommitsInFlight)
+	}
+	var previousWindow uint64
 	m, obsolete, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+		if cur.UncheckedWindow > maxUncheckedWindow {
+			return nil, fmt.Errorf("shard: corrupt shard manifest %s: it promises %d unchecked writes (at most %d)", ManifestKey(shard, cur.Version), cur.UncheckedWindow, maxUncheckedWindow)
+		}
+		previousWindow = cur.UncheckedWindow
 		cur.Epoch++
 		cur.Instance = cfg.Instance
+		cur.UncheckedWindow = window
 		return cur, nil
 	})
 	if err != nil {
@@ -41,11 +67,8 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	if err := a.Objects.Put(ctx, shardMarker(shard), nil); err != nil {
 		return nil, err
 	}
-	inPlace := objstore.WritesInPlace(a.Objects)
-	segments := inPlace && !cfg.Writer.EntryObjects
-	opts := cfg.Writer.withDefaults(segments)
 	w := &Writer{a: a, cfg: cfg, shard: shard, epoch: m.Epoch, opts: opts, active: newMemtable(), segments: segments,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}), liveSegments: map[string]bool{}}
+		uncheckedWindow: window, wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}), liveSegments: map[string]bool{}}
 	w.gc = newCollector(w)
 	w.gc.delete(obsolete...)
 	w.pending.Store(int64(len(m.Generations)))
@@ -57,39 +80,16 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	}()
 
 	// What counts in the segments (only stores that write in place have any), found before the
-	// fence is placed: the fence goes above every position found.
+	// fences are placed: they go above every position found.
 	scan := &walScan{}
 	if inPlace {
 		if scan, err = scanSegments(ctx, a, shard, m); err != nil {
 			return nil, err
 		}
 	}
-	empty := emptyRecord(a.Schema, a.Allocator)
-	fenceData, err := encodeEntry(empty, a.Allocator)
-	empty.Release()
+	fence, err := placeFences(ctx, a, shard, max(m.ReplayAfter, scan.last), m.ReplayAfter, previousWindow)
 	if err != nil {
 		return nil, err
-	}
-	var fence uint64
-	for {
-		objs, err := objstore.ListAll(ctx, a.Objects, EntryPrefix(shard))
-		if err != nil {
-			return nil, err
-		}
-		last := max(m.ReplayAfter, scan.last)
-		for _, o := range objs {
-			if p, ok := parseNumbered(o.Key, EntryPrefix(shard), ".arrows"); ok {
-				last = max(last, p)
-			}
-		}
-		fence = last + 1
-		err = a.Objects.PutIfAbsent(ctx, EntryKey(shard, fence), fenceData)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, objstore.ErrExists) {
-			return nil, err
-		}
 	}
 	// Replay every entry object and frame after the last sealed position, up to and including
 	// the fence, in position order.
@@ -160,6 +160,71 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 	w.gc.start()
 	go w.groupCommitter()
 	return w, nil
+}
+
+// maxFenceRounds bounds placeFences' listings: each round that finds an entry under a fence
+// means the previous writer wrote past the last listing, which it stops doing within a window.
+const maxFenceRounds = 64
+
+// placeFences writes the claim's fence entries (see the file comment): with M the highest
+// position among the entry objects and found (the segments' highest position, or replay_after),
+// every position of (M, M+window] and each missing one of (replayAfter, M] when window > 0 (a
+// writer that re-reads the manifest after each write needs none there). It returns the highest
+// fence; the new writer starts above it.
+func placeFences(ctx context.Context, a *Access, shard string, found, replayAfter, window uint64) (uint64, error) {
+	empty := emptyRecord(a.Schema, a.Allocator)
+	fenceData, err := encodeEntry(empty, a.Allocator)
+	empty.Release()
+	if err != nil {
+		return 0, err
+	}
+	for range maxFenceRounds {
+		objs, err := objstore.ListAll(ctx, a.Objects, EntryPrefix(shard))
+		if err != nil {
+			return 0, err
+		}
+		last := found
+		exists := map[uint64]bool{}
+		for _, o := range objs {
+			if p, ok := parseNumbered(o.Key, EntryPrefix(shard), ".arrows"); ok {
+				last = max(last, p)
+				exists[p] = true
+			}
+		}
+		var positions []uint64
+		from := last + 1
+		if window > 0 {
+			from = replayAfter + 1
+		}
+		for p := from; p <= last+max(window, 1); p++ {
+			if !exists[p] {
+				positions = append(positions, p)
+			}
+		}
+		taken := false
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(maxUncheckedWindow)
+		for _, p := range positions {
+			g.Go(func() error {
+				err := a.Objects.PutIfAbsent(gctx, EntryKey(shard, p), fenceData)
+				if errors.Is(err, objstore.ErrExists) {
+					mu.Lock()
+					taken = true // the previous writer got there first: list again
+					mu.Unlock()
+					return nil
+				}
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return 0, err
+		}
+		if !taken {
+			return last + max(window, 1), nil
+		}
+	}
+	return 0, fmt.Errorf("shard: claim shard %s: the previous writer kept writing past %d fence rounds", shard, maxFenceRounds)
 }
 
 // emptyRecord is a record of schema with no rows (a claim's fence entry).

@@ -67,8 +67,19 @@ type ShardManifest struct {
 	// created by a fenced writer after the claim that closed its epoch: nothing in it counts.
 	Segments            []SegmentRef `json:"segments,omitempty"`
 	SegmentsClosedBelow uint64       `json:"segments_closed_below,omitempty"`
-	UpdatedAt           time.Time    `json:"updated_at"`
+	// UncheckedWindow is the epoch's writer's promise to the next claimer: it writes at most this
+	// many WAL entry objects at once, at consecutive positions, and acknowledges one without
+	// re-reading the manifest only when it wrote every one of the window's positions below it
+	// (0: it re-reads the manifest after every write). The next claim fences accordingly
+	// (claim.go); at most maxUncheckedWindow.
+	UncheckedWindow uint64    `json:"unchecked_window,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
+
+// maxUncheckedWindow bounds UncheckedWindow: a writer allowed more groups in flight re-reads the
+// manifest after every write, and a claim refuses a manifest that promises more (it would have to
+// place that many fences).
+const maxUncheckedWindow = 64
 
 // SegmentRef describes a closed WAL segment: its frames up to Length are the valid ones, and
 // they hold positions First..Last (Last 0: none).

@@ -98,8 +98,12 @@ type Writer struct {
 	shard    string
 	epoch    uint64
 	opts     WriterOptions
-	segments bool           // groups go to WAL segments (the store writes in place)
-	seg      *activeSegment // the segment being appended to; only the reservation token's holder touches it
+	segments bool // groups go to WAL segments (the store writes in place)
+	// uncheckedWindow is what the claim promised in the manifest (UncheckedWindow): with groups
+	// written as entry objects, a group is acknowledged without re-reading the manifest when the
+	// groups at the uncheckedWindow positions below it were all written (0: always re-read).
+	uncheckedWindow uint64
+	seg             *activeSegment // the segment being appended to; only the reservation token's holder touches it
 
 	mu      sync.Mutex // guards the fields below
 	active  *memtable
@@ -109,7 +113,10 @@ type Writer struct {
 	fenced  error
 	closed  bool
 	nextPos uint64
-	retired []SegmentRef // segments moved past, for the next seal to list in the manifest
+	// lastFailed is the highest position whose group failed (0: none since the claim); set before
+	// the group's commit slot is released, so a later group sees every failure below it.
+	lastFailed uint64
+	retired    []SegmentRef // segments moved past, for the next seal to list in the manifest
 	// liveSegments names the segments this writer created that no seal has listed yet (active,
 	// being retired, retired): the garbage planner never deletes them. A name enters before its
 	// segment is created and leaves once a committed seal lists it.
@@ -120,6 +127,10 @@ type Writer struct {
 	stopped chan struct{} // closed when the committer exits
 	sealMu  sync.Mutex    // serialises seals
 	sealing atomic.Bool
+	// drained is set by Close once the committer has stopped: no entry will be written again, so
+	// the seals from then on withdraw the claim's promise (UncheckedWindow) and the next claim
+	// needs one fence, not a window of them.
+	drained atomic.Bool
 	// rollBelow asks frame reservations for a new segment while the active one starts below it:
 	// each seal that made a generation raises it past its memtable's last position, so a segment
 	// holds the rows of few generations and goes once they are merged. A segment that starts
@@ -279,18 +290,23 @@ func (w *Writer) takeGroup() *commitGroup {
 	return g
 }
 
-// commit writes g's entry (a frame of the WAL segment, or an entry object), confirms the epoch,
-// then (once the previous group is done) puts the rows in the memtable and acknowledges the
-// appends. A frame's place in the segment is reserved after the previous group's (prevReserved;
-// commit closes reserved once it has its own or needs none), so frames lie in position order.
+// commit writes g's entry (a frame of the WAL segment, or an entry object), confirms the epoch
+// where it must, then (once the previous group is done) puts the rows in the memtable and
+// acknowledges the appends. A frame's place in the segment is reserved after the previous
+// group's (prevReserved; commit closes reserved once it has its own or needs none), so frames lie
+// in position order. Groups finish in position order (each waits for prev), so a group's commit
+// slot is released only after every lower position's group is done: at most CommitsInFlight
+// consecutive positions are ever being written.
 //
-// Fencing: after the write succeeds, the shard manifest must still show our epoch. A claimer
-// bumps the epoch BEFORE it lists the entries and scans the segments to replay, so a group
-// written when we read our epoch is found and replayed; if the epoch moved, the group is not
-// acknowledged (it may or may not be replayed, like any unacknowledged write). An entry object
-// whose position is taken means a claimer's fence is there (positions are reserved by this
-// writer only, and a claim starts above every existing entry): the manifest then shows the new
-// epoch.
+// Fencing: a frame is acknowledged only if the shard manifest, read after the write, still shows
+// our epoch. A claimer bumps the epoch BEFORE it lists the entries and scans the segments to
+// replay, so a group written when we read our epoch is found and replayed; if the epoch moved,
+// the group is not acknowledged (it may or may not be replayed, like any unacknowledged write).
+// An entry object needs no such read when the groups at the uncheckedWindow positions below it
+// were all written: the claimer's fences cover every position it could have been written at
+// without being found (claim.go). After a failed group, the next uncheckedWindow groups read the
+// manifest. An entry object whose position is taken means a fence is there: the manifest then
+// shows the new epoch.
 func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved chan<- struct{}, prev <-chan struct{}) {
 	finish := func(err error) {
 		for _, p := range g.appends {
@@ -333,6 +349,9 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 	}
 	w.releaseEncodings(g, data)
 	<-prev
+	if err == nil && seg == nil && w.mustConfirmEntry(g.pos) {
+		err = w.confirmEpoch(ctx)
+	}
 	if err == nil && seg != nil && seg.failedAtOrBefore(off) {
 		err = ErrEarlierFrameFailed
 		w.mu.Lock()
@@ -345,6 +364,9 @@ func (w *Writer) commit(g *commitGroup, prevReserved <-chan struct{}, reserved c
 		if seg != nil {
 			seg.fail(off) // a claim stops reading the segment here: so must every later frame
 		}
+		w.mu.Lock()
+		w.lastFailed = max(w.lastFailed, g.pos)
+		w.mu.Unlock()
 		finish(err)
 		return
 	}
@@ -449,20 +471,30 @@ func (w *Writer) releaseEncodings(g *commitGroup, data *entryData) {
 	}
 }
 
-// writeEntry creates the entry object at pos and confirms that the shard is still ours (see
-// commit).
+// writeEntry creates the entry object at pos. A position already taken is a claimer's fence
+// (the error says whether the shard moved); whether a written entry needs the epoch confirmed
+// is decided once the lower positions are done (see commit).
 func (w *Writer) writeEntry(ctx context.Context, pos uint64, data *entryData) error {
 	putErr := w.a.Objects.PutIfAbsent(ctx, EntryKey(w.shard, pos), data.join())
-	if putErr != nil && !errors.Is(putErr, objstore.ErrExists) {
+	if !errors.Is(putErr, objstore.ErrExists) {
 		return putErr
 	}
 	if err := w.confirmEpoch(ctx); err != nil {
 		return err
 	}
-	if putErr != nil {
-		return fmt.Errorf("shard: shard %s WAL position %d is taken at our epoch %d: %w", w.shard, pos, w.epoch, putErr)
+	return fmt.Errorf("shard: shard %s WAL position %d is taken at our epoch %d: %w", w.shard, pos, w.epoch, putErr)
+}
+
+// mustConfirmEntry reports whether the entry written at pos may be acknowledged only after the
+// manifest is read again: always when the claim promised no window, and when a group failed at
+// one of the window's positions below pos. Called once every lower position's group is done.
+func (w *Writer) mustConfirmEntry(pos uint64) bool {
+	if w.uncheckedWindow == 0 {
+		return true
 	}
-	return nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastFailed > 0 && pos-w.lastFailed <= w.uncheckedWindow
 }
 
 // confirmEpoch reads the shard manifest after a group's write: the group may be acknowledged
@@ -554,6 +586,9 @@ func (w *Writer) sealOne(ctx context.Context, m *memtable) error {
 			cur.NextGeneration++
 		}
 		cur.ReplayAfter = max(cur.ReplayAfter, m.lastPos)
+		if w.drained.Load() {
+			cur.UncheckedWindow = 0
+		}
 		cur.listSegments(retired)
 		segGarbage = cur.dropGarbageSegments()
 		return cur, nil
@@ -716,6 +751,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Unlock()
 	close(w.quit)
 	<-w.stopped
+	w.drained.Store(true)
 	if w.seg != nil { // the committer has stopped: nothing reserves any more
 		w.retire(w.seg)
 		w.seg = nil
@@ -777,6 +813,7 @@ func (w *Writer) Abandon() {
 	w.mu.Unlock()
 	close(w.quit)
 	<-w.stopped
+	w.drained.Store(true)
 	w.gc.cancel()
 	<-w.gc.done
 	w.bg.Wait()
