@@ -132,6 +132,7 @@ func (rd *Reader) openFragment(ctx context.Context, f Ref, access fragmentAccess
 		md = ft.md
 	}
 	var src parquet.ReaderAtSeeker
+	var tail readWindow // the object's end, read with the footer (see footerTailRead)
 	if whole {
 		data, err := rd.Store.Get(ctx, f.Path)
 		if err != nil {
@@ -144,6 +145,20 @@ func (rd *Reader) openFragment(ctx context.Context, f Ref, access fragmentAccess
 			if w.data != nil {
 				or.windows = append(or.windows, w)
 			}
+		}
+		if !cached && !objstore.WritesInPlace(rd.Store) {
+			// Each request to an object store costs a round trip: the footer's length, the footer
+			// and the offset indexes just before it come in one read of the object's end.
+			n := min(f.Bytes, footerTailRead)
+			data, err := rd.Store.GetRange(ctx, f.Path, f.Bytes-n, n)
+			if err != nil {
+				return nil, fmt.Errorf("fragment: read %s: %w", f.Path, err)
+			}
+			if int64(len(data)) != n {
+				return nil, fmt.Errorf("fragment: read %s: %w", f.Path, errPage)
+			}
+			tail = readWindow{at: f.Bytes - n, data: data}
+			or.windows = append(or.windows, tail)
 		}
 		if cached && len(rowGroups) > 0 {
 			if len(or.windows) == 0 {
@@ -188,6 +203,9 @@ func (rd *Reader) openFragment(ctx context.Context, f Ref, access fragmentAccess
 		// The decoded footer is a few times its Thrift encoding.
 		ft := newFooter(pf.MetaData())
 		cache.Add(rd.Cache, "footer", f.Path, ft, 4*int64(pf.MetaData().Size())+8*int64(len(ft.rowStarts)))
+		if tail.data != nil {
+			rd.keepOffsetIndexes(f, pf.MetaData(), tail)
+		}
 	}
 	// String and binary columns reserve their values' bytes up front, from the row group's
 	// uncompressed size (fragments are written by this package, so the footer is trusted), instead
@@ -217,32 +235,60 @@ func (rd *Reader) rowGroupWindow(ctx context.Context, f Ref, md *metadata.FileMe
 	return readWindow{at: start, data: data}, nil
 }
 
+// footerTailRead is how much of a fragment's end one read fetches when its footer is not cached,
+// on a store that does not write in place (an object store): the footer of a fragment this package
+// writes, and the offset indexes before it, usually fit.
+const footerTailRead = 64 << 10
+
+// keepOffsetIndexes caches, from tail (the bytes read at the end of f), the offset indexes of
+// every row group that lie wholly within it, as offsetIndexWindow would read them: a point read
+// after the footer then needs no request for them.
+func (rd *Reader) keepOffsetIndexes(f Ref, md *metadata.FileMetaData, tail readWindow) {
+	for rg := range md.NumRowGroups() {
+		start, end, ok := offsetIndexSpan(md, rg)
+		if !ok || start < tail.at || end > tail.at+int64(len(tail.data)) {
+			continue
+		}
+		w := readWindow{at: start, data: bytes.Clone(tail.data[start-tail.at : end-tail.at])}
+		cache.Add(rd.Cache, "offset_index", offsetIndexKey(f, rg), w, int64(len(w.data)))
+	}
+}
+
+// offsetIndexSpan is the byte range of row group rg's offset indexes (ok=false when some column
+// has none, or the footer does not describe them).
+func offsetIndexSpan(md *metadata.FileMetaData, rg int) (start, end int64, ok bool) {
+	if rg < 0 || rg >= md.NumRowGroups() {
+		return 0, 0, false
+	}
+	start, end = int64(math.MaxInt64), int64(-1)
+	meta := md.RowGroup(rg)
+	for c := 0; c < meta.NumColumns(); c++ {
+		cc, err := meta.ColumnChunk(c)
+		if err != nil {
+			return 0, 0, false
+		}
+		loc := cc.GetOffsetIndexLocation()
+		if loc == nil {
+			return 0, 0, false
+		}
+		start, end = min(start, loc.Offset), max(end, loc.Offset+int64(loc.Length))
+	}
+	return start, end, start >= 0 && end > start
+}
+
+func offsetIndexKey(f Ref, rg int) string { return f.Path + "#offset-index-" + strconv.Itoa(rg) }
+
 // offsetIndexWindow returns the bytes of row group rg's offset indexes (every column's, stored
 // together after the row groups), from the object cache when possible: a point read seeks
 // through them to the page holding its row, and they never change. A fragment written without a
 // page index gives an empty window.
 func (rd *Reader) offsetIndexWindow(ctx context.Context, f Ref, md *metadata.FileMetaData, rg int) (readWindow, error) {
-	if rg < 0 || rg >= md.NumRowGroups() {
-		return readWindow{}, nil
-	}
-	key := f.Path + "#offset-index-" + strconv.Itoa(rg)
+	key := offsetIndexKey(f, rg)
 	if w, ok := cache.Get[readWindow](rd.Cache, "offset_index", key); ok {
 		return w, nil
 	}
-	start, end := int64(math.MaxInt64), int64(-1)
-	meta := md.RowGroup(rg)
-	for c := 0; c < meta.NumColumns(); c++ {
-		cc, err := meta.ColumnChunk(c)
-		if err != nil {
-			return readWindow{}, nil
-		}
-		loc := cc.GetOffsetIndexLocation()
-		if loc == nil {
-			return readWindow{}, nil
-		}
-		start, end = min(start, loc.Offset), max(end, loc.Offset+int64(loc.Length))
-	}
-	if end <= start || start < 0 || end > f.Bytes {
+	start, end, ok := offsetIndexSpan(md, rg)
+	if !ok || end > f.Bytes {
 		return readWindow{}, nil
 	}
 	data, err := rd.Store.GetRange(ctx, f.Path, start, end-start)

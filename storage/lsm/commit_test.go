@@ -366,7 +366,7 @@ func testGroupsReadBack(t *testing.T, perAppend int) {
 
 // jitteryEntries is an object store whose WAL entry writes take a random while and sometimes fail
 // (before the write, or after it landed, as a timed-out request does), and whose listings come
-// one object a page with a pause between pages: a listing is no snapshot, so an entry below the
+// four objects a page with a pause between pages: a listing is no snapshot, so an entry below the
 // highest one found may land after its page was read.
 type jitteryEntries struct {
 	objstore.Store
@@ -386,11 +386,11 @@ func (j *jitteryEntries) PutIfAbsent(ctx context.Context, key string, data []byt
 	}
 	wait, dice := j.draw()
 	time.Sleep(wait)
-	if dice < 0.1 {
+	if dice < 0.06 {
 		return objstoretest.ErrInjected
 	}
 	err := j.Store.PutIfAbsent(ctx, key, data)
-	if err == nil && dice > 0.95 {
+	if err == nil && dice > 0.97 {
 		return objstoretest.ErrInjected // landed, but the writer never hears so
 	}
 	return err
@@ -398,8 +398,8 @@ func (j *jitteryEntries) PutIfAbsent(ctx context.Context, key string, data []byt
 
 func (j *jitteryEntries) List(ctx context.Context, prefix, startAfter string, limit int) (objstore.ListPage, error) {
 	wait, _ := j.draw()
-	time.Sleep(wait / 4)
-	return j.Store.List(ctx, prefix, startAfter, 1)
+	time.Sleep(wait / 12)
+	return j.Store.List(ctx, prefix, startAfter, min(limit, 4))
 }
 
 // TestAClaimFencesEveryPositionAnUncheckedWriterCouldStillTake races claims against a writer with
@@ -473,7 +473,7 @@ func TestAClaimFencesEveryPositionAnUncheckedWriterCouldStillTake(t *testing.T) 
 			inFlight(&o)
 			var newer *Store
 			var err error
-			for range 20 { // the claim's own fences meet the same faults: a failed claim is retried
+			for range 200 { // the claim's own fences meet the same faults: a failed claim is retried
 				if newer, err = Open(context.Background(), e.objects, o); !errors.Is(err, objstoretest.ErrInjected) {
 					break
 				}

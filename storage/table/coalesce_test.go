@@ -8,8 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
 )
 
@@ -104,5 +106,42 @@ func TestAMergesIndexReadsFollowItsKeysNotTheTable(t *testing.T) {
 		if rows < 10_000 {
 			require.LessOrEqual(t, reads, int64(3), "a small table's index is read in a request or two (and a footer)")
 		}
+	}
+}
+
+// A point get from a process with empty caches reads each footer with its length in one request
+// on an object store — the key-index run's and the fragment's, and the fragment's offset indexes
+// with it — and reads the same rows as on a store that writes in place, in fewer requests.
+func TestAColdPointGetOnAnObjectStoreReadsEachFooterInOneRequest(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	inner := objstoretest.NewMemory()
+	tbl := newTestTable(t, inner, mem)
+	upsertRows(t, tbl, mem, numberedRows(20_000, func(i int) string { return fmt.Sprint("payload-", i) }))
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	coldGet := func(store objstore.Store, id string) (int64, int64) {
+		count := objstoretest.NewCounting(store)
+		fresh, err := Open(ctx, count, Options{Allocator: mem})
+		require.NoError(t, err)
+		m, err := fresh.Latest(ctx)
+		require.NoError(t, err)
+		before := count.Stats()
+		rec, err := fresh.Get(ctx, m, id, nil)
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		defer rec.Release()
+		return rec.Column(1).(*array.Int64).Value(0), count.Stats().Sub(before).Reads
+	}
+	for _, i := range []int{0, 7_777, 19_999} {
+		id := fmt.Sprintf("k%05d", i)
+		onDisk, diskReads := coldGet(inner, id)
+		remote, remoteReads := coldGet(withoutInPlaceWrites{inner}, id)
+		require.EqualValues(t, i, onDisk)
+		require.EqualValues(t, i, remote)
+		// On the object store: the run's end (footer), its page; the fragment's end (footer and
+		// offset indexes), its page.
+		require.LessOrEqual(t, remoteReads, int64(4), "%s", id)
+		require.Less(t, remoteReads, diskReads, "%s: the footers' lengths and offset indexes come with the footers", id)
 	}
 }

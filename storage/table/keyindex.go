@@ -340,7 +340,13 @@ func (t *Table) putRun(ctx context.Context, data []byte, n int) (IndexRun, error
 	return IndexRun{Path: path, Entries: int64(n), Bytes: int64(len(data))}, nil
 }
 
-// footer loads (and caches) a run's footer: two ranged reads, once per handle.
+// runTailRead is how much of a run's end the first read of its footer fetches on a store that
+// does not write in place (an object store, where each request is a round trip): a footer that
+// fits comes with its length in one read.
+const runTailRead = 64 << 10
+
+// footer loads (and caches) a run's footer: one ranged read of the run's end, and a second when
+// the footer does not fit in it; once per handle.
 func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 	if f, ok := cache.Get[*runFooter](t.cache, "index", seg.Path); ok {
 		return f, nil
@@ -348,10 +354,18 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 	if seg.Bytes < int64(runTailSize) {
 		return nil, fmt.Errorf("%w: %s is %d bytes", errCorruptIndex, seg.Path, seg.Bytes)
 	}
-	tail, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(runTailSize), int64(runTailSize))
+	n := int64(runTailSize)
+	if !objstore.WritesInPlace(t.store) {
+		n = min(seg.Bytes, runTailRead)
+	}
+	end, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-n, n)
 	if err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
+	if int64(len(end)) != n {
+		return nil, fmt.Errorf("%w: %s is shorter than its manifest says", errCorruptIndex, seg.Path)
+	}
+	tail := end[n-int64(runTailSize):]
 	if string(tail[4:]) != indexMagic {
 		return nil, fmt.Errorf("%w: %s has no magic", errCorruptIndex, seg.Path)
 	}
@@ -359,8 +373,10 @@ func (t *Table) footer(ctx context.Context, seg IndexRun) (*runFooter, error) {
 	if flen > seg.Bytes-int64(runTailSize) {
 		return nil, fmt.Errorf("%w: %s footer length", errCorruptIndex, seg.Path)
 	}
-	data, err := t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(runTailSize)-flen, flen)
-	if err != nil {
+	var data []byte
+	if flen+int64(runTailSize) <= n {
+		data = bytes.Clone(end[n-int64(runTailSize)-flen : n-int64(runTailSize)])
+	} else if data, err = t.store.GetRange(ctx, seg.Path, seg.Bytes-int64(runTailSize)-flen, flen); err != nil {
 		return nil, fmt.Errorf("table: read key index %s: %w", seg.Path, err)
 	}
 	f, err := decodeFooter(data)
