@@ -145,3 +145,38 @@ func TestAColdPointGetOnAnObjectStoreReadsEachFooterInOneRequest(t *testing.T) {
 		require.Less(t, remoteReads, diskReads, "%s: the footers' lengths and offset indexes come with the footers", id)
 	}
 }
+
+// On an object store, a point lookup that misses an index page reads its 256 KiB block's pages in
+// the same request when the run may stay cached: after a few hundred gets, a get reads only its
+// row's data, where reading one index page per miss would still miss most pages.
+func TestPointGetsMakeAHotRunsIndexResidentQuickly(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	count := objstoretest.NewCounting(withoutInPlaceWrites{objstoretest.NewMemory()})
+	tbl := newTestTable(t, count, mem)
+	const rows = 100_000
+	upsertRows(t, tbl, mem, numberedRows(rows, func(i int) string { return "" }))
+	_, err := tbl.BuildKeyIndex(ctx)
+	require.NoError(t, err)
+	fresh, err := Open(ctx, count, Options{Allocator: mem})
+	require.NoError(t, err)
+	m, err := fresh.Latest(ctx)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	gets := func(n int) float64 {
+		before := count.Stats()
+		for range n {
+			i := rng.IntN(rows)
+			rec, err := fresh.Get(ctx, m, fmt.Sprintf("k%05d", i), nil)
+			require.NoError(t, err)
+			require.NotNil(t, rec)
+			require.EqualValues(t, i, rec.Column(1).(*array.Int64).Value(0))
+			rec.Release()
+		}
+		return float64(count.Stats().Sub(before).Reads) / float64(n)
+	}
+	gets(300)
+	perGet := gets(300)
+	t.Logf("%.2f reads a get once warm", perGet)
+	require.Less(t, perGet, 1.2, "a warm get reads its data page and, rarely, an index page")
+}

@@ -599,6 +599,43 @@ func (t *Table) keepBulkPages(runBytes int64) bool {
 	return runBytes > 0 && runBytes*decodedPageFactor <= t.cache.Limit()/8
 }
 
+// pointReadahead is the block of a run a point lookup's page miss reads on an object store when
+// the run's pages may stay in the cache (keepBulkPages): the pages of the aligned block holding
+// the page, in the one request the page costs anyway. A hot store's index becomes resident after
+// a few hundred gets instead of one get per page, so a warm get costs one request (its row's
+// data page), not two.
+const pointReadahead = 256 << 10
+
+// readPointPage returns page p of run seg (footer f) for a point lookup: from the cache, else
+// read alone, or with its block's neighbours (see pointReadahead), and cached.
+func (t *Table) readPointPage(ctx context.Context, seg IndexRun, f *runFooter, p int) (*indexPage, error) {
+	ref := f.pages.at(p)
+	if page, ok := t.cachedPage(seg, ref); ok {
+		return page, nil
+	}
+	if objstore.WritesInPlace(t.store) || !t.keepBulkPages(f.pages.span()) {
+		return t.readPage(ctx, seg, ref, true)
+	}
+	blockStart := ref.offset - ref.offset%pointReadahead
+	blockEnd := blockStart + pointReadahead
+	first, last := p, p
+	for first > 0 && f.pages.at(first-1).offset >= blockStart {
+		first--
+	}
+	for last+1 < f.pages.len() {
+		next := f.pages.at(last + 1)
+		if next.offset+next.length > blockEnd {
+			break
+		}
+		last++
+	}
+	pages, err := t.readPageRange(ctx, seg, f.pages.refs(first, last+1), true)
+	if err != nil {
+		return nil, err
+	}
+	return pages[p-first], nil
+}
+
 // decodedPageFactor is about how much larger a decoded page is than its encoding.
 const decodedPageFactor = 3
 
@@ -608,7 +645,7 @@ func (t *Table) readPages(ctx context.Context, seg IndexRun, f *runFooter, byPag
 	out := make(map[int]*indexPage, len(byPage))
 	if len(byPage) == 1 { // one page (a point lookup): read it here, no goroutine hand-off, and cache it
 		for p := range byPage {
-			page, err := t.readPage(ctx, seg, f.pages.at(p), true)
+			page, err := t.readPointPage(ctx, seg, f, p)
 			if err != nil {
 				return nil, err
 			}
