@@ -115,8 +115,10 @@ func (m *Manager) openLocation(name, raw string) (*location, objstore.DirLister,
 	objects := root
 	if !objstore.WritesInPlace(root) {
 		// An object store (S3): objects never change once written, so reads are cached in the
-		// process's object cache; a local disk has the page cache already.
-		objects = objstore.WithReadCache(root, m.cfg.Store.Table.Cache, rewrittenKey)
+		// process's object cache (a local disk has the page cache already), and a small read
+		// slower than most is sent a second time (objstore.Hedged): a point get's p99 is not the
+		// store's slowest request.
+		objects = objstore.WithReadCache(objstore.WithHedgedReads(root), m.cfg.Store.Table.Cache, rewrittenKey)
 	}
 	if m.cfg.WrapObjects != nil {
 		objects = m.cfg.WrapObjects(root)

@@ -41,14 +41,14 @@ func newBenchTable(b *testing.B, rows int) *benchTable {
 		b.Fatal(err)
 	}
 	count := objstoretest.NewCounting(local)
-	bt := newBenchTableOn(b, count, count, rows)
+	bt := newBenchTableOn(b, count, count, rows, Options{})
 	bt.dir = dir
 	return bt
 }
 
-// newBenchTableOn fills a table of rows rows on objects, whose I/O count counts.
-func newBenchTableOn(b *testing.B, objects objstore.Store, count *objstoretest.Counting, rows int) *benchTable {
-	tbl, err := Create(context.Background(), objects, testSchema, "id", Options{})
+// newBenchTableOn fills a table of rows rows on objects, whose I/O count counts, opened with opts.
+func newBenchTableOn(b *testing.B, objects objstore.Store, count *objstoretest.Counting, rows int, opts Options) *benchTable {
+	tbl, err := Create(context.Background(), objects, testSchema, "id", opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -600,7 +600,7 @@ func (t *Table) keepBulkPages(runBytes int64) bool {
 }
 
 // pointReadahead is the block of a run a point lookup's page miss reads on an object store when
-// the run's pages may stay in the cache (keepBulkPages): the pages of the aligned block holding
+// the run's pages may stay in the cache (keepPointPages): the pages of the aligned block holding
 // the page, in the one request the page costs anyway. A hot store's index becomes resident after
 // a few hundred gets instead of one get per page, so a warm get costs one request (its row's
 // data page), not two.
@@ -613,7 +613,7 @@ func (t *Table) readPointPage(ctx context.Context, seg IndexRun, f *runFooter, p
 	if page, ok := t.cachedPage(seg, ref); ok {
 		return page, nil
 	}
-	if objstore.WritesInPlace(t.store) || !t.keepBulkPages(f.pages.span()) {
+	if objstore.WritesInPlace(t.store) || !t.keepPointPages(f.pages.span()) {
 		return t.readPage(ctx, seg, ref, true)
 	}
 	blockStart := ref.offset - ref.offset%pointReadahead
@@ -634,6 +634,15 @@ func (t *Table) readPointPage(ctx context.Context, seg IndexRun, f *runFooter, p
 		return nil, err
 	}
 	return pages[p-first], nil
+}
+
+// keepPointPages reports whether a point lookup may read ahead in a run of runBytes page bytes
+// (readPointPage): when the whole run, decoded, would take at most a quarter of the cache. Point
+// lookups come back to a hot store's index on every get, so it may take more of the cache than a
+// merge's bulk lookups may (keepBulkPages); a store's index is still bounded, and the cache's LRU
+// gives it back when the store cools.
+func (t *Table) keepPointPages(runBytes int64) bool {
+	return runBytes > 0 && runBytes*decodedPageFactor <= t.cache.Limit()/4
 }
 
 // decodedPageFactor is about how much larger a decoded page is than its encoding.
