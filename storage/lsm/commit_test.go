@@ -602,3 +602,35 @@ func TestAGroupCommitOnAnObjectStoreIsOneConditionalWrite(t *testing.T) {
 	}
 	require.EqualValues(t, 4, store.n.Load()-before, "the window's groups after the failure each found the latest manifest, then none")
 }
+
+// A claim that fails before its fences are placed leaves the previous writer's promise in the
+// manifest, whatever its own writer would have promised: the next claim still fences for the
+// writer that may be writing unchecked. A writer's clean close withdraws its promise.
+func TestAFailedClaimKeepsThePreviousWritersWindow(t *testing.T) {
+	ctx := context.Background()
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+	e := newEnv(t, faulty)
+	old := e.open("same-id", func(o *Options) { o.Writer.CommitsInFlight = 8; o.Writer.EntryObjects = true })
+	appendIDs(t, old, e.mem, 1, "a")
+	m, err := shard.ReadManifest(ctx, e.objects, old.Shard())
+	require.NoError(t, err)
+	require.EqualValues(t, 8, m.UncheckedWindow)
+
+	// The next claimer's writer would promise nothing (a disk store writes segment frames) and
+	// its fences fail.
+	faulty.AddRule(objstoretest.Rule{Match: objstoretest.MatchKeyPrefix(shard.EntryPrefix(old.Shard()), objstoretest.OpPutIfAbsent), Err: objstoretest.ErrInjected})
+	_, err = Open(ctx, e.objects, e.opts("same-id"))
+	require.ErrorIs(t, err, objstoretest.ErrInjected)
+	m, err = shard.ReadManifest(ctx, e.objects, old.Shard())
+	require.NoError(t, err)
+	require.EqualValues(t, 8, m.UncheckedWindow, "the failed claim kept the previous promise")
+	faulty.Reset()
+
+	newer, err := Open(ctx, e.objects, e.opts("same-id"))
+	require.NoError(t, err)
+	require.NoError(t, newer.Close(ctx))
+	m, err = shard.ReadManifest(ctx, e.objects, old.Shard())
+	require.NoError(t, err)
+	require.Zero(t, m.UncheckedWindow, "a clean close withdraws the promise")
+	require.EqualValues(t, 1, value(t, e.open("reader"), "a"))
+}

@@ -58,7 +58,9 @@ func Claim(ctx context.Context, a *Access, cfg Config) (*Writer, error) {
 		previousWindow = cur.UncheckedWindow
 		cur.Epoch++
 		cur.Instance = cfg.Instance
-		cur.UncheckedWindow = window
+		// Never below the previous promise: should this claim fail before its fences are
+		// placed, the next claim must still fence for the previous writer.
+		cur.UncheckedWindow = max(window, previousWindow)
 		return cur, nil
 	})
 	if err != nil {

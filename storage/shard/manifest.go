@@ -71,7 +71,9 @@ type ShardManifest struct {
 	// many WAL entry objects at once, at consecutive positions, and acknowledges one without
 	// re-reading the manifest only when it wrote every one of the window's positions below it
 	// (0: it re-reads the manifest after every write). The next claim fences accordingly
-	// (claim.go); at most maxUncheckedWindow.
+	// (claim.go); at most maxUncheckedWindow. A claim records the larger of its writer's promise
+	// and the previous one (a claim that fails before placing its fences leaves the previous
+	// writer unfenced); a writer's last seal at Close sets 0.
 	UncheckedWindow uint64    `json:"unchecked_window,omitempty"`
 	UpdatedAt       time.Time `json:"updated_at"`
 }
