@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -61,14 +62,45 @@ func RepoRoot() string {
 	}
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+// FreePort returns a TCP port that nothing listens on at 127.0.0.1 now, for a service a test
+// starts later. It is chosen below the kernel's ephemeral range (/proc/sys/net/ipv4/
+// ip_local_port_range; 32768–60999 here): a port the kernel hands out by itself — an outgoing
+// connection's, or one a server asked port 0 for, like the Temporal dev server's internal ones —
+// is then never the one a test reserved and has not bound yet. Where that range starts too low to
+// leave room, the kernel picks.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo, hi := 22000, ephemeralPortsFrom() // the fixed ports of `make test`'s emulators lie below
+	if hi-lo < 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range 200 {
+		port := lo + mrand.IntN(hi-lo)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("testenv: no free port in %d-%d", lo, hi-1)
+}
+
+// ephemeralPortsFrom is the first port of the kernel's ephemeral range (32768 when unknown).
+func ephemeralPortsFrom() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var from, to int
+	if _, err := fmt.Sscan(string(data), &from, &to); err != nil || from <= 0 {
+		return 32768
+	}
+	return from
 }
 
 func startThrowawayPostgres() (stop func(), url string, err error) {
