@@ -146,7 +146,7 @@ func (rd *Reader) openFragment(ctx context.Context, f Ref, access fragmentAccess
 				or.windows = append(or.windows, w)
 			}
 		}
-		if !cached && !objstore.WritesInPlace(rd.Store) {
+		if !cached && f.Bytes > 0 && !objstore.WritesInPlace(rd.Store) {
 			// Each request to an object store costs a round trip: the footer's length, the footer
 			// and the offset indexes just before it come in one read of the object's end.
 			n := min(f.Bytes, footerTailRead)
