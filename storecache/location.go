@@ -92,8 +92,9 @@ func validateLocationName(name string) error {
 // location is an opened storage location.
 type location struct {
 	name    string
-	rootURL string         // its URL without connection options: the prefix of its stores' URIs
-	objects objstore.Store // its objects, wrapped as every store's are (read cache, progress)
+	rootURL string           // its URL without connection options: the prefix of its stores' URIs
+	objects objstore.Store   // its objects, wrapped as every store's are (read cache, progress)
+	hedged  *objstore.Hedged // its hedged reads (nil on a store that writes in place)
 }
 
 // holds reports whether uri lies under the location, and the key prefix it has there.
@@ -113,12 +114,14 @@ func (m *Manager) openLocation(name, raw string) (*location, objstore.DirLister,
 		return nil, nil, fmt.Errorf("storage location %q: %w", name, err)
 	}
 	objects := root
+	var hedged *objstore.Hedged
 	if !objstore.WritesInPlace(root) {
 		// An object store (S3): objects never change once written, so reads are cached in the
 		// process's object cache (a local disk has the page cache already), and a small read
 		// slower than most is sent a second time (objstore.Hedged): a point get's p99 is not the
 		// store's slowest request.
-		objects = objstore.WithReadCache(objstore.WithHedgedReads(root), m.cfg.Store.Table.Cache, rewrittenKey)
+		hedged = objstore.WithHedgedReads(root)
+		objects = objstore.WithReadCache(hedged, m.cfg.Store.Table.Cache, rewrittenKey)
 	}
 	if m.cfg.WrapObjects != nil {
 		objects = m.cfg.WrapObjects(root)
@@ -129,7 +132,7 @@ func (m *Manager) openLocation(name, raw string) (*location, objstore.DirLister,
 	// Stores' URIs name where they live, not how to connect: no query (endpoint, region, ...).
 	bare := *u
 	bare.RawQuery, bare.ForceQuery = "", false
-	return &location{name: name, rootURL: bare.String(), objects: objects}, dirs, nil
+	return &location{name: name, rootURL: bare.String(), objects: objects, hedged: hedged}, dirs, nil
 }
 
 // checkLocationsApart refuses locations of which one lies inside another: a store of the outer

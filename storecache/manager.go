@@ -144,8 +144,19 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	m.misses = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_store_cache_misses_total", Help: "Store opens that had to open the store."})
 	m.resident = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_stores_resident", Help: "Stores open in this process."},
 		func() float64 { return float64(m.cache.Len()) })
+	hedges := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "strata_objstore_hedged_reads_total",
+		Help: "Second requests sent for small object-store reads slower than most recent ones (objstore.Hedged), all locations."},
+		func() float64 {
+			var n int64
+			for _, l := range m.locations {
+				if l.hedged != nil {
+					n += l.hedged.Hedges()
+				}
+			}
+			return float64(n)
+		})
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.resident)
+		reg.MustRegister(m.hits, m.misses, m.resident, hedges)
 	}
 	return m, nil
 }
