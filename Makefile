@@ -49,7 +49,7 @@ $(FAKEGCS):
 
 $(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
 	@echo "installing Azurite into tools/azurite with npm ci (a minute or two the first time)"
-	cd tools/azurite && npm ci --no-audit --no-fund --silent
+	cd tools/azurite && { npm ci --no-audit --no-fund --loglevel=error || { echo "npm ci failed (above); trying once more" >&2; npm ci --no-audit --no-fund --loglevel=error; }; }
 	@touch $(AZURITE)
 
 ## build: the strata binary into ./bin
