@@ -34,6 +34,47 @@ type ScanOptions struct {
 	Where   predicate.Expr // when set, only rows it holds for (ANDed with Filters); parsed against the store's schema
 	Limit   int            // page size (default 100, at most 10,000)
 	Version uint64         // read a checkout of this base-table version (no WAL); 0 = the live view
+	Source  Source         // which rows: the base table, the WAL, or both (the default)
+}
+
+// Source selects the rows a read sees: lance-context's three views of a store.
+type Source int
+
+const (
+	// SourceAll is the store as every read sees it: the base table overridden by the WAL
+	// (this process's memtable and every shard's pending generations), newest row per key.
+	SourceAll Source = iota
+	// SourceBase is the base table alone (the latest version, or Version's): rows not yet merged
+	// are missing, rows updated or deleted since the last merge appear as they were then.
+	SourceBase
+	// SourceWAL is the WAL alone: the newest pending version of every key that has one (keys
+	// whose newest pending version is a delete are left out).
+	SourceWAL
+)
+
+// ParseSource reads a source name: "all", "base" (or lance-context's "fragments"), "wal"; the
+// empty string is SourceAll.
+func ParseSource(name string) (Source, error) {
+	switch name {
+	case "", "all":
+		return SourceAll, nil
+	case "base", "fragments":
+		return SourceBase, nil
+	case "wal":
+		return SourceWAL, nil
+	}
+	return 0, fmt.Errorf("%w: source must be all, base (or fragments) or wal, not %q", table.ErrSchema, name)
+}
+
+// String is the source's name, as ParseSource reads it.
+func (s Source) String() string {
+	switch s {
+	case SourceBase:
+		return "base"
+	case SourceWAL:
+		return "wal"
+	}
+	return "all"
 }
 
 // ScanPage is one page of a scan.
@@ -53,21 +94,33 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if err := s.checkFilters(opts.Filters); err != nil {
 		return ScanPage{}, err
 	}
+	if opts.Source == SourceWAL && opts.Version != 0 {
+		return ScanPage{}, fmt.Errorf("%w: a checkout of a base-table version has no WAL to read", table.ErrSchema)
+	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, maxScanLimit)
+	read, err := s.readColumns(names, opts.Filters, opts.Where)
+	if err != nil {
+		return ScanPage{}, err
+	}
+	return readFresh(ctx, s, func() (ScanPage, error) { return s.scanOnce(ctx, opts, names, read, limit) })
+}
+
+// readColumns is what a scan reads: the columns it returns, those its filters name, and the key.
+func (s *Store) readColumns(names []string, filters map[string]any, where predicate.Expr) ([]string, error) {
 	read := slices.Clone(names)
-	for c := range opts.Filters {
+	for c := range filters {
 		if !slices.Contains(read, c) {
 			read = append(read, c)
 		}
 	}
-	if opts.Where != nil {
-		for _, c := range predicate.Columns(opts.Where) {
+	if where != nil {
+		for _, c := range predicate.Columns(where) {
 			if len(s.schema.FieldIndices(c)) == 0 {
-				return ScanPage{}, fmt.Errorf("%w: the filter names column %q, which the store does not have", table.ErrSchema, c)
+				return nil, fmt.Errorf("%w: the filter names column %q, which the store does not have", table.ErrSchema, c)
 			}
 			if !slices.Contains(read, c) {
 				read = append(read, c)
@@ -77,30 +130,21 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions) (ScanPage, error) {
 	if !slices.Contains(read, s.keyColumn) {
 		read = append(read, s.keyColumn)
 	}
-	return readFresh(ctx, s, func() (ScanPage, error) { return s.scanOnce(ctx, opts, names, read, limit) })
+	return read, nil
 }
 
 // scanOnce builds one page on one snapshot; errVanished when a merge overtook it (nothing of the
 // attempt is returned: the next attempt builds the page again from the same cursor).
 func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []string, limit int) (ScanPage, error) {
-	mem := &shard.MemView{}
-	if w := s.residentWriter(); w != nil && opts.Version == 0 {
-		mem = w.View(opts.After)
+	mem, snap, gens, err := s.sourceView(ctx, opts.Source, opts.Version, opts.After, opts.Before)
+	if err != nil {
+		return ScanPage{}, err
 	}
 	defer mem.Release()
-	snap, err := s.SnapshotAt(ctx, opts.Version)
-	if err != nil {
-		return ScanPage{}, err
-	}
-	gens, err := s.generationViews(ctx, snap, opts.After, opts.Before)
-	if err != nil {
-		return ScanPage{}, err
-	}
 	genRows := s.shards.NewRowReader()
 	defer genRows.Release()
 
-	// Memtable rows in key order, once per page: each chunk takes its key range by binary search.
-	slices.SortFunc(mem.Rows, func(a, b shard.MemRow) int { return strings.Compare(a.Key, b.Key) })
+	sortMemRows(mem.Rows) // once per page
 	out := newPageBuilder(s, read, names)
 	defer out.release()
 	out.where = opts.Where
@@ -114,22 +158,9 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 		if err := ctx.Err(); err != nil {
 			return ScanPage{}, err
 		}
-		var base []table.RowRef
-		pastRange := false
-		err := s.tbl.KeysAfter(ctx, snap.Table, cursor, func(r table.RowRef) bool {
-			if opts.Before != "" && r.Key >= opts.Before {
-				pastRange = true
-				return false
-			}
-			base = append(base, r)
-			return len(base) < chunk
-		})
+		base, end, exhausted, err := s.baseChunk(ctx, snap, opts.Source, cursor, opts.Before, chunk)
 		if err != nil {
 			return ScanPage{}, err
-		}
-		end, exhausted := "", pastRange || len(base) < chunk
-		if !exhausted {
-			end = base[len(base)-1].Key
 		}
 		live := chunkVersions(base, mem.Rows, gens, cursor, end, exhausted, opts.Before)
 		if err := out.add(ctx, snap, live, genRows, opts.Filters, limit); err != nil {
@@ -149,6 +180,56 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 		page.Next = out.lastKey
 	}
 	return page, nil
+}
+
+// sourceView is what a read of source sees besides the base table: this process's memtable rows
+// after after (taken before the snapshot: a seal in between leaves a row in both, and the newer
+// _seq wins), the snapshot, and the pending generations' keys in (after, before). The caller
+// releases the view. SourceBase and a checkout (version > 0) see no WAL.
+func (s *Store) sourceView(ctx context.Context, source Source, version uint64, after, before string) (*shard.MemView, *Snapshot, []genView, error) {
+	mem := &shard.MemView{}
+	if w := s.residentWriter(); w != nil && version == 0 && source != SourceBase {
+		mem = w.View(after)
+	}
+	snap, err := s.SnapshotAt(ctx, version)
+	if err != nil {
+		mem.Release()
+		return nil, nil, nil, err
+	}
+	var gens []genView
+	if source != SourceBase {
+		if gens, err = s.generationViews(ctx, snap, after, before); err != nil {
+			mem.Release()
+			return nil, nil, nil, err
+		}
+	}
+	return mem, snap, gens, nil
+}
+
+// baseChunk is the next chunk of up to chunk base-table keys after cursor (and below before,
+// when set), in key order, and the chunk's last key; exhausted when no base key is left after
+// it. SourceWAL reads no base key: its one chunk is every pending key.
+func (s *Store) baseChunk(ctx context.Context, snap *Snapshot, source Source, cursor, before string, chunk int) (base []table.RowRef, end string, exhausted bool, err error) {
+	if source == SourceWAL {
+		return nil, "", true, nil
+	}
+	pastRange := false
+	err = s.tbl.KeysAfter(ctx, snap.Table, cursor, func(r table.RowRef) bool {
+		if before != "" && r.Key >= before {
+			pastRange = true
+			return false
+		}
+		base = append(base, r)
+		return len(base) < chunk
+	})
+	if err != nil {
+		return nil, "", false, err
+	}
+	exhausted = pastRange || len(base) < chunk
+	if !exhausted {
+		end = base[len(base)-1].Key
+	}
+	return base, end, exhausted, nil
 }
 
 // chunkVersions is the newest live version of every key in (cursor, end] (end unbounded when

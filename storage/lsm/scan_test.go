@@ -149,6 +149,10 @@ func runLSMModel(t *testing.T, objects objstore.Store, steps int) {
 		for _, k := range wantKeys[:min(5, len(wantKeys))] {
 			require.Equal(t, model[k], value(t, scanner, k))
 		}
+		// A snapshot scan (what SQL reads) streams the same rows in the same order.
+		snapOrder, snapGot := snapshotScanAll(t, scanner, SnapshotScanOptions{})
+		require.Equal(t, wantKeys, snapOrder, "step %d", step)
+		require.Equal(t, model, snapGot, "step %d", step)
 		// A filter applies to the newest version of each key only.
 		if len(wantKeys) > 0 {
 			v := model[wantKeys[rng.IntN(len(wantKeys))]]
