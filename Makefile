@@ -18,6 +18,9 @@ FAKEGCS_VERSION      := v1.56.1
 STATICCHECK_VERSION  := v0.8.2
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
+# Build tags of the binary and the tests: duckdb_arrow links DuckDB's Arrow interface (SQL over
+# stores, package sqlquery/duckrun); a build without it serves no SQL (503).
+TAGS        := duckdb_arrow
 # Race detector on by default; `make test RACE=` turns it off.
 RACE        ?= -race
 BENCH       ?=
@@ -54,7 +57,7 @@ $(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
 
 ## build: the strata binary into ./bin
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/strata ./cmd/strata
+	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/strata ./cmd/strata
 
 ## services: local PostgreSQL (.data/pg, :5433) and Temporal dev server (.data/temporal.db, :7233, UI :8233)
 services: $(TEMPORAL)
@@ -90,7 +93,7 @@ OBJECT_STORES := s3 azure gcs
 TEST_FIRST := ./storage/table ./storage/lsm ./cmd/strata ./api
 test: tools build test-services
 	@mkdir -p $(dir $(TEST_JSON)) && rm -f $(TEST_JSON)
-	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -json -count=1 -timeout 20m $(TEST_FIRST) ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
+	set -o pipefail; source scripts/test-env.sh && $(GO) test $(RACE) -tags $(TAGS) -json -count=1 -timeout 20m $(TEST_FIRST) ./... | tee -a $(TEST_JSON) | $(TEST_REPORT) -slowest 0
 	source scripts/test-env.sh && GO=$(GO) scripts/test-second-pass.sh $(TEST_JSON) $(OBJECT_STORES)
 	@$(TEST_REPORT) -summary -slowest 10 < $(TEST_JSON)
 
@@ -107,9 +110,10 @@ test-services-stop:
 ## lint: gofmt, go vet, staticcheck (installed into ./bin from the module proxy when possible)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet -tags $(TAGS) ./...
+	$(GO) vet ./sqlquery/...
 	@if [ ! -x $(BIN)/staticcheck ]; then GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || echo "staticcheck unavailable; skipped"; fi
-	@if [ -x $(BIN)/staticcheck ]; then $(BIN)/staticcheck ./...; fi
+	@if [ -x $(BIN)/staticcheck ]; then $(BIN)/staticcheck -tags $(TAGS) ./...; fi
 
 ## bench: every benchmark figure (BENCH=<ID-prefix> selects), as BENCH lines and a markdown table
 bench: test-services

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/datagen"
+	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storage/predicate"
@@ -117,6 +118,14 @@ func errorFor(err error) *APIError {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: "the store is being closed on this worker; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, table.ErrNotFound):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, sqlquery.ErrStatement):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidSQL, Message: err.Error(), Err: err}
+	case errors.Is(err, sqlquery.ErrTimeout):
+		return &APIError{Status: http.StatusRequestTimeout, Code: CodeTimeout, Message: err.Error(), Err: err}
+	case errors.Is(err, sqlquery.ErrBusy):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: time.Second, Err: err}
+	case errors.Is(err, sqlquery.ErrUnavailable):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error(), Err: err}
 	case errors.Is(err, predicate.ErrInvalid):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, datagen.ErrInvalid):

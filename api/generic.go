@@ -203,7 +203,11 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, 0)
+		source, err := sourceParam(c)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, pageSource{source: source})
 		if err != nil {
 			return err
 		}

@@ -66,7 +66,21 @@ var (
 	qExistOK    = param{"exist_ok", "boolean", "a store of the same definition is answered 200, not 409"}
 	qVersion    = param{"version", "integer", "read this retained base-table version (without the WAL)"}
 	qStoreLists = []param{qLimit, qCursor, qPrefix}
+	qSource     = param{"source", "string", "the rows read: all (default: the base table and the WAL), base (or fragments: the base table alone), wal (rows not merged yet)"}
 )
+
+// queryBody is the query route's request body.
+var queryBody = map[string]any{"type": "object", "required": []string{"sql"}, "properties": map[string]any{
+	"sql":    map[string]any{"type": "string", "description": "one read-only statement (SELECT or WITH … SELECT) over the table t (also named records)"},
+	"source": map[string]any{"type": "string", "enum": []string{"all", "base", "fragments", "wal"}},
+	"limit":  map[string]any{"type": "integer", "description": "the most rows answered (at most the server's cap)"},
+}}
+
+// getRowsBody is the batch read's request body.
+var getRowsBody = map[string]any{"type": "object", "required": []string{"ids"}, "properties": map[string]any{
+	"ids":     map[string]any{"type": "array", "maxItems": maxGetRowsIDs, "items": map[string]any{"type": "string"}},
+	"columns": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+}}
 
 func errorsFor(statuses ...int) []resp {
 	out := make([]resp, len(statuses))
@@ -96,6 +110,10 @@ func storeRoutesListing(collection, kind, title string, create, list any) []oper
 			with([]resp{{status: 204, doc: "deleted"}}, 400, 404, 503)},
 		{"POST", base + "/{name}/flush", "flush" + title + "Store", "Seal this worker's shard: what it acknowledged becomes visible to every worker", nil, nil,
 			with([]resp{{status: 204, doc: "sealed"}}, 404, 503)},
+		{"POST", base + "/{name}/query", "query" + title + "Store",
+			"Run one read-only SQL statement (DuckDB) over a consistent snapshot of the store (the table t, also named records; newest row per id, base table and WAL); ?format=arrow|csv|parquet (or Accept: Arrow) streams the result",
+			[]param{{"format", "string", "json (default), arrow, csv or parquet"}}, queryBody,
+			with([]resp{{status: 200, body: QueryResponse{}, doc: "the result (as JSON; ?format= for the others)"}}, 400, 404, 408, 503)},
 	}
 }
 
@@ -117,7 +135,7 @@ func apiOperations() []operation {
 			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
 		operation{"GET", "/api/v1/rollouts/{name}/records", "listRolloutRecords",
 			"List records in id order; filters= a SQL predicate (step > 5 AND role = 'user') or a JSON object of exact matches; Accept: application/vnd.apache.arrow.stream for Arrow IPC",
-			[]param{qLimit, qOffset, qCursor, {"filters", "string", "a SQL predicate or a JSON object of exact matches"}, qVersion}, nil,
+			[]param{qLimit, qOffset, qCursor, {"filters", "string", "a SQL predicate or a JSON object of exact matches"}, qVersion, qSource}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"records"}, "properties": map[string]any{
 				"records": map[string]any{"type": "array", "items": rolloutRecord}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
 		operation{"GET", "/api/v1/rollouts/{name}/records/{id}", "getRolloutRecord", "Get one record ({record: null} when absent)", []param{qVersion}, nil,
@@ -125,6 +143,9 @@ func apiOperations() []operation {
 				"record": map[string]any{"allOf": []any{rolloutRecord}, "nullable": true}}}}}, 400, 404, 503)},
 		operation{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "deleteRolloutRecord", "Delete a record (tombstone)", nil, nil,
 			with([]resp{{status: 200, body: DeleteResponse{}}}, 400, 404, 503)},
+		operation{"POST", "/api/v1/rollouts/{name}/get-rows", "getRolloutRecords", "Read up to 1,024 records by id in one snapshot ({records: [...]}, in the order asked, absent ids left out)", nil, getRowsBody,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"records"}, "properties": map[string]any{
+				"records": map[string]any{"type": "array", "items": rolloutRecord}}}}}, 400, 404, 503)},
 		operation{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "getRolloutBlob", "Download a record's binary payload", nil, nil,
 			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 404, 503)},
 		operation{"POST", "/api/v1/internal/merge-wal/{name}", "mergeRolloutWAL", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table",
@@ -142,11 +163,14 @@ func apiOperations() []operation {
 			map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{"rows": map[string]any{"type": "array", "items": genericRow}}},
 			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows", "listGenericRows", "List rows in id order; filter= a SQL predicate (step > 5 AND role = 'user') or a JSON object of equalities",
-			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}}, nil,
+			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}, qSource}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
 				"rows": map[string]any{"type": "array", "items": genericRow}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows/{id}", "getGenericRow", "Get one row (?columns=a,b: a blob column named here comes back base64)",
 			[]param{{"columns", "string", "comma-separated columns (id is always included)"}}, nil, with([]resp{{status: 200, body: genericRow}}, 400, 404, 503)},
+		operation{"POST", "/api/v1/generic/{name}/get-rows", "getGenericRows", "Read up to 1,024 rows by id in one snapshot ({rows: [...]}, in the order asked, absent ids left out)", nil, getRowsBody,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
+				"rows": map[string]any{"type": "array", "items": genericRow}}}}}, 400, 404, 503)},
 		operation{"DELETE", "/api/v1/generic/{name}/rows/{id}", "deleteGenericRow", "Delete a row (tombstone)", nil, nil,
 			with([]resp{{status: 200, body: DeleteResponse{}}}, 400, 404, 503)},
 		operation{"POST", "/api/v1/generic/{name}/merge-wal", "mergeGenericWAL", "Seal this worker's shard and merge the store's pending generations", nil, nil, mergeWALResp},

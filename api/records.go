@@ -149,12 +149,28 @@ func parseRowFilter(raw string, s *lsm.Store, eq func(string) (map[string]any, e
 	return rowFilter{where: where}, nil
 }
 
+// sourceParam reads ?source= (all, base or lance-context's fragments, wal; default all): the rows
+// a listing or a query sees.
+func sourceParam(c echo.Context) (lsm.Source, error) {
+	src, err := lsm.ParseSource(c.QueryParam("source"))
+	if err != nil {
+		return 0, invalid("source must be all, base (or fragments) or wal")
+	}
+	return src, nil
+}
+
+// pageSource is where a page reads: a base-table version (0: the latest) and the source.
+type pageSource struct {
+	version uint64
+	source  lsm.Source
+}
+
 // page reads limit rows after cursor, skipping the first offset matching rows; version > 0 reads
 // a read-only checkout of that base-table version.
-func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filter rowFilter, limit, offset int, cursor string, version uint64) (arrow.RecordBatch, string, error) {
+func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filter rowFilter, limit, offset int, cursor string, from pageSource) (arrow.RecordBatch, string, error) {
 	filters := filter.eq
 	for offset > 0 {
-		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, Where: filter.where, After: cursor, Limit: min(offset, 10_000), Version: version})
+		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, Where: filter.where, After: cursor, Limit: min(offset, 10_000), Version: from.version, Source: from.source})
 		if err != nil {
 			return nil, "", err
 		}
@@ -165,7 +181,7 @@ func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, fil
 		}
 		cursor = p.Next
 	}
-	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, Where: filter.where, After: cursor, Limit: limit, Version: version})
+	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, Where: filter.where, After: cursor, Limit: limit, Version: from.version, Source: from.source})
 	if err != nil {
 		return nil, "", err
 	}

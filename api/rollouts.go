@@ -262,7 +262,11 @@ func (h *handlers) listRollouts(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor, version)
+		source, err := sourceParam(c)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor, pageSource{version, source})
 		if err != nil {
 			return err
 		}

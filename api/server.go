@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storecache"
 )
@@ -66,6 +67,14 @@ type Deps struct {
 	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
 	// (twice each body; 0 = unlimited).
 	MaxInflightRequestBytes int64
+	// SQL runs the query route's statements (package sqlquery/duckrun in the strata binary); nil
+	// answers 503.
+	SQL sqlquery.Runner
+	// QueryMaxRows and QueryMaxJSONBytes bound a JSON query answer (defaults 10,000 rows and
+	// 64 MiB; more set "truncated"); QueryMaxStreamRows an Arrow, CSV or Parquet one (1,000,000).
+	QueryMaxRows       int
+	QueryMaxJSONBytes  int64
+	QueryMaxStreamRows int
 	// Memory, when set, is told what the request-memory and blob budgets hold at any moment
 	// (the process's memory governor sizes the soft memory limit from it).
 	Memory MemoryTracker

@@ -58,6 +58,10 @@ func (h *handlers) registerStores(g *routeGroup) {
 		if k.Name != catalog.KindRollout { // rollouts merge at lance-context's /internal/merge-wal/:name
 			g.POST(base+"/:name/merge-wal", h.mergeWAL(k.Name))
 		}
+		g.POST(base+"/:name/query", h.queryStore(k.Name))
+		if k.Name == catalog.KindRollout || k.Name == catalog.KindGeneric {
+			g.POST(base+"/:name/get-rows", h.getRows(k.Name))
+		}
 		r.register(h, g)
 	}
 }

@@ -28,7 +28,7 @@ if [ ! -x "$chromium" ]; then
   fi
 fi
 (cd e2e && npm ci --no-audit --no-fund --silent)
-go build -tags e2e -o .data/e2e/strata ./cmd/strata
+go build -tags e2e,duckdb_arrow -o .data/e2e/strata ./cmd/strata
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 api_port=$(free_port); ui_port=$(free_port); t_port=$(free_port); pg_port=$(free_port)

@@ -60,6 +60,8 @@ var (
 	ErrStatement = errors.New("sql")
 	// ErrBusy: as many queries as the process allows are running; retry later.
 	ErrBusy = errors.New("sql: too many queries are running")
+	// ErrTimeout: the query ran past its time limit and was stopped.
+	ErrTimeout = errors.New("sql: the query ran past its time limit")
 	// ErrUnavailable: this server cannot run SQL (a binary built without the engine).
 	ErrUnavailable = errors.New("sql: unavailable")
 )

@@ -26,6 +26,7 @@ import (
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/memlimit"
+	"github.com/strata-store/strata/sqlquery/duckrun"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/deleter"
@@ -67,6 +68,7 @@ type serveConfig struct {
 	ShutdownTimeout    time.Duration
 	MaintenanceWorker  bool
 	MergeAfterGens     int
+	SQL                duckrun.Limits
 	// Pending-generation caps of a shard (lsm.Options): warn, refuse reads, refuse appends.
 	PendingWarn, PendingReadMax, PendingAppendMax int
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
@@ -96,6 +98,12 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.Int64Var(&c.MaxInflightBlobs, "max-inflight-blob-bytes", 0, "blob bytes uploaded or downloaded at once before 503 (0 = unlimited)")
 	fs.Int64Var(&c.MaxInflightRequest, "max-inflight-request-bytes", 2<<30, "memory for request bodies being read and decoded at once (twice each body) before 503 (0 = unlimited)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 120*time.Second, "deadline of every request, body upload included: past it the client gets 503 (0 = none)")
+	fs.Int64Var(&c.SQL.MemoryBytes, "sql-memory-bytes", 512<<20, "memory one SQL query (POST …/query) may use in DuckDB; past it the query spills to --sql-spill-dir")
+	fs.IntVar(&c.SQL.Threads, "sql-threads", 2, "DuckDB threads of one SQL query")
+	fs.DurationVar(&c.SQL.Timeout, "sql-timeout", time.Minute, "longest an SQL query runs, its snapshot included (past it: 408)")
+	fs.IntVar(&c.SQL.MaxConcurrent, "sql-max-queries", 2, "SQL queries running at once in this process; more get 503 with Retry-After")
+	fs.StringVar(&c.SQL.SpillDir, "sql-spill-dir", "", "where SQL queries spill what exceeds their memory, a directory of its own per query (default: $TMPDIR/strata-sql)")
+	fs.Int64Var(&c.SQL.SpillBytes, "sql-spill-bytes", 8<<30, "the most one SQL query may spill to disk")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve runtime profiles under /api/v1/admin/debug/pprof/ (behind the admin token)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
@@ -202,7 +210,11 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, storecache.NewSweeperMetrics(reg))
 	}()
 	tc := rt.temporal
-	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version,
+	sqlRunner, err := duckrun.New(cfg.SQL, log)
+	if err != nil {
+		return err
+	}
+	e := api.New(api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: version, SQL: sqlRunner,
 		APIToken: cfg.APIToken, AdminToken: cfg.AdminToken, CallerStorageOptions: cfg.CallerStorageOpts, AllowedHosts: strings.FieldsFunc(cfg.AllowedHosts, func(r rune) bool { return r == ',' || r == ' ' }), BodyLimit: cfg.BodyLimit, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		MaxInflightBlobBytes: cfg.MaxInflightBlobs, MaxInflightRequestBytes: cfg.MaxInflightRequest, Pprof: cfg.Pprof,
 		Memory: rt.memory,

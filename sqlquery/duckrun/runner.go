@@ -61,6 +61,14 @@ var errSnapshotRestarted = errors.New("the snapshot scan started again")
 
 // Run runs one query over a snapshot of s.
 func (r *Runner) Run(ctx context.Context, s *lsm.Store, req sqlquery.Request, emit func(arrow.RecordBatch) error) (sqlquery.Result, error) {
+	res, err := r.run(ctx, s, req, emit)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil { // the query's own limit
+		err = fmt.Errorf("%w (%s): %w", sqlquery.ErrTimeout, r.limits.Timeout, err)
+	}
+	return res, err
+}
+
+func (r *Runner) run(ctx context.Context, s *lsm.Store, req sqlquery.Request, emit func(arrow.RecordBatch) error) (sqlquery.Result, error) {
 	if err := sqlquery.CheckStatement(req.Statement); err != nil {
 		return sqlquery.Result{}, err
 	}

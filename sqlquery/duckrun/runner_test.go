@@ -181,6 +181,7 @@ func TestQueryLimits(t *testing.T) {
 	start := time.Now()
 	_, _, err := query(t, r, s, "SELECT count(*) FROM range(100000000000) a", 0)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, sqlquery.ErrTimeout)
 	require.Less(t, time.Since(start), 5*time.Second)
 
 	started, release := make(chan struct{}), make(chan struct{})

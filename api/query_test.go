@@ -1,0 +1,177 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/sqlquery/duckrun"
+)
+
+// sqlWorker is a worker that runs SQL (DuckDB; the test skips in a binary built without it).
+func sqlWorker(t *testing.T, c *cluster, instance string, limits duckrun.Limits) *worker {
+	t.Helper()
+	if !duckrun.Available {
+		t.Skip("built without -tags duckdb_arrow: no SQL")
+	}
+	limits.SpillDir = t.TempDir()
+	r, err := duckrun.New(limits, nil)
+	require.NoError(t, err)
+	return c.worker(instance, func(d *api.Deps) { d.SQL = r; d.QueryMaxRows = 50 })
+}
+
+func postRaw(w *worker, path, body, accept string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	if accept != "" {
+		req.Header.Set(echo.HeaderAccept, accept)
+	}
+	rec := httptest.NewRecorder()
+	w.e.ServeHTTP(rec, req)
+	return rec
+}
+
+// The query route answers lance-context's shape over the store's rows (base table and WAL, the
+// rows another worker sealed too), in every format, and refuses what is not one read-only query
+// with 400 and DuckDB's message.
+func TestQueryRoute(t *testing.T) {
+	c := newCluster(t)
+	w := sqlWorker(t, c, "w1", duckrun.Limits{})
+	other := c.worker("w2")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
+	var records []any
+	for i := range 120 {
+		records = append(records, rollout(strings.Repeat("x", i%7+1)+string(rune('a'+i%26))+"-"+string(rune('0'+i%10))+strings.Repeat("z", i/26), "t"+string(rune('0'+i%3))))
+	}
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": records}, nil))
+	var merged api.MergeWALResponse
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/internal/merge-wal/r", nil, &merged))
+	require.Equal(t, http.StatusCreated, other.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": []any{rollout("late", "t9")}}, nil))
+
+	var res api.QueryResponse
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query",
+		map[string]any{"sql": "SELECT rollout_id, count(*) AS n FROM t GROUP BY rollout_id ORDER BY rollout_id"}, &res))
+	require.Equal(t, []string{"rollout_id", "n"}, res.Columns)
+	require.Equal(t, [][]any{{"t0", 40.0}, {"t1", 40.0}, {"t2", 40.0}, {"t9", 1.0}}, res.Rows)
+	require.Equal(t, 4, res.RowCount)
+	require.False(t, res.Truncated)
+
+	// lance-context's table name; the base table alone; the server's row cap.
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT count(*) FROM records", "source": "fragments"}, &res))
+	require.Equal(t, [][]any{{120.0}}, res.Rows)
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT id FROM t"}, &res))
+	require.Len(t, res.Rows, 50)
+	require.True(t, res.Truncated)
+
+	// Arrow, CSV and Parquet.
+	rec := postRaw(w, "/api/v1/rollouts/r/query", `{"sql": "SELECT id, rollout_id FROM t ORDER BY id LIMIT 3"}`, api.MIMEArrowStream)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	rd, err := ipc.NewReader(bytes.NewReader(rec.Body.Bytes()), ipc.WithAllocator(memory.NewCheckedAllocator(memory.NewGoAllocator())))
+	require.NoError(t, err)
+	n := 0
+	for rd.Next() {
+		n += int(rd.RecordBatch().NumRows())
+	}
+	require.NoError(t, rd.Err())
+	rd.Release()
+	require.Equal(t, 3, n)
+	rec = postRaw(w, "/api/v1/rollouts/r/query?format=csv", `{"sql": "SELECT id, rollout_id FROM t WHERE id = 'late'"}`, "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	lines, err := csv.NewReader(rec.Body).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"id", "rollout_id"}, {"late", "t9"}}, lines)
+	rec = postRaw(w, "/api/v1/rollouts/r/query?format=parquet", `{"sql": "SELECT id FROM t"}`, "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	pf, err := file.NewParquetReader(bytes.NewReader(rec.Body.Bytes()))
+	require.NoError(t, err)
+	require.Equal(t, int64(121), pf.NumRows())
+	require.NoError(t, pf.Close())
+
+	for body, code := range map[string]string{
+		`{"sql": "DELETE FROM t"}`:                         api.CodeInvalidSQL,
+		`{"sql": "SELECT 1; DROP TABLE t"}`:                api.CodeInvalidSQL,
+		`{"sql": "SELECT * FROM read_csv('/etc/passwd')"}`: api.CodeInvalidSQL,
+		`{"sql": "SELECT nope FROM t"}`:                    api.CodeInvalidSQL,
+		`{"sql": ""}`:                                      api.CodeInvalidSQL,
+		`{"sql": "SELECT 1", "source": "both"}`:            api.CodeInvalidRequest,
+		`{"sql": 1}`:                                       api.CodeInvalidRequest,
+	} {
+		status, got := errCode(t, w, "POST", "/api/v1/rollouts/r/query", body)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Equal(t, code, got, body)
+	}
+	var env api.ErrorBody
+	w.do(t, "POST", "/api/v1/rollouts/r/query", `{"sql": "SELECT nope FROM t"}`, &env)
+	require.Contains(t, env.Error.Message, "nope", "DuckDB's message")
+	status, _ := errCode(t, w, "POST", "/api/v1/rollouts/missing/query", `{"sql": "SELECT 1"}`)
+	require.Equal(t, http.StatusNotFound, status)
+	status, code := errCode(t, other, "POST", "/api/v1/rollouts/r/query", `{"sql": "SELECT 1"}`)
+	require.Equal(t, http.StatusServiceUnavailable, status, "a server without SQL")
+	require.Equal(t, api.CodeUnavailable, code)
+}
+
+// The batch reads: up to 1,024 ids in one request, answered in the order asked, absent ids left
+// out; listings read the base table, the WAL or both.
+func TestGetRowsAndListingSources(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	schema := `{"columns": [["id", "string"], ["step", "int64"], ["blob", "binary"]]}`
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": `+schema+`}`, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows?flush=true", map[string]any{"rows": []any{
+		map[string]any{"id": "a", "step": 1, "blob": "AQI="}, map[string]any{"id": "b", "step": 2}, map[string]any{"id": "c", "step": 3},
+	}}, nil))
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/g/merge-wal", nil, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/g/rows", map[string]any{"rows": []any{map[string]any{"id": "b", "step": 20}}}, nil))
+
+	var rows api.RowsPage
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/g/get-rows", map[string]any{"ids": []string{"c", "zz", "b", "c"}}, &rows))
+	require.Equal(t, []map[string]any{{"id": "c", "step": 3.0}, {"id": "b", "step": 20.0}}, rowsOf(t, rows.Rows))
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/generic/g/get-rows", map[string]any{"ids": []string{"a"}, "columns": []string{"blob"}}, &rows))
+	require.Equal(t, []map[string]any{{"id": "a", "blob": "AQI="}}, rowsOf(t, rows.Rows))
+	many := make([]string, 1025)
+	for i := range many {
+		many[i] = "x"
+	}
+	for _, body := range []any{map[string]any{"ids": many}, map[string]any{"ids": []string{""}}, map[string]any{"ids": []string{"a"}, "columns": []string{"nope"}}} {
+		status, _ := errCode(t, w, "POST", "/api/v1/generic/g/get-rows", body)
+		require.Equal(t, http.StatusBadRequest, status)
+	}
+
+	for source, want := range map[string][]float64{"": {1, 20, 3}, "all": {1, 20, 3}, "base": {1, 2, 3}, "fragments": {1, 2, 3}, "wal": {20}} {
+		require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g/rows?source="+source, nil, &rows), source)
+		var steps []float64
+		for _, r := range rowsOf(t, rows.Rows) {
+			steps = append(steps, r["step"].(float64))
+		}
+		require.Equal(t, want, steps, source)
+	}
+	status, _ := errCode(t, w, "GET", "/api/v1/generic/g/rows?source=both", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records", map[string]any{"records": []any{rollout("x", "t"), rollout("y", "t")}}, nil))
+	var page api.RecordsPage
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/get-rows", map[string]any{"ids": []string{"y", "x"}}, &page))
+	require.Len(t, page.Records, 2)
+	require.Equal(t, "y", rowsOf(t, page.Records)[0]["id"])
+}
+
+func rowsOf(t *testing.T, raw []json.RawMessage) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, len(raw))
+	for i, r := range raw {
+		require.NoError(t, json.Unmarshal(r, &out[i]))
+	}
+	return out
+}
