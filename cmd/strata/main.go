@@ -93,6 +93,7 @@ func rootCommand() *cobra.Command {
 		appendCommand(),
 		getCommand(),
 		scanCommand(),
+		sqlCommand(),
 		datagenCommand(),
 		contextCommand(),
 		mcpCommand(),

@@ -1,10 +1,10 @@
 """What every store kind shares: connecting (and creating), describing, keyset-paged listing,
-flush and merge-wal."""
+SQL, flush and merge-wal."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Type, TypeVar, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Type, TypeVar, Union
 
 from ._errors import NotFoundError
 from ._http import Client
@@ -12,6 +12,15 @@ from ._http import Client
 S = TypeVar("S", bound="_Store")
 
 Filter = Union[str, Mapping[str, Any], None]
+
+
+def _pyarrow() -> Any:
+    """pyarrow when it is installed, else None."""
+    try:
+        import pyarrow  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        return None
+    return pyarrow
 
 
 def filter_param(f: Filter) -> Optional[str]:
@@ -87,6 +96,38 @@ class _Store:
         """Seal and merge the store's pending generations into its base table; the number merged."""
         return int((self._client.json("POST", self._merge_wal_path()) or {}).get("reclaimed", 0))
 
+    # --- SQL
+
+    def sql(self, statement: str, *, source: Optional[str] = None, limit: Optional[int] = None,
+            arrow: Optional[bool] = None) -> Any:
+        """Run one read-only SQL statement (DuckDB) over a consistent snapshot of the store, the
+        table ``t`` (also named ``records``): newest row per id, base table and WAL (``source``:
+        "all", the default; "base" for the base table alone; "wal" for rows not merged yet).
+
+        Returns a ``pyarrow.Table`` when pyarrow is installed (or ``arrow=True``), else a list of
+        dicts, one per row. ``limit`` caps the rows (the server caps a JSON answer at its own
+        limit; the Arrow answer at a larger one). A statement the server refuses raises
+        InvalidRequestError with code INVALID_SQL and DuckDB's message."""
+        body: Dict[str, Any] = {"sql": statement}
+        if source:
+            body["source"] = source
+        if limit:
+            body["limit"] = limit
+        path = Client.path(self.collection, self.name, "query")
+        if arrow is None:
+            arrow = _pyarrow() is not None
+        if arrow:
+            pa = _pyarrow()
+            if pa is None:
+                raise RuntimeError("sql(arrow=True) needs pyarrow")
+            _, data = self._client.request("POST", path, query={"format": "arrow"}, body=json.dumps(body).encode(),
+                                           content_type="application/json", accept="application/vnd.apache.arrow.stream")
+            import pyarrow.ipc  # noqa: PLC0415 - optional dependency
+            return pyarrow.ipc.open_stream(data).read_all()
+        res = self._client.json("POST", path, payload=body)
+        columns = res.get("columns") or []
+        return [dict(zip(columns, row)) for row in res.get("rows") or []]
+
     # --- listing
 
     def _pages(self, rows_path: str, member: str, query: Dict[str, Any], page_size: int, limit: Optional[int],
@@ -110,3 +151,10 @@ class _Store:
 
     def _list(self, rows_path: str, member: str, query: Dict[str, Any], limit: Optional[int], offset: int) -> List[Dict[str, Any]]:
         return list(self._pages(rows_path, member, query, 1000, limit, offset))
+
+    def _get_rows(self, member: str, ids: Iterable[str], columns: Optional[Iterable[str]]) -> List[Dict[str, Any]]:
+        body: Dict[str, Any] = {"ids": list(ids)}
+        if columns is not None:
+            body["columns"] = list(columns)
+        res = self._client.json("POST", Client.path(self.collection, self.name, "get-rows"), payload=body)
+        return list(res.get(member) or [])

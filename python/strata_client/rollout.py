@@ -92,6 +92,10 @@ class RolloutStore(_Store):
             return None
         return data
 
+    def get_rows(self, ids: Iterable[str], columns: Optional[Iterable[str]] = None) -> List[Dict[str, Any]]:
+        """Up to 1,024 records by id in one snapshot, in the order asked (ids without a record left out)."""
+        return self._get_rows("records", ids, columns)
+
     def iter(self, filters: Filter = None, *, page_size: int = 1000, limit: Optional[int] = None) -> Iterator[Dict[str, Any]]:
         """Every record in id order (keyset pages of ``page_size``); ``filters`` is a SQL
         predicate ("rollout_id = 't1' AND reward > 0.5") or a dict of exact matches."""

@@ -109,6 +109,29 @@ class RolloutStoreTest(unittest.TestCase):
             store.add({"rollout_id": "no id"})
         self.assertEqual(e.exception.code, "INVALID_REQUEST")
 
+    def test_sql_and_batch_reads(self) -> None:
+        store = RolloutStore.connect_or_create(URL, unique("rl-sql"))
+        store.add([{"id": f"r{i:02d}", "rollout_id": f"t{i % 3}", "reward": float(i)} for i in range(12)])
+        got = store.get_rows(["r05", "absent", "r01"], columns=["reward"])
+        self.assertEqual([(r["id"], r["reward"]) for r in got], [("r05", 5.0), ("r01", 1.0)])
+        try:
+            rows = store.sql("SELECT rollout_id, count(*) AS n, max(reward) AS best FROM t GROUP BY 1 ORDER BY 1", arrow=False)
+        except UnavailableError as e:  # a server built without SQL says so
+            self.assertIn("without SQL", str(e))
+            return
+        self.assertEqual(rows, [{"rollout_id": "t0", "n": 4, "best": 9.0}, {"rollout_id": "t1", "n": 4, "best": 10.0},
+                                {"rollout_id": "t2", "n": 4, "best": 11.0}])
+        self.assertEqual(len(store.sql("SELECT id FROM records", limit=5, arrow=False)), 5)
+        with self.assertRaises(InvalidRequestError) as e:
+            store.sql("DELETE FROM t", arrow=False)
+        self.assertEqual(e.exception.code, "INVALID_SQL")
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            return
+        table = store.sql("SELECT id, reward FROM t ORDER BY id")
+        self.assertEqual(table.num_rows, 12)
+
     def test_iteration_follows_keyset_pages(self) -> None:
         store = RolloutStore.connect_or_create(URL, unique("rl-pages"))
         store.add([{"id": f"r{i:04d}", "rollout_id": f"t{i % 3}"} for i in range(2500)])
