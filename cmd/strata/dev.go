@@ -12,20 +12,19 @@ import (
 
 func devCommand() *cobra.Command {
 	var cfg serveConfig
-	var uiURL string
 	fs := pflag.NewFlagSet("strata dev", pflag.ContinueOnError)
 	cfg.registerWith(fs, true)
-	fs.StringVar(&uiURL, "temporal-ui-url", "http://127.0.0.1:8233", "the Temporal Web UI, printed at start")
 	cmd := &cobra.Command{
 		Use:   "dev [flags]",
 		Short: "Run the API, the maintenance worker and its schedules in one process (local development).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			fmt.Printf("Strata UI:       http://%s/ui/ (stores, records, SQL)\n", cfg.ListenAddr)
 			fmt.Printf("Strata API:      http://%s/api/v1/health\n", cfg.ListenAddr)
 			fmt.Printf("OpenAPI:         http://%s/api/v1/openapi.json\n", cfg.ListenAddr)
 			fmt.Printf("Metrics:         http://%s/metrics\n", cfg.ListenAddr)
 			if cfg.MaintenanceWorker {
-				fmt.Printf("Temporal Web UI: %s (maintenance workflows, Schedules page: strata-sweep)\n", uiURL)
+				fmt.Printf("Temporal Web UI: %s (maintenance workflows, Schedules page: strata-sweep)\n", cfg.TemporalUIURL)
 			}
 			return serve(ctx, cfg)
 		},

@@ -36,6 +36,7 @@ import (
 	"github.com/strata-store/strata/storage/shard"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
+	"github.com/strata-store/strata/webui"
 	"github.com/strata-store/strata/worker"
 	"github.com/strata-store/strata/workflows"
 )
@@ -69,6 +70,7 @@ type serveConfig struct {
 	MaintenanceWorker  bool
 	MergeAfterGens     int
 	SQL                duckrun.Limits
+	TemporalUIURL      string
 	// Pending-generation caps of a shard (lsm.Options): warn, refuse reads, refuse appends.
 	PendingWarn, PendingReadMax, PendingAppendMax int
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
@@ -107,6 +109,11 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve runtime profiles under /api/v1/admin/debug/pprof/ (behind the admin token)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	temporalUI := ""
+	if maintenanceWorker {
+		temporalUI = "http://127.0.0.1:8233" // strata dev: the Temporal dev server's UI
+	}
+	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
@@ -223,6 +230,10 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			return err
 		}),
 		Maintenance: worker.Maintainer{Client: tc}})
+	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
+		TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.Temporal.Namespace, Log: log}); err != nil {
+		return err
+	}
 	full := api.WithDeadline(e, cfg.RequestTimeout)
 	handler.Store(&full)
 	log.Info("strata serving", "addr", ln.Addr().String(), "version", version)

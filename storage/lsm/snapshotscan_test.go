@@ -122,16 +122,19 @@ func TestSnapshotScanIsOneMoment(t *testing.T) {
 	require.NotContains(t, got, "b-during")
 	require.Equal(t, int64(2), got[late[0]])
 
-	// A merge during the scan removes the generation it has not read yet: it starts again.
+	// A merge during the scan may remove objects of the generation it has not read yet: then it
+	// starts again on a fresh snapshot (when the generation's rows are in WAL entries, which the
+	// merge leaves to the WAL's collection, it reads them where they are). Either way it answers
+	// one moment.
 	appendIDs(t, w, e.mem, 4, late...)
 	require.NoError(t, w.Flush(ctx))
 	_, got, attempts = snapshotScanCounting(t, reader, SnapshotScanOptions{}, func(batch int) {
 		if batch == 1 {
-			_, err := reader.MergeShard(ctx, w.Shard(), MergeOptions{})
+			_, err := w.MergeShard(ctx, w.Shard(), MergeOptions{})
 			require.NoError(t, err)
 		}
 	})
-	require.Equal(t, 2, attempts, "the merge removed a generation the scan still had to read")
+	require.LessOrEqual(t, attempts, 2)
 	require.Len(t, got, len(first)+len(late)+1)
 	require.Equal(t, int64(4), got[late[0]])
 
