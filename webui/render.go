@@ -42,7 +42,7 @@ func parsePages() (map[string]*template.Template, error) {
 		}
 		var t *template.Template
 		if partials[page] {
-			t, err = template.New(page + ".html").Funcs(funcs).ParseFS(files, n)
+			t, err = template.New(page+".html").Funcs(funcs).ParseFS(files, n)
 		} else {
 			t, err = template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", n)
 		}
