@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `make e2e`: the browser check of the Temporal Web UI. Starts a separate local stack (ports and
-# data under .data/e2e) with a 5 s sweep schedule, appends rows until a store crosses the merge
+# `make e2e`: the browser checks of the Temporal Web UI and of the Strata UI. Starts a separate
+# local stack (ports and data under .data/e2e) with a 5 s sweep schedule, appends rows until a store crosses the merge
 # threshold, waits for the *scheduled* merge, and drives headless Chromium (Debian package
 # `chromium`, npm `playwright-core`) through the UI: the workflow list, the store's maintenance
 # workflow, its pending MergeWAL activity with heartbeat details, and the Schedules page; then a
 # second store whose merges fail is found by the StrataFailing search attribute, its cause is
-# removed and it is retried through the UI (Send a Signal "retry") until the merge succeeds.
-# Screenshots and logs land in .data/e2e/output.
+# removed and it is retried through the UI (Send a Signal "retry") until the merge succeeds;
+# last, the Strata UI (/ui/, e2e/strata-ui.mjs): a store found by name, its rows filtered, a
+# record and its blob download, an SQL query, a merge started from the store's page. Screenshots and logs land in .data/e2e/output.
 #
 # The strata binary is built with `-tags e2e`, whose only difference is opt-in storage faults
 # (cmd/strata/faults_e2e.go): a delay on the first base-table fragment write, so the merge is
@@ -95,4 +96,14 @@ awk -v s="rollout/$failing_store" '$1 == s && $2 == "0" && $4 != "0" { found = 1
   { echo "e2e.sh: the failing store was not merged after the retry" >&2; exit 1; }
 .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --failing | tee "$out/failing-list.txt"
 grep -q "no failing maintenance" "$out/failing-list.txt" || { echo "e2e.sh: a failure is still listed" >&2; exit 1; }
+# The Strata UI: a store found by name, its rows filtered, a record and its blob, an SQL query,
+# and a merge started from the page.
+ui_store=e2e-ui-$(date +%s)
+.data/e2e/strata store create --api-url "$api" "rollout/$ui_store"
+{
+  for i in $(seq 1 40); do echo "{\"id\":\"r$i\",\"rollout_id\":\"e2e-$([ $((i % 2)) = 0 ] && echo b || echo a)\",\"content\":\"row $i\"}"; done
+  echo "{\"id\":\"r-blob\",\"rollout_id\":\"e2e-blob\",\"role\":\"artifact\",\"binary_payload\":\"$(printf 'blob bytes from e2e' | base64)\"}"
+} >"$out/ui.jsonl"
+.data/e2e/strata append --api-url "$api" --progress=never "rollout/$ui_store" "$out/ui.jsonl" >/dev/null
+STRATA_E2E_API="$api" STRATA_E2E_UI_STORE="$ui_store" STRATA_E2E_OUT="$out" STRATA_CHROMIUM="$chromium" node e2e/strata-ui.mjs
 echo "e2e.sh: browser check passed; screenshots in $out"

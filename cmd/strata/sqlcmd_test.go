@@ -55,3 +55,83 @@ func TestSQLCommandAndClient(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Contains(t, string(got[0]), `"c 5"`)
 }
+
+// The README's `bin/strata sql` recipes run as written (against a server holding its tour's
+// store; files the recipes write under /tmp go to a directory of the test's own).
+func TestTheReadmesSQLRecipesWorkAsWritten(t *testing.T) {
+	if !duckrun.Available {
+		t.Skip("built without -tags duckdb_arrow: no SQL")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var recipes [][]string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "bin/strata sql ") {
+			if i := strings.Index(line, "  #"); i > 0 {
+				line = line[:i]
+			}
+			recipes = append(recipes, shellWords(t, strings.TrimPrefix(line, "bin/strata ")))
+		}
+	}
+	require.GreaterOrEqual(t, len(recipes), 3, "the README shows strata sql")
+	base, _ := startServe(t)
+	dir := t.TempDir()
+	mustCLI(t, "store", "create", "--api-url="+base, "rollout/tour")
+	var jsonl strings.Builder
+	for i := 1; i <= 500; i++ {
+		fmt.Fprintf(&jsonl, `{"id":"r%d","rollout_id":"t%d","content":"step %d"}`+"\n", i, i%7, i)
+	}
+	rows := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(rows, []byte(jsonl.String()), 0o644))
+	mustCLI(t, "append", "--api-url="+base, "rollout/tour", rows)
+	for _, args := range recipes {
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "/tmp/", dir+"/")
+		}
+		out := mustCLI(t, append([]string{args[0], "--api-url=" + base}, args[1:]...)...)
+		require.NotEmpty(t, out+readFileIfAny(args), "strata %v printed or wrote something", args)
+	}
+}
+
+// shellWords splits a command line as the shell would for the README's recipes: words, and
+// double- or single-quoted strings.
+func shellWords(t *testing.T, line string) []string {
+	var out []string
+	var cur strings.Builder
+	quote, in := rune(0), false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	require.Zero(t, quote, "unterminated quote in %q", line)
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// readFileIfAny is the content of the --output file a recipe names, if any.
+func readFileIfAny(args []string) string {
+	for i, a := range args {
+		if a == "--output" && i+1 < len(args) {
+			data, _ := os.ReadFile(args[i+1])
+			return string(data)
+		}
+	}
+	return ""
+}
