@@ -17,6 +17,9 @@ type Limits struct {
 	MaxConcurrent int           // queries at once in the process (default 2); more are refused
 	SpillDir      string        // where queries spill what exceeds their memory (default $TMPDIR/strata-sql)
 	SpillBytes    int64         // the most a query may spill (default 8 GiB)
+	// NoFragmentFiles makes every query read its snapshot as one Arrow stream, even of a store on
+	// a local disk, whose fragments DuckDB otherwise reads itself (tests compare the two).
+	NoFragmentFiles bool
 }
 
 func (l Limits) withDefaults() Limits {

@@ -3,8 +3,9 @@
 // Package duckrun runs SQL over a store with DuckDB (sqlquery.Runner). Each query gets a DuckDB
 // database of its own, in memory, opened with the query's limits (memory, threads, a spill
 // directory of its own) and with every file, network and extension access switched off and the
-// configuration locked; the store's snapshot is handed to it as an Arrow stream and kept as the
-// table `t` (a stream can be read once; a query may read `t` many times), and the database is
+// configuration locked but for reading the store's own fragment files; the store's snapshot is
+// loaded into it as the table `t` (load.go: its fragments read by DuckDB and the WAL's rows as
+// Arrow for a store on a local disk, the whole snapshot as Arrow otherwise), and the database is
 // closed when the query ends. Built with -tags duckdb_arrow (DuckDB's Arrow interface); without
 // the tag the runner answers that the binary has no SQL (disabled.go).
 package duckrun
@@ -80,7 +81,17 @@ func (r *Runner) run(ctx context.Context, s *lsm.Store, req sqlquery.Request, em
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
+	for attempt := 1; ; attempt++ {
+		res, err := r.runOnce(ctx, s, req, emit)
+		if !errors.Is(err, errSnapshotRestarted) || attempt == maxSnapshotAttempts {
+			return res, err
+		}
+	}
+}
 
+// runOnce runs the query in a database of its own: the snapshot loaded (errSnapshotRestarted
+// when a merge made it start again: nothing was emitted yet), then the statement.
+func (r *Runner) runOnce(ctx context.Context, s *lsm.Store, req sqlquery.Request, emit func(arrow.RecordBatch) error) (sqlquery.Result, error) {
 	spill, err := os.MkdirTemp(r.limits.SpillDir, "q-")
 	if err != nil {
 		return sqlquery.Result{}, fmt.Errorf("sql spill directory: %w", err)
@@ -97,31 +108,25 @@ func (r *Runner) run(ctx context.Context, s *lsm.Store, req sqlquery.Request, em
 	}
 	conn := raw.(*duckdb.Conn)
 	defer func() { _ = conn.Close() }()
-	for _, set := range r.limits.settings(spill) {
-		if _, err := conn.ExecContext(ctx, set, nil); err != nil {
-			return sqlquery.Result{}, fmt.Errorf("configuring DuckDB (%s): %w", set, err)
-		}
-	}
 	ar, err := duckdb.NewArrowFromConn(conn)
 	if err != nil {
 		return sqlquery.Result{}, err
 	}
-
-	var res sqlquery.Result
+	q := &query{conn: conn, ar: ar, s: s, source: req.Source}
+	if err := q.exec(ctx, r.limits.spillSettings(spill)...); err != nil {
+		return sqlquery.Result{}, err
+	}
 	columns := sqlquery.Columns(req.Statement, userColumns(s))
-	for attempt := 1; ; attempt++ {
-		res, err = load(ctx, conn, ar, s, req.Source, columns)
-		if !errors.Is(err, errSnapshotRestarted) || attempt == maxSnapshotAttempts {
-			break
-		}
-		if _, err = conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+sqlquery.TableName, nil); err != nil {
-			break
-		}
+	var res sqlquery.Result
+	if s.OnLocalDisk() && !r.limits.NoFragmentFiles {
+		res, err = q.loadFiles(ctx, columns)
+	} else if err = q.exec(ctx, lockSettings(nil)...); err == nil {
+		res, err = q.loadArrow(ctx, columns)
 	}
 	if err != nil {
 		return sqlquery.Result{}, queryError(ctx, err)
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE VIEW "+sqlquery.RecordsView+" AS SELECT * FROM "+sqlquery.TableName, nil); err != nil {
+	if err := q.exec(ctx, "CREATE VIEW "+sqlquery.RecordsView+" AS SELECT * FROM "+sqlquery.TableName); err != nil {
 		return sqlquery.Result{}, queryError(ctx, err)
 	}
 	if err := checkSelect(conn, req.Statement); err != nil {
@@ -165,34 +170,6 @@ func (r *Runner) run(ctx context.Context, s *lsm.Store, req sqlquery.Request, em
 		}
 	}
 	return res, nil
-}
-
-// load reads the snapshot into the table t (only the columns the statement can name, and the
-// key): the snapshot scan streams into DuckDB through an Arrow stream on a goroutine of its own,
-// which has returned when load does.
-func load(ctx context.Context, conn *duckdb.Conn, ar *duckdb.Arrow, s *lsm.Store, source lsm.Source, columns []string) (sqlquery.Result, error) {
-	if len(columns) == 0 {
-		columns = []string{s.KeyColumn()} // count(*) still needs the rows
-	}
-	stream := newSnapshotStream(ctx, s, lsm.SnapshotScanOptions{Columns: columns, Source: source})
-	defer stream.close()
-	release, err := ar.RegisterView(stream, "_snapshot")
-	if err != nil {
-		return sqlquery.Result{}, err
-	}
-	defer release()
-	list := make([]string, len(columns))
-	for i, c := range columns {
-		list[i] = quoteIdent(c)
-	}
-	_, err = conn.ExecContext(ctx, "CREATE TABLE "+sqlquery.TableName+" AS SELECT "+strings.Join(list, ", ")+" FROM _snapshot", nil)
-	if serr := stream.err(); serr != nil {
-		return sqlquery.Result{}, serr // the stream's own error says more than DuckDB's of it
-	}
-	if err != nil {
-		return sqlquery.Result{}, err
-	}
-	return sqlquery.Result{TableVersion: stream.start.TableVersion, SnapshotRows: stream.rows}, nil
 }
 
 // checkSelect parses the statement with DuckDB (against t) and refuses anything but exactly one
@@ -265,16 +242,28 @@ func (l Limits) dsn() string {
 	v.Set("autoload_known_extensions", "false")
 	v.Set("allow_community_extensions", "false")
 	v.Set("allow_unsigned_extensions", "false")
+	v.Set("preserve_insertion_order", "false")
 	return "?" + v.Encode()
 }
 
-// settings are the statements that finish configuring a query's database, before anything of the
-// caller's runs: its spill directory and the most it may spill, no file or network access, and the
-// configuration locked (no statement of the query can change it back).
-func (l Limits) settings(spill string) []string {
+// spillSettings set where a query's database spills and how much.
+func (l Limits) spillSettings(spill string) []string {
 	return []string{
 		"SET temp_directory = " + quoteLiteral(spill),
 		"SET max_temp_directory_size = '" + strconv.FormatInt(l.SpillBytes>>20, 10) + "MiB'",
+	}
+}
+
+// lockSettings finish configuring a query's database before anything of the caller's runs: no
+// file or network access but to the files named (a store's fragments), and the configuration
+// locked (no statement of the query can change it back).
+func lockSettings(files []string) []string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = quoteLiteral(f)
+	}
+	return []string{
+		"SET allowed_paths = [" + strings.Join(quoted, ", ") + "]",
 		"SET enable_external_access = false",
 		"SET lock_configuration = true",
 	}

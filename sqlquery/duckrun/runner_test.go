@@ -53,24 +53,30 @@ func appendRows(t *testing.T, s *lsm.Store, mem memory.Allocator, first, n int, 
 	require.NoError(t, err)
 }
 
-// query runs a statement and returns the result as rows of Go values (JSON-marshalable ones).
-func query(t *testing.T, r *Runner, s *lsm.Store, stmt string, maxRows int) ([][]any, sqlquery.Result, error) {
+// runQuery runs a statement and returns the result as rows of Go values (JSON-marshalable ones).
+func runQuery(t *testing.T, r *Runner, s *lsm.Store, stmt string, maxRows int) ([][]any, sqlquery.Result, error) {
 	t.Helper()
 	var rows [][]any
-	res, err := r.Run(context.Background(), s, sqlquery.Request{Statement: stmt, MaxRows: maxRows}, func(rec arrow.RecordBatch) error {
+	res, err := r.Run(context.Background(), s, sqlquery.Request{Statement: stmt, MaxRows: maxRows}, collect(&rows))
+	return rows, res, err
+}
+
+// collect is an emit that appends the batches' rows to rows, strings copied out of the batch
+// (its memory is DuckDB's, freed after emit).
+func collect(rows *[][]any) func(arrow.RecordBatch) error {
+	return func(rec arrow.RecordBatch) error {
 		for i := range int(rec.NumRows()) {
 			row := make([]any, rec.NumCols())
 			for c := range row {
 				row[c] = rec.Column(c).GetOneForMarshal(i)
 				if str, ok := row[c].(string); ok {
-					row[c] = strings.Clone(str) // the batch's memory is DuckDB's, freed after emit
+					row[c] = strings.Clone(str)
 				}
 			}
-			rows = append(rows, row)
+			*rows = append(*rows, row)
 		}
 		return nil
-	})
-	return rows, res, err
+	}
 }
 
 func newRunner(t *testing.T, l Limits) *Runner {
@@ -100,16 +106,16 @@ func TestQueryReadsTheStoreAsAScanDoes(t *testing.T) {
 	require.NoError(t, err)
 
 	r := newRunner(t, Limits{})
-	rows, res, err := query(t, r, s, "SELECT step, count(*) AS n FROM t GROUP BY step ORDER BY step", 0)
+	rows, res, err := runQuery(t, r, s, "SELECT step, count(*) AS n FROM t GROUP BY step ORDER BY step", 0)
 	require.NoError(t, err)
 	require.Equal(t, [][]any{{int64(1), int64(248)}, {int64(2), int64(90)}, {int64(3), int64(20)}}, rows)
 	require.Equal(t, int64(358), res.SnapshotRows)
 	require.False(t, res.Truncated)
 
-	rows, _, err = query(t, r, s, `SELECT a.id FROM t a JOIN records b ON a.id = b.id AND a.step <> b.step`, 0)
+	rows, _, err = runQuery(t, r, s, `SELECT a.id FROM t a JOIN records b ON a.id = b.id AND a.step <> b.step`, 0)
 	require.NoError(t, err)
 	require.Empty(t, rows)
-	rows, _, err = query(t, r, s, "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t WHERE reward >= 350)", 0)
+	rows, _, err = runQuery(t, r, s, "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t WHERE reward >= 350)", 0)
 	require.NoError(t, err)
 	require.Equal(t, [][]any{{int64(10)}}, rows)
 
@@ -125,7 +131,7 @@ func TestQueryReadsTheStoreAsAScanDoes(t *testing.T) {
 	}
 
 	// MaxRows caps the result; an empty result still has its columns.
-	rows, res, err = query(t, r, s, "SELECT * FROM t ORDER BY id", 7)
+	rows, res, err = runQuery(t, r, s, "SELECT * FROM t ORDER BY id", 7)
 	require.NoError(t, err)
 	require.Len(t, rows, 7)
 	require.True(t, res.Truncated)
@@ -164,11 +170,11 @@ func TestQueryRefusesAllButOneReadOnlyStatement(t *testing.T) {
 		"SELECT nosuchcolumn FROM t",
 		"SELEC 1",
 	} {
-		_, _, err := query(t, r, s, stmt, 0)
+		_, _, err := runQuery(t, r, s, stmt, 0)
 		require.ErrorIs(t, err, sqlquery.ErrStatement, stmt)
 	}
 	// What a query can see of its database is its own: settings read, locked.
-	rows, _, err := query(t, r, s, "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')", 0)
+	rows, _, err := runQuery(t, r, s, "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')", 0)
 	require.NoError(t, err)
 	require.Equal(t, [][]any{{false, true}}, rows)
 }
@@ -181,7 +187,7 @@ func TestQueryLimits(t *testing.T) {
 	appendRows(t, s, mem, 0, 10, 1)
 	r := newRunner(t, Limits{Timeout: 300 * time.Millisecond, MaxConcurrent: 1})
 	start := time.Now()
-	_, _, err := query(t, r, s, "SELECT count(*) FROM range(100000000000) a", 0)
+	_, _, err := runQuery(t, r, s, "SELECT count(*) FROM range(100000000000) a", 0)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, sqlquery.ErrTimeout)
 	require.Less(t, time.Since(start), 5*time.Second)
@@ -197,14 +203,14 @@ func TestQueryLimits(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	_, _, err = query(t, r, s, "SELECT 1", 0)
+	_, _, err = runQuery(t, r, s, "SELECT 1", 0)
 	require.ErrorIs(t, err, sqlquery.ErrBusy)
 	close(release)
 	require.NoError(t, <-done)
 
 	// A query that needs more memory than its limit and may not spill enough fails as a query error.
 	small := newRunner(t, Limits{MemoryBytes: 32 << 20, SpillBytes: 1 << 20})
-	_, _, err = query(t, small, s, "SELECT list(i ORDER BY -i) FROM range(50000000) r(i)", 0)
+	_, _, err = runQuery(t, small, s, "SELECT list(i ORDER BY -i) FROM range(50000000) r(i)", 0)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, sqlquery.ErrStatement), "%v", err)
 }

@@ -1,27 +1,26 @@
 //go:build duckdb_arrow
 
-// snapshotStream: a store's snapshot scan as an Arrow record reader, the form DuckDB reads.
+// batchStream: batches produced on a goroutine (a store's snapshot scan) as an Arrow record
+// reader, the form DuckDB reads.
 package duckrun
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/strata-store/strata/storage/lsm"
 )
 
 var memoryPool = memory.DefaultAllocator
 
-// snapshotStream runs a snapshot scan on a goroutine of its own and hands its batches, in order,
-// to the reader (DuckDB, on threads of its own) through a channel of two: the scan runs at most
-// two batches ahead of the reader. Ownership: the goroutine owns a batch until it is sent; the
-// reader owns the current batch until the next Next (or close). close stops the scan and waits
-// for its goroutine; the fields the goroutine writes (start, rows, scanErr) are read only after
-// done is closed.
-type snapshotStream struct {
+// batchStream runs produce on a goroutine of its own and hands its batches, in order, to the
+// reader (DuckDB, on threads of its own) through a channel of two: the producer runs at most two
+// batches ahead of the reader. Ownership: the producer owns a batch until it is sent; the reader
+// owns the current batch until the next Next (or close). close stops the producer and waits for
+// its goroutine; rows and the producer's error are read only after done is closed.
+type batchStream struct {
 	refs    atomic.Int64
 	schema  *arrow.Schema
 	batches chan arrow.RecordBatch
@@ -29,54 +28,41 @@ type snapshotStream struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	start   lsm.SnapshotScanStart
 	rows    int64
-	scanErr error
+	prodErr error
 }
 
-func newSnapshotStream(ctx context.Context, s *lsm.Store, opts lsm.SnapshotScanOptions) *snapshotStream {
-	fields := make([]arrow.Field, len(opts.Columns))
-	for i, c := range opts.Columns {
-		fields[i] = s.Schema().Field(s.Schema().FieldIndices(c)[0])
-	}
+// newBatchStream starts produce, which sends its batches (retained by the stream) through emit.
+func newBatchStream(ctx context.Context, schema *arrow.Schema, produce func(ctx context.Context, emit func(arrow.RecordBatch) error) error) *batchStream {
 	ctx, cancel := context.WithCancel(ctx)
-	st := &snapshotStream{schema: arrow.NewSchema(fields, nil), batches: make(chan arrow.RecordBatch, 2), cancel: cancel, done: make(chan struct{})}
+	st := &batchStream{schema: schema, batches: make(chan arrow.RecordBatch, 2), cancel: cancel, done: make(chan struct{})}
 	st.refs.Store(1)
-	go st.scan(ctx, s, opts)
+	go func() {
+		defer close(st.done)
+		defer close(st.batches)
+		st.prodErr = produce(ctx, func(rec arrow.RecordBatch) error {
+			rec.Retain()
+			select {
+			case st.batches <- rec:
+				st.rows += rec.NumRows()
+				return nil
+			case <-ctx.Done():
+				rec.Release()
+				return ctx.Err()
+			}
+		})
+	}()
 	return st
 }
 
-func (st *snapshotStream) scan(ctx context.Context, s *lsm.Store, opts lsm.SnapshotScanOptions) {
-	defer close(st.done)
-	defer close(st.batches)
-	begun := false
-	st.scanErr = s.ScanSnapshot(ctx, opts, func(start lsm.SnapshotScanStart) error {
-		if begun {
-			return errSnapshotRestarted // DuckDB already read some of the previous attempt
-		}
-		begun, st.start = true, start
-		return nil
-	}, func(rec arrow.RecordBatch) error {
-		rec.Retain()
-		select {
-		case st.batches <- rec:
-			st.rows += rec.NumRows()
-			return nil
-		case <-ctx.Done():
-			rec.Release()
-			return ctx.Err()
-		}
-	})
-}
+func (st *batchStream) Retain()                        { st.refs.Add(1) }
+func (st *batchStream) Release()                       { st.refs.Add(-1) } // close frees the batches
+func (st *batchStream) Schema() *arrow.Schema          { return st.schema }
+func (st *batchStream) Record() arrow.RecordBatch      { return st.cur }
+func (st *batchStream) RecordBatch() arrow.RecordBatch { return st.cur }
 
-func (st *snapshotStream) Retain()                        { st.refs.Add(1) }
-func (st *snapshotStream) Release()                       { st.refs.Add(-1) } // close frees the batches
-func (st *snapshotStream) Schema() *arrow.Schema          { return st.schema }
-func (st *snapshotStream) Record() arrow.RecordBatch      { return st.cur }
-func (st *snapshotStream) RecordBatch() arrow.RecordBatch { return st.cur }
-
-// Next moves to the next batch; false at the end of the scan or when it failed (Err).
-func (st *snapshotStream) Next() bool {
+// Next moves to the next batch; false at the end or when the producer failed (Err).
+func (st *batchStream) Next() bool {
 	if st.cur != nil {
 		st.cur.Release()
 		st.cur = nil
@@ -89,31 +75,31 @@ func (st *snapshotStream) Next() bool {
 	return true
 }
 
-// Err is the scan's error, once Next has returned false.
-func (st *snapshotStream) Err() error {
+// Err is the producer's error, once Next has returned false.
+func (st *batchStream) Err() error {
 	select {
 	case <-st.done:
-		return st.scanErr
+		return st.prodErr
 	default:
 		return nil
 	}
 }
 
-// err is the scan's error after close (nil when it ended well or was stopped by close).
-func (st *snapshotStream) err() error {
+// err is the producer's error after it ended (nil when it ended well or was stopped by close).
+func (st *batchStream) err() error {
 	select {
 	case <-st.done:
-		if st.scanErr == context.Canceled {
+		if errors.Is(st.prodErr, context.Canceled) {
 			return nil
 		}
-		return st.scanErr
+		return st.prodErr
 	default:
 		return nil
 	}
 }
 
-// close stops the scan, frees the batches not read and waits for the scan's goroutine.
-func (st *snapshotStream) close() {
+// close stops the producer, frees the batches not read and waits for its goroutine.
+func (st *batchStream) close() {
 	st.cancel()
 	for rec := range st.batches {
 		rec.Release()
