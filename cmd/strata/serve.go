@@ -104,7 +104,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.IntVar(&c.SQL.Threads, "sql-threads", 2, "DuckDB threads of one SQL query")
 	fs.DurationVar(&c.SQL.Timeout, "sql-timeout", time.Minute, "longest an SQL query runs, its snapshot included (past it: 408)")
 	fs.IntVar(&c.SQL.MaxConcurrent, "sql-max-queries", 2, "SQL queries running at once in this process; more get 503 with Retry-After")
-	fs.StringVar(&c.SQL.SpillDir, "sql-spill-dir", "", "where SQL queries spill what exceeds their memory, a directory of its own per query (default: $TMPDIR/strata-sql)")
+	fs.StringVar(&c.SQL.SpillDir, "sql-spill-dir", "", "where SQL queries spill what exceeds their memory, a directory of its own per query (default: $TMPDIR/strata-sql-<uid>)")
 	fs.Int64Var(&c.SQL.SpillBytes, "sql-spill-bytes", 8<<30, "the most one SQL query may spill to disk")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve runtime profiles under /api/v1/admin/debug/pprof/ (behind the admin token)")
 	registerLogFlags(fs, &c.LogLevel, &c.LogFormat)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 )
 
@@ -15,7 +16,7 @@ type Limits struct {
 	Threads       int           // DuckDB threads per query (default 2, at most GOMAXPROCS)
 	Timeout       time.Duration // longest a query runs, snapshot included (default 60 s)
 	MaxConcurrent int           // queries at once in the process (default 2); more are refused
-	SpillDir      string        // where queries spill what exceeds their memory (default $TMPDIR/strata-sql)
+	SpillDir      string        // where queries spill what exceeds their memory (default $TMPDIR/strata-sql-<uid>)
 	SpillBytes    int64         // the most a query may spill (default 8 GiB)
 	// NoFragmentFiles makes every query read its snapshot as one Arrow stream, even of a store on
 	// a local disk, whose fragments DuckDB otherwise reads itself (tests compare the two).
@@ -36,7 +37,8 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConcurrent = 2
 	}
 	if l.SpillDir == "" {
-		l.SpillDir = filepath.Join(os.TempDir(), "strata-sql")
+		// One per user: a directory another user made first would not be writable.
+		l.SpillDir = filepath.Join(os.TempDir(), "strata-sql-"+strconv.Itoa(os.Getuid()))
 	}
 	if l.SpillBytes <= 0 {
 		l.SpillBytes = 8 << 30
