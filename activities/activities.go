@@ -12,10 +12,12 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/strata-store/strata/catalog"
@@ -82,7 +84,8 @@ func (a *Activities) open(ctx context.Context, ref workflows.StoreRef) (*lsm.Sto
 // its hung call returns.
 func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, phase Phase,
 	fn func(ctx context.Context, s *lsm.Store, hb *heartbeater) (workflows.ActivityResult, error)) (res workflows.ActivityResult, err error) {
-	defer func(start time.Time) { a.Metrics.observe(ctx, start, err) }(time.Now())
+	start := time.Now()
+	defer func() { a.Metrics.observe(ctx, start, err) }()
 	hb, work := a.startHeartbeats(ctx, phase)
 	type outcome struct {
 		res workflows.ActivityResult
@@ -123,7 +126,26 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 		}
 	}
 	hb.close()
-	return out.res, classify(ctx, in, out.err)
+	err = classify(ctx, in, out.err)
+	a.recordRun(ctx, in, start, out.res, err)
+	return out.res, err
+}
+
+// recordRun appends the attempt to the store's maintenance history in the catalog. A catalog
+// error is logged, not returned: the history is for people, the workflow's is the record.
+func (a *Activities) recordRun(ctx context.Context, in workflows.ActivityInput, start time.Time, res workflows.ActivityResult, err error) {
+	run := catalog.MaintenanceRun{Kind: in.Store.Kind, Name: in.Store.Name, Op: string(in.Request.Op), StartedAt: start,
+		FinishedAt: time.Now(), Outcome: catalog.RunOK}
+	if err != nil {
+		run.Outcome, run.Detail = catalog.RunFailed, err.Error()
+	} else if b, jerr := json.Marshal(res); jerr == nil {
+		run.Detail = string(b)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := a.Stores.Catalog().RecordRun(rctx, run); rerr != nil {
+		activity.GetLogger(ctx).Warn("recording a maintenance run in the catalog failed", "kind", in.Store.Kind, "name", in.Store.Name, "op", in.Request.Op, "err", rerr)
+	}
 }
 
 // MergeWAL folds every shard's sealed generations into the base table (the store builds the key

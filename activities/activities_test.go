@@ -119,6 +119,14 @@ func TestMergeWALBuildsTheIndexFirstHeartbeatsAndWritesStats(t *testing.T) {
 	require.Equal(t, st.Fragments, st.IndexCoveredFragments)
 	require.Zero(t, st.PendingGenerations)
 	require.EqualValues(t, 1, st.MergesTotal)
+
+	// The attempt is in the store's maintenance history, with its result.
+	runs, err := f.cat.ListRuns(context.Background(), catalog.KindRollout, "m", 0)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "merge_wal", runs[0].Op)
+	require.Equal(t, catalog.RunOK, runs[0].Outcome)
+	require.Contains(t, runs[0].Detail, `"rows_merged":120`)
 }
 
 // A merge waiting for budget keeps heartbeating (with waiting_for_budget set; the SDK batches

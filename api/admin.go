@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,7 @@ const maintenanceQueueTimeout = 10 * time.Second
 
 func (h *handlers) registerAdmin(g *routeGroup) {
 	g.POST("/:kind/:name/maintenance", h.requestMaintenance)
+	g.GET("/:kind/:name/history", h.maintenanceHistory)
 	g.GET("/status", h.status)
 }
 
@@ -88,4 +90,50 @@ func (h *handlers) requestMaintenance(c echo.Context) error {
 			Message: "maintenance could not be queued: Temporal did not accept the request; retry"}
 	}
 	return c.JSON(http.StatusAccepted, MaintenanceResponse{WorkflowID: ref.WorkflowID(), RunID: runID, Op: string(req.Op)})
+}
+
+// MaintenanceRun is one attempt of a store's maintenance, from the catalog's history.
+type MaintenanceRun struct {
+	Op         string    `json:"op"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Outcome    string    `json:"outcome"` // ok or failed
+	Detail     string    `json:"detail"`  // the result (JSON) or the error
+}
+
+// MaintenanceHistory answers GET /api/v1/admin/{kind}/{name}/history.
+type MaintenanceHistory struct {
+	Runs []MaintenanceRun `json:"runs"`
+}
+
+// maintenanceHistory answers the store's last maintenance attempts (?limit, at most 100), newest
+// first.
+func (h *handlers) maintenanceHistory(c echo.Context) error {
+	kind, err := catalog.ParseKind(c.Param("kind"))
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	if err := catalog.ValidateName(name); err != nil {
+		return err
+	}
+	limit := 100
+	if v := c.QueryParam("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
+			return invalid("limit must be an integer between 1 and 100")
+		}
+	}
+	cat := h.deps.Stores.Catalog()
+	if _, err := cat.GetStore(c.Request().Context(), kind, name); err != nil {
+		return err
+	}
+	runs, err := cat.ListRuns(c.Request().Context(), kind, name, limit)
+	if err != nil {
+		return err
+	}
+	out := MaintenanceHistory{Runs: make([]MaintenanceRun, len(runs))}
+	for i, r := range runs {
+		out.Runs[i] = MaintenanceRun{Op: r.Op, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Outcome: r.Outcome, Detail: r.Detail}
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/sqlquery/duckrun"
 )
 
@@ -174,4 +177,24 @@ func rowsOf(t *testing.T, raw []json.RawMessage) []map[string]any {
 		require.NoError(t, json.Unmarshal(r, &out[i]))
 	}
 	return out
+}
+
+// The maintenance history route answers the catalog's runs of a store, newest first.
+func TestMaintenanceHistoryRoute(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "h"}, nil))
+	now := time.Now()
+	for i, outcome := range []string{catalog.RunOK, catalog.RunFailed} {
+		require.NoError(t, c.cat.RecordRun(context.Background(), catalog.MaintenanceRun{Kind: catalog.KindRollout, Name: "h", Op: "merge_wal",
+			StartedAt: now.Add(time.Duration(i) * time.Second), FinishedAt: now.Add(time.Duration(i)*time.Second + time.Millisecond), Outcome: outcome, Detail: outcome}))
+	}
+	var hist api.MaintenanceHistory
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/admin/rollout/h/history?limit=5", nil, &hist))
+	require.Len(t, hist.Runs, 2)
+	require.Equal(t, catalog.RunFailed, hist.Runs[0].Outcome, "newest first")
+	status, _ := errCode(t, w, "GET", "/api/v1/admin/rollout/missing/history", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = errCode(t, w, "GET", "/api/v1/admin/rollout/h/history?limit=1000", nil)
+	require.Equal(t, http.StatusBadRequest, status)
 }

@@ -258,6 +258,9 @@ func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (
 		if _, err := tx.Exec(ctx, `DELETE FROM maintenance_failures WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM maintenance_runs WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM store_stats WHERE kind = $1 AND name = $2`, string(kind), name)
 		return err
 	})

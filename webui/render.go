@@ -26,6 +26,7 @@ var funcs = template.FuncMap{
 	"pretty":  pretty,
 	"ago":     ago,
 	"bytes":   humanBytes,
+	"took":    func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
 	"hasText": func(s string) bool { return strings.TrimSpace(s) != "" },
 }
 

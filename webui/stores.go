@@ -123,6 +123,11 @@ func (u *UI) storePage(c echo.Context) error {
 			data["StateError"] = errorData(err)
 		}
 		data["Stats"], data["Failures"] = stats, failures
+		var history api.MaintenanceHistory
+		if err := u.callJSON(c, http.MethodGet, "/api/v1/admin/"+string(ref.Kind)+"/"+url.PathEscape(ref.Name)+"/history",
+			url.Values{"limit": {"20"}}, nil, &history); err == nil {
+			data["History"] = history.Runs
+		}
 	}
 	if ref.Kind == catalog.KindDatagen {
 		var overview json.RawMessage
