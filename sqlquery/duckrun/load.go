@@ -162,7 +162,11 @@ func (q *query) loadFiles(ctx context.Context, columns []string) (sqlquery.Resul
 	if err := q.loadDeleted(ctx, files.Fragments); err != nil {
 		return sqlquery.Result{}, err
 	}
-	base, err := q.baseView(ctx, paths, cols)
+	deletions := false
+	for _, f := range files.Fragments {
+		deletions = deletions || len(f.Deleted) > 0
+	}
+	base, err := q.baseView(ctx, paths, cols, deletions)
 	if err != nil {
 		return sqlquery.Result{}, err
 	}
@@ -175,10 +179,20 @@ func (q *query) loadFiles(ctx context.Context, columns []string) (sqlquery.Resul
 	if len(columns) == 0 {
 		list = list[:1]
 	}
-	err = q.exec(ctx, "CREATE TABLE "+sqlquery.TableName+" AS SELECT "+strings.Join(list, ", ")+" FROM ("+
-		"SELECT * FROM "+base+" b WHERE NOT b."+tomb+" AND NOT EXISTS (SELECT 1 FROM _wal w WHERE w."+key+" = b."+key+" AND w."+seq+" > b."+seq+")"+
-		" UNION ALL BY NAME "+
-		"SELECT * FROM _wal w WHERE NOT w."+tomb+" AND NOT EXISTS (SELECT 1 FROM "+base+" b WHERE b."+key+" = w."+key+" AND b."+seq+" > w."+seq+"))")
+	// Newest version per key. When every WAL version is newer than the whole base table (the
+	// usual case), a WAL version replaces its key's base row and is never replaced by it: one
+	// anti-join on the key, and the base table is read once.
+	newest := "SELECT * FROM " + base + " b WHERE NOT b." + tomb + " AND NOT EXISTS (SELECT 1 FROM _wal w WHERE w." + key + " = b." + key + " AND w." + seq + " > b." + seq + ")" +
+		" UNION ALL BY NAME " +
+		"SELECT * FROM _wal w WHERE NOT w." + tomb + " AND NOT EXISTS (SELECT 1 FROM " + base + " b WHERE b." + key + " = w." + key + " AND b." + seq + " > w." + seq + ")"
+	switch {
+	case files.WALVersions == 0:
+		newest = "SELECT * FROM " + base + " b WHERE NOT b." + tomb
+	case files.WALMinSeq > files.BaseMaxSeq:
+		newest = "SELECT b.* FROM " + base + " b ANTI JOIN _wal w ON b." + key + " = w." + key + " WHERE NOT b." + tomb +
+			" UNION ALL BY NAME SELECT * FROM _wal w WHERE NOT w." + tomb
+	}
+	err = q.exec(ctx, "CREATE TABLE "+sqlquery.TableName+" AS SELECT "+strings.Join(list, ", ")+" FROM ("+newest+")")
 	if err != nil {
 		return sqlquery.Result{}, err
 	}
@@ -218,10 +232,10 @@ func (q *query) loadDeleted(ctx context.Context, frags []lsm.FragmentFile) error
 	return q.copyStream(ctx, stream, "_deletedstream", "_deleted", []string{"file", "row"})
 }
 
-// baseView creates the view _base: the fragments' live rows (deleted ones anti-joined away),
+// baseView creates the view _base: the fragments' live rows (deleted ones, when any, anti-joined away),
 // the named columns the files hold, _seq and _tombstone (false where the files have none). With
 // no fragment it is an empty relation of _wal's columns. It returns the view's name.
-func (q *query) baseView(ctx context.Context, paths, cols []string) (string, error) {
+func (q *query) baseView(ctx context.Context, paths, cols []string, deletions bool) (string, error) {
 	if len(paths) == 0 {
 		return "_base", q.exec(ctx, "CREATE VIEW _base AS SELECT * FROM _wal WHERE false")
 	}
@@ -230,6 +244,9 @@ func (q *query) baseView(ctx context.Context, paths, cols []string) (string, err
 		quoted[i] = quoteLiteral(p)
 	}
 	files := "read_parquet([" + strings.Join(quoted, ", ") + "], union_by_name = true, filename = true, file_row_number = true)"
+	if !deletions {
+		files = "read_parquet([" + strings.Join(quoted, ", ") + "], union_by_name = true)"
+	}
 	has, err := q.columnsOf(ctx, files)
 	if err != nil {
 		return "", err
@@ -244,8 +261,11 @@ func (q *query) baseView(ctx context.Context, paths, cols []string) (string, err
 	if has[table.TombstoneColumn] {
 		tomb = "coalesce(b." + quoteIdent(table.TombstoneColumn) + ", false) AS " + quoteIdent(table.TombstoneColumn)
 	}
-	return "_base", q.exec(ctx, "CREATE VIEW _base AS SELECT "+strings.Join(list, ", ")+", "+tomb+" FROM "+files+
-		" b ANTI JOIN _deleted d ON b.filename = d.file AND b.file_row_number = d.row")
+	view := "CREATE VIEW _base AS SELECT " + strings.Join(list, ", ") + ", " + tomb + " FROM " + files + " b"
+	if deletions {
+		view += " ANTI JOIN _deleted d ON b.filename = d.file AND b.file_row_number = d.row"
+	}
+	return "_base", q.exec(ctx, view)
 }
 
 // columnsOf is the set of columns the files hold (their union).

@@ -28,6 +28,10 @@ type SnapshotFiles struct {
 	TableVersion uint64
 	Fragments    []FragmentFile
 	WALVersions  int // the WAL versions the stream holds (deletes included)
+	// BaseMaxSeq is the highest _seq in the base table; WALMinSeq the lowest of the WAL
+	// versions. When WALMinSeq > BaseMaxSeq (the usual case: what is pending is newer than
+	// what was merged), every WAL version supersedes the base row of its key.
+	BaseMaxSeq, WALMinSeq uint64
 }
 
 // FragmentFile is one fragment of the base table: its local file, its rows, and the positions
@@ -81,8 +85,13 @@ func (s *Store) scanSnapshotFilesOnce(ctx context.Context, names []string, sourc
 		versions = pendingVersions(mem.Rows, gens)
 	}
 	files := SnapshotFiles{WALVersions: len(versions)}
+	for i, v := range versions {
+		if i == 0 || v.seq < files.WALMinSeq {
+			files.WALMinSeq = v.seq
+		}
+	}
 	if snap.Table != nil {
-		files.TableVersion = snap.Table.Version
+		files.TableVersion, files.BaseMaxSeq = snap.Table.Version, snap.Table.MaxSeq
 		if source != SourceWAL {
 			for _, f := range snap.Table.Fragments {
 				path, ok := s.tbl.FragmentFile(f)
