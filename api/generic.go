@@ -207,7 +207,11 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, pageSource{source: source})
+		version, err := versionParam(c)
+		if err != nil {
+			return err
+		}
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, pageSource{version, source})
 		if err != nil {
 			return err
 		}

@@ -163,7 +163,7 @@ func apiOperations() []operation {
 			map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{"rows": map[string]any{"type": "array", "items": genericRow}}},
 			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows", "listGenericRows", "List rows in id order; filter= a SQL predicate (step > 5 AND role = 'user') or a JSON object of equalities",
-			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}, qSource}, nil,
+			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}, qVersion, qSource}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
 				"rows": map[string]any{"type": "array", "items": genericRow}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows/{id}", "getGenericRow", "Get one row (?columns=a,b: a blob column named here comes back base64)",

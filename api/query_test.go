@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,6 +162,12 @@ func TestGetRowsAndListingSources(t *testing.T) {
 	}
 	status, _ := errCode(t, w, "GET", "/api/v1/generic/g/rows?source=both", nil)
 	require.Equal(t, http.StatusBadRequest, status)
+	// A retained version of the base table (time travel; no WAL), as for rollouts.
+	var info api.StoreInfo
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/generic/g", nil, &info))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", fmt.Sprintf("/api/v1/generic/g/rows?version=%d", *info.Version), nil, &rows))
+	require.Len(t, rows.Rows, 3)
+	require.Contains(t, string(rows.Rows[1]), `"step":2`, "the merged version, not the WAL's update")
 
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records", map[string]any{"records": []any{rollout("x", "t"), rollout("y", "t")}}, nil))
