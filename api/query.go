@@ -6,9 +6,8 @@
 //
 // Bounds: the runner's own (memory, threads, time, queries at once: ErrBusy is 503 with
 // Retry-After); a JSON answer holds at most QueryMaxRows rows and QueryMaxJSONBytes bytes (more
-// set "truncated"), a streamed format at most QueryMaxStreamRows rows (more set the
-// X-Strata-Truncated trailer-like header... sent as a header before the rows, so it is known only
-// for JSON: a streamed answer's row cap is documented instead).
+// set "truncated"); a streamed format at most QueryMaxStreamRows rows, silently (its status and
+// headers are sent before its rows, so it cannot say so: the cap is documented instead).
 package api
 
 import (
