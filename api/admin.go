@@ -45,13 +45,22 @@ func (h *handlers) registerAdmin(g *routeGroup) {
 	g.GET("/status", h.status)
 }
 
-func (h *handlers) requestMaintenance(c echo.Context) error {
+// adminStore is the store an admin route names: its kind and its name, both checked.
+func adminStore(c echo.Context) (catalog.Kind, string, error) {
 	kind, err := catalog.ParseKind(c.Param("kind"))
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	name := c.Param("name")
 	if err := catalog.ValidateName(name); err != nil {
+		return "", "", err
+	}
+	return kind, name, nil
+}
+
+func (h *handlers) requestMaintenance(c echo.Context) error {
+	kind, name, err := adminStore(c)
+	if err != nil {
 		return err
 	}
 	var req workflows.Request
@@ -109,12 +118,8 @@ type MaintenanceHistory struct {
 // maintenanceHistory answers the store's last maintenance attempts (?limit, at most 100), newest
 // first.
 func (h *handlers) maintenanceHistory(c echo.Context) error {
-	kind, err := catalog.ParseKind(c.Param("kind"))
+	kind, name, err := adminStore(c)
 	if err != nil {
-		return err
-	}
-	name := c.Param("name")
-	if err := catalog.ValidateName(name); err != nil {
 		return err
 	}
 	limit := 100

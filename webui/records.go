@@ -38,14 +38,22 @@ func listingOf(k catalog.Kind) (listing, bool) {
 	return listing{}, false
 }
 
-func (u *UI) recordsPage(c echo.Context) error {
-	ref, err := storeOf(c)
-	if err != nil {
-		return err
+// browsed is the store a browser route names and how the API lists it; ok is false (and the
+// answer a redirect to the store's page) for a kind without listings.
+func browsed(c echo.Context) (ref storeRef, l listing, ok bool, err error) {
+	if ref, err = storeOf(c); err != nil {
+		return ref, l, false, err
 	}
-	l, ok := listingOf(ref.Kind)
+	if l, ok = listingOf(ref.Kind); !ok {
+		return ref, l, false, c.Redirect(http.StatusSeeOther, ref.UIPath())
+	}
+	return ref, l, true, nil
+}
+
+func (u *UI) recordsPage(c echo.Context) error {
+	ref, l, ok, err := browsed(c)
 	if !ok {
-		return c.Redirect(http.StatusSeeOther, ref.UIPath())
+		return err
 	}
 	source, filter, cursor, version, offset := c.QueryParam("source"), c.QueryParam("filter"), c.QueryParam("cursor"), c.QueryParam("version"), c.QueryParam("offset")
 	data := map[string]any{"Title": ref.String() + " records", "Store": ref, "Source": source, "Filter": filter, "Version": version,
@@ -147,13 +155,9 @@ func orderedKeys(raw json.RawMessage) []string {
 
 // recordPage shows one record's JSON and its blob downloads.
 func (u *UI) recordPage(c echo.Context) error {
-	ref, err := storeOf(c)
-	if err != nil {
-		return err
-	}
-	l, ok := listingOf(ref.Kind)
+	ref, l, ok, err := browsed(c)
 	if !ok {
-		return c.Redirect(http.StatusSeeOther, ref.UIPath())
+		return err
 	}
 	id := c.QueryParam("id")
 	data := map[string]any{"Title": ref.String() + " " + id, "Store": ref, "ID": id}
