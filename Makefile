@@ -112,6 +112,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet ./sqlquery/...
+	$(GO) vet -tags $(TAGS),sqlbench ./api/
 	@if [ ! -x $(BIN)/staticcheck ]; then GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || echo "staticcheck unavailable; skipped"; fi
 	@if [ -x $(BIN)/staticcheck ]; then $(BIN)/staticcheck -tags $(TAGS) ./...; fi
 

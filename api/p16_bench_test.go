@@ -1,6 +1,7 @@
-//go:build duckdb_arrow
+//go:build duckdb_arrow && sqlbench
 
-// P16: SQL over a store and the Strata UI, on a 1M-row rollout store (~600 B rows) with 5% of its
+// P16 (built with -tags duckdb_arrow,sqlbench, as make bench does: the API's test binary links
+// DuckDB only then): SQL over a store and the Strata UI, on a 1M-row rollout store (~600 B rows) with 5% of its
 // rows in the WAL: an aggregate through POST …/query against DuckDB reading the store's fragments
 // directly, the UI record browser's first page, and the memory a query that sorts 1 GB adds.
 package api_test

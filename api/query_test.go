@@ -20,19 +20,17 @@ import (
 
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
-	"github.com/strata-store/strata/sqlquery/duckrun"
+	"github.com/strata-store/strata/internal/fakesql"
+	"github.com/strata-store/strata/sqlquery"
 )
 
-// sqlWorker is a worker that runs SQL (DuckDB; the test skips in a binary built without it).
-func sqlWorker(t *testing.T, c *cluster, instance string, limits duckrun.Limits) *worker {
+// sqlWorker is a worker whose SQL runner is the test double (no DuckDB in this test binary: the
+// real runner is tested in sqlquery/duckrun and through the strata binary in cmd/strata).
+func sqlWorker(t *testing.T, c *cluster, instance string, maxRows int) *worker {
 	t.Helper()
-	if !duckrun.Available {
-		t.Skip("built without -tags duckdb_arrow: no SQL")
-	}
-	limits.SpillDir = t.TempDir()
-	r, err := duckrun.New(limits, nil)
-	require.NoError(t, err)
-	return c.worker(instance, func(d *api.Deps) { d.SQL = r; d.QueryMaxRows = 50 })
+	runner := &fakesql.Runner{Refuse: map[string]error{
+		"busy": sqlquery.ErrBusy, "slow": fmt.Errorf("%w (1m0s)", sqlquery.ErrTimeout)}}
+	return c.worker(instance, func(d *api.Deps) { d.SQL = runner; d.QueryMaxRows = maxRows })
 }
 
 func postRaw(w *worker, path, body, accept string) *httptest.ResponseRecorder {
@@ -46,42 +44,48 @@ func postRaw(w *worker, path, body, accept string) *httptest.ResponseRecorder {
 	return rec
 }
 
-// The query route answers lance-context's shape over the store's rows (base table and WAL, the
-// rows another worker sealed too), in every format, and refuses what is not one read-only query
-// with 400 and DuckDB's message.
+// The query route answers lance-context's shape (every worker's sealed rows in the snapshot), in
+// every format, caps its rows, and maps the runner's errors: a refused statement is 400
+// INVALID_SQL with the engine's message, a busy runner 503 with Retry-After, a query past its
+// time 408, a server without SQL 503.
 func TestQueryRoute(t *testing.T) {
 	c := newCluster(t)
-	w := sqlWorker(t, c, "w1", duckrun.Limits{})
+	w := sqlWorker(t, c, "w1", 200)
 	other := c.worker("w2")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
 	var records []any
 	for i := range 120 {
-		records = append(records, rollout(strings.Repeat("x", i%7+1)+string(rune('a'+i%26))+"-"+string(rune('0'+i%10))+strings.Repeat("z", i/26), "t"+string(rune('0'+i%3))))
+		records = append(records, rollout(fmt.Sprintf("r%03d", i), fmt.Sprintf("t%d", i%3)))
 	}
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": records}, nil))
 	var merged api.MergeWALResponse
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/internal/merge-wal/r", nil, &merged))
-	require.Equal(t, http.StatusCreated, other.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": []any{rollout("late", "t9")}}, nil))
+	require.Equal(t, http.StatusCreated, other.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": []any{rollout("zz-late", "t9")}}, nil))
 
 	var res api.QueryResponse
-	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query",
-		map[string]any{"sql": "SELECT rollout_id, count(*) AS n FROM t GROUP BY rollout_id ORDER BY rollout_id"}, &res))
-	require.Equal(t, []string{"rollout_id", "n"}, res.Columns)
-	require.Equal(t, [][]any{{"t0", 40.0}, {"t1", 40.0}, {"t2", 40.0}, {"t9", 1.0}}, res.Rows)
-	require.Equal(t, 4, res.RowCount)
-	require.False(t, res.Truncated)
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT id, rollout_id FROM t", "limit": 2}, &res))
+	require.Equal(t, []string{"id", "rollout_id"}, res.Columns)
+	require.Equal(t, []string{"utf8", "utf8"}, res.Types)
+	require.Equal(t, [][]any{{"r000", "t0"}, {"r001", "t1"}}, res.Rows)
+	require.Equal(t, 2, res.RowCount)
+	require.True(t, res.Truncated)
+	require.NotZero(t, res.TableVersion)
 
-	// lance-context's table name; the base table alone; the server's row cap.
-	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT count(*) FROM records", "source": "fragments"}, &res))
-	require.Equal(t, [][]any{{120.0}}, res.Rows)
+	// Every worker's sealed rows; the base table alone (lance-context's "fragments"); the cap.
 	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT id FROM t"}, &res))
-	require.Len(t, res.Rows, 50)
+	require.Equal(t, 121, res.RowCount)
+	require.False(t, res.Truncated)
+	require.Equal(t, http.StatusOK, w.do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT id FROM t", "source": "fragments"}, &res))
+	require.Equal(t, 120, res.RowCount)
+	require.Equal(t, http.StatusOK, sqlWorker(t, c, "w3", 50).do(t, "POST", "/api/v1/rollouts/r/query", map[string]any{"sql": "SELECT id FROM t"}, &res))
+	require.Equal(t, 50, res.RowCount, "the server's cap")
 	require.True(t, res.Truncated)
 
 	// Arrow, CSV and Parquet.
-	rec := postRaw(w, "/api/v1/rollouts/r/query", `{"sql": "SELECT id, rollout_id FROM t ORDER BY id LIMIT 3"}`, api.MIMEArrowStream)
+	rec := postRaw(w, "/api/v1/rollouts/r/query", `{"sql": "SELECT id, rollout_id FROM t", "limit": 3}`, api.MIMEArrowStream)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	rd, err := ipc.NewReader(bytes.NewReader(rec.Body.Bytes()), ipc.WithAllocator(memory.NewCheckedAllocator(memory.NewGoAllocator())))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	rd, err := ipc.NewReader(bytes.NewReader(rec.Body.Bytes()), ipc.WithAllocator(mem))
 	require.NoError(t, err)
 	n := 0
 	for rd.Next() {
@@ -89,12 +93,14 @@ func TestQueryRoute(t *testing.T) {
 	}
 	require.NoError(t, rd.Err())
 	rd.Release()
+	mem.AssertSize(t, 0)
 	require.Equal(t, 3, n)
-	rec = postRaw(w, "/api/v1/rollouts/r/query?format=csv", `{"sql": "SELECT id, rollout_id FROM t WHERE id = 'late'"}`, "")
+	rec = postRaw(w, "/api/v1/rollouts/r/query?format=csv", `{"sql": "SELECT id, rollout_id FROM t", "source": "wal"}`, "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Header().Get(echo.HeaderContentDisposition), "attachment")
 	lines, err := csv.NewReader(rec.Body).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, [][]string{{"id", "rollout_id"}, {"late", "t9"}}, lines)
+	require.Equal(t, [][]string{{"id", "rollout_id"}, {"zz-late", "t9"}}, lines)
 	rec = postRaw(w, "/api/v1/rollouts/r/query?format=parquet", `{"sql": "SELECT id FROM t"}`, "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	pf, err := file.NewParquetReader(bytes.NewReader(rec.Body.Bytes()))
@@ -102,22 +108,27 @@ func TestQueryRoute(t *testing.T) {
 	require.Equal(t, int64(121), pf.NumRows())
 	require.NoError(t, pf.Close())
 
-	for body, code := range map[string]string{
-		`{"sql": "DELETE FROM t"}`:                         api.CodeInvalidSQL,
-		`{"sql": "SELECT 1; DROP TABLE t"}`:                api.CodeInvalidSQL,
-		`{"sql": "SELECT * FROM read_csv('/etc/passwd')"}`: api.CodeInvalidSQL,
-		`{"sql": "SELECT nope FROM t"}`:                    api.CodeInvalidSQL,
-		`{"sql": ""}`:                                      api.CodeInvalidSQL,
-		`{"sql": "SELECT 1", "source": "both"}`:            api.CodeInvalidRequest,
-		`{"sql": 1}`:                                       api.CodeInvalidRequest,
+	for body, want := range map[string][2]any{
+		`{"sql": "DELETE FROM t"}`:              {http.StatusBadRequest, api.CodeInvalidSQL},
+		`{"sql": "SELECT nope FROM t"}`:         {http.StatusBadRequest, api.CodeInvalidSQL},
+		`{"sql": ""}`:                           {http.StatusBadRequest, api.CodeInvalidSQL},
+		`{"sql": "SELECT 1", "source": "both"}`: {http.StatusBadRequest, api.CodeInvalidRequest},
+		`{"sql": 1}`:                            {http.StatusBadRequest, api.CodeInvalidRequest},
+		`{"sql": "SELECT 1", "limit": -1}`:      {http.StatusBadRequest, api.CodeInvalidRequest},
+		`{"sql": "SELECT busy FROM t"}`:         {http.StatusServiceUnavailable, api.CodeOverloaded},
+		`{"sql": "SELECT slow FROM t"}`:         {http.StatusRequestTimeout, api.CodeTimeout},
 	} {
-		status, got := errCode(t, w, "POST", "/api/v1/rollouts/r/query", body)
-		require.Equal(t, http.StatusBadRequest, status, body)
-		require.Equal(t, code, got, body)
+		status, code := errCode(t, w, "POST", "/api/v1/rollouts/r/query", body)
+		require.Equal(t, want[0], status, body)
+		require.Equal(t, want[1], code, body)
 	}
+	rec = postRaw(w, "/api/v1/rollouts/r/query", `{"sql": "SELECT busy FROM t"}`, "")
+	require.NotEmpty(t, rec.Header().Get("Retry-After"))
+	rec = postRaw(w, "/api/v1/rollouts/r/query?format=xml", `{"sql": "SELECT id FROM t"}`, "")
+	require.Equal(t, http.StatusBadRequest, rec.Code)
 	var env api.ErrorBody
 	w.do(t, "POST", "/api/v1/rollouts/r/query", `{"sql": "SELECT nope FROM t"}`, &env)
-	require.Contains(t, env.Error.Message, "nope", "DuckDB's message")
+	require.Contains(t, env.Error.Message, "nope", "the engine's message")
 	status, _ := errCode(t, w, "POST", "/api/v1/rollouts/missing/query", `{"sql": "SELECT 1"}`)
 	require.Equal(t, http.StatusNotFound, status)
 	status, code := errCode(t, other, "POST", "/api/v1/rollouts/r/query", `{"sql": "SELECT 1"}`)

@@ -10,7 +10,7 @@ out=.data/bench/raw.txt
 case "$group" in
   "" | P9) STRATA_DUCKDB_DIR=$(scripts/duckdb.sh); export STRATA_DUCKDB_DIR ;; # P9 compares scans with DuckDB
 esac
-STRATA_BENCH="$prefix" go test -tags gcs,duckdb_arrow -p 1 -run '^$' -bench "^Benchmark${group}[A-Z]" -benchtime 1x -timeout 90m ./... 2>&1 | tee "$out" |
+STRATA_BENCH="$prefix" go test -tags gcs,duckdb_arrow,sqlbench -p 1 -run '^$' -bench "^Benchmark${group}[A-Z]" -benchtime 1x -timeout 90m ./... 2>&1 | tee "$out" |
   grep -E '^(BENCH |FAIL|--- FAIL|panic:)' || true
 if grep -qE '^(FAIL|--- FAIL|panic:)' "$out"; then
   echo "bench.sh: a benchmark failed; full output in $out" >&2
