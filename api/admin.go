@@ -110,13 +110,15 @@ type MaintenanceRun struct {
 	Detail     string    `json:"detail"`  // the result (JSON) or the error
 }
 
-// MaintenanceHistory answers GET /api/v1/admin/{kind}/{name}/history.
+// MaintenanceHistory answers GET /api/v1/admin/{kind}/{name}/history: the store's last runs and
+// its operations failing now.
 type MaintenanceHistory struct {
-	Runs []MaintenanceRun `json:"runs"`
+	Runs     []MaintenanceRun     `json:"runs"`
+	Failures []MaintenanceFailure `json:"failures"`
 }
 
 // maintenanceHistory answers the store's last maintenance attempts (?limit, at most 100), newest
-// first.
+// first, and its failing operations.
 func (h *handlers) maintenanceHistory(c echo.Context) error {
 	kind, name, err := adminStore(c)
 	if err != nil {
@@ -136,7 +138,11 @@ func (h *handlers) maintenanceHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := MaintenanceHistory{Runs: make([]MaintenanceRun, len(runs))}
+	failures, err := cat.StoreFailures(c.Request().Context(), kind, name)
+	if err != nil {
+		return err
+	}
+	out := MaintenanceHistory{Runs: make([]MaintenanceRun, len(runs)), Failures: failureDTOs(failures)}
 	for i, r := range runs {
 		out.Runs[i] = MaintenanceRun{Op: r.Op, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Outcome: r.Outcome, Detail: r.Detail}
 	}

@@ -226,18 +226,13 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 		return err
 	}
 	return h.withStoreEntry(c, catalog.KindGeneric, func(s *lsm.Store, st catalog.Store) error {
-		var columns []string
+		var asked []string
 		if v := c.QueryParam("columns"); v != "" {
-			columns = strings.Split(v, ",")
-			if len(s.Schema().FieldIndices(s.KeyColumn())) > 0 && !contains(columns, s.KeyColumn()) {
-				columns = append([]string{s.KeyColumn()}, columns...)
-			}
-		} else {
-			spec, err := genericSpec(st)
-			if err != nil {
-				return err
-			}
-			columns = columnsExcept(s, spec.Blobs)
+			asked = strings.Split(v, ",")
+		}
+		columns, err := rowColumns(s, st, catalog.KindGeneric, asked)
+		if err != nil {
+			return err
 		}
 		rec, err := s.Get(c.Request().Context(), id, columns)
 		if err != nil {

@@ -47,7 +47,7 @@ func (h *handlers) getRows(kind catalog.Kind) echo.HandlerFunc {
 			}
 		}
 		return h.withStoreEntry(c, kind, func(s *lsm.Store, st catalog.Store) error {
-			columns, err := getRowsColumns(s, st, kind, req.Columns)
+			columns, err := rowColumns(s, st, kind, req.Columns)
 			if err != nil {
 				return err
 			}
@@ -64,9 +64,9 @@ func (h *handlers) getRows(kind catalog.Kind) echo.HandlerFunc {
 	}
 }
 
-// getRowsColumns is what a batch read returns: the asked columns with the key first, or every
-// user column but blobs.
-func getRowsColumns(s *lsm.Store, st catalog.Store, kind catalog.Kind, asked []string) ([]string, error) {
+// rowColumns is what a row read returns (a batch read, a generic row's get): the asked columns
+// with the key first, or every user column but blobs.
+func rowColumns(s *lsm.Store, st catalog.Store, kind catalog.Kind, asked []string) ([]string, error) {
 	if len(asked) > 0 {
 		out := []string{s.KeyColumn()}
 		for _, c := range asked {

@@ -72,11 +72,7 @@ func (h *handlers) status(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := StatusResponse{Stores: []StoreStatus{}, Failures: make([]MaintenanceFailure, 0, len(failures))}
-	for _, f := range failures {
-		out.Failures = append(out.Failures, MaintenanceFailure{Kind: f.Kind, Name: f.Name, Op: f.Op, ErrorType: f.ErrorType,
-			Message: f.Message, FailingSince: f.Since, LastFailedAt: f.LastAt, Failures: f.Failures})
-	}
+	out := StatusResponse{Stores: []StoreStatus{}, Failures: failureDTOs(failures)}
 	if !queryFlag(c, "failing") {
 		st, err := cat.ListStoreStatus(ctx, kind, catalog.ListOptions{Prefix: c.QueryParam("prefix"), Limit: limit})
 		if err != nil {
@@ -94,4 +90,14 @@ func (h *handlers) status(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// failureDTOs are the catalog's failures as the API answers them.
+func failureDTOs(failures []catalog.MaintenanceFailure) []MaintenanceFailure {
+	out := make([]MaintenanceFailure, 0, len(failures))
+	for _, f := range failures {
+		out = append(out, MaintenanceFailure{Kind: f.Kind, Name: f.Name, Op: f.Op, ErrorType: f.ErrorType,
+			Message: f.Message, FailingSince: f.Since, LastFailedAt: f.LastAt, Failures: f.Failures})
+	}
+	return out
 }

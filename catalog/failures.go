@@ -75,10 +75,22 @@ func (c *Catalog) ListFailures(ctx context.Context, limit int) ([]MaintenanceFai
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := c.pool.Query(ctx, `
+	return c.queryFailures(ctx, `
 		SELECT f.kind, f.name, f.op, f.error_type, f.message, f.failing_since, f.last_failed_at, f.failures
 		FROM maintenance_failures f JOIN stores r ON r.kind = f.kind AND r.name = f.name AND r.deleted_at IS NULL
 		ORDER BY f.failing_since, f.kind, f.name, f.op LIMIT $1`, min(limit, 10_000))
+}
+
+// StoreFailures returns the failing operations of one store, longest failing first.
+func (c *Catalog) StoreFailures(ctx context.Context, kind Kind, name string) ([]MaintenanceFailure, error) {
+	return c.queryFailures(ctx, `
+		SELECT kind, name, op, error_type, message, failing_since, last_failed_at, failures
+		FROM maintenance_failures WHERE kind = $1 AND name = $2 ORDER BY failing_since, op`, string(kind), name)
+}
+
+// queryFailures runs a query answering failure rows.
+func (c *Catalog) queryFailures(ctx context.Context, sql string, args ...any) ([]MaintenanceFailure, error) {
+	rows, err := c.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, errorf("catalog: list failures: %w", err)
 	}

@@ -77,20 +77,23 @@ func failuresOf(all []api.MaintenanceFailure, ref storeRef) []api.MaintenanceFai
 	return out
 }
 
-// storeState is the maintenance state of one store (admin role), from the catalog.
-func (u *UI) storeState(c echo.Context, ref storeRef) (*api.StoreStatus, []api.MaintenanceFailure, error) {
+// storeState is one store's maintenance state (admin role), from the catalog: its stats (nil when
+// not observed yet), its failing operations and its last runs. The status listing by the
+// store's name as prefix, one row, is the store's own: every other match sorts after it.
+func (u *UI) storeState(c echo.Context, ref storeRef) (*api.StoreStatus, api.MaintenanceHistory, error) {
 	var st api.StatusResponse
-	q := url.Values{"kind": {string(ref.Kind)}, "prefix": {ref.Name}, "limit": {"10000"}}
+	q := url.Values{"kind": {string(ref.Kind)}, "prefix": {ref.Name}, "limit": {"1"}}
 	if err := u.callJSON(c, http.MethodGet, "/api/v1/admin/status", q, nil, &st); err != nil {
-		return nil, nil, err
+		return nil, api.MaintenanceHistory{}, err
 	}
 	var stats *api.StoreStatus
-	for i := range st.Stores {
-		if st.Stores[i].Name == ref.Name {
-			stats = &st.Stores[i]
-		}
+	if len(st.Stores) == 1 && st.Stores[0].Name == ref.Name {
+		stats = &st.Stores[0]
 	}
-	return stats, failuresOf(st.Failures, ref), nil
+	var history api.MaintenanceHistory
+	err := u.callJSON(c, http.MethodGet, "/api/v1/admin/"+string(ref.Kind)+"/"+url.PathEscape(ref.Name)+"/history",
+		url.Values{"limit": {"20"}}, nil, &history)
+	return stats, history, err
 }
 
 func (u *UI) storePage(c echo.Context) error {
@@ -118,16 +121,11 @@ func (u *UI) storePage(c echo.Context) error {
 		data["Versions"] = versions
 	}
 	if role(c) == roleAdmin {
-		stats, failures, err := u.storeState(c, ref)
+		stats, history, err := u.storeState(c, ref)
 		if err != nil {
 			data["StateError"] = errorData(err)
 		}
-		data["Stats"], data["Failures"] = stats, failures
-		var history api.MaintenanceHistory
-		if err := u.callJSON(c, http.MethodGet, "/api/v1/admin/"+string(ref.Kind)+"/"+url.PathEscape(ref.Name)+"/history",
-			url.Values{"limit": {"20"}}, nil, &history); err == nil {
-			data["History"] = history.Runs
-		}
+		data["Stats"], data["Failures"], data["History"] = stats, history.Failures, history.Runs
 	}
 	if ref.Kind == catalog.KindDatagen {
 		var overview json.RawMessage

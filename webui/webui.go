@@ -131,12 +131,11 @@ func storeOf(c echo.Context) (storeRef, error) {
 	if err != nil || catalog.ValidateName(name) != nil {
 		return storeRef{}, echo.NewHTTPError(http.StatusNotFound, "no such store name")
 	}
-	for _, s := range kinds.Served() {
-		if s.Name == k {
-			return storeRef{Kind: k, Name: name, Route: s.Route}, nil
-		}
+	served, err := kinds.Of(k)
+	if err != nil {
+		return storeRef{}, echo.NewHTTPError(http.StatusNotFound, "this server does not serve that kind of store")
 	}
-	return storeRef{}, echo.NewHTTPError(http.StatusNotFound, "this server does not serve that kind of store")
+	return storeRef{Kind: k, Name: name, Route: served.Route}, nil
 }
 
 // temporalLink is the store's maintenance workflow in the Temporal UI ("" when not configured).

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/labstack/echo/v4"
@@ -18,6 +19,7 @@ import (
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/datagen"
+	"github.com/strata-store/strata/internal/fakemaint"
 	"github.com/strata-store/strata/internal/fakesql"
 	"github.com/strata-store/strata/internal/testenv"
 	"github.com/strata-store/strata/storage/budget"
@@ -26,10 +28,17 @@ import (
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/webui"
+	"github.com/strata-store/strata/workflows"
 )
 
 // server is an API with the UI on it, over a real catalog and a data directory.
 func server(t *testing.T, apiToken, adminToken string) *echo.Echo {
+	e, _, _ := serverWith(t, apiToken, adminToken)
+	return e
+}
+
+// serverWith is server that also returns its catalog and its maintenance test double.
+func serverWith(t *testing.T, apiToken, adminToken string) (*echo.Echo, *catalog.Catalog, *fakemaint.Maintainer) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), testenv.Database(t))
 	require.NoError(t, err)
@@ -46,9 +55,11 @@ func server(t *testing.T, apiToken, adminToken string) *echo.Echo {
 	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
 	d := api.Deps{Log: log, Catalog: cat, Stores: mgr, Registry: reg, Version: "test", Allocator: mem, APIToken: apiToken, AdminToken: adminToken}
 	d.SQL = &fakesql.Runner{} // the real runner is tested in sqlquery/duckrun and cmd/strata
+	maint := &fakemaint.Maintainer{}
+	d.Maintenance = maint
 	e := api.New(d)
 	require.NoError(t, webui.Register(e, webui.Options{API: e, APIToken: apiToken, AdminToken: adminToken, TemporalUIURL: "http://temporal.test:8233", Log: log}))
-	return e
+	return e, cat, maint
 }
 
 // browser sends requests as a page of the UI would: its cookies, htmx's header on POSTs.
@@ -232,4 +243,53 @@ func TestPagesShowTheStores(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.True(t, strings.HasPrefix(rec.Body.String(), "id,rollout_id\n"))
 	require.Contains(t, rec.Body.String(), "zz-blob,t9\n")
+}
+
+// A store's page shows its maintenance history and failing operations from the catalog, and its
+// buttons run maintenance through the store's workflow (here the test double of the maintenance
+// access), a retry of the failing operation included; a merged store lists its versions.
+func TestStorePageMaintenance(t *testing.T) {
+	e, cat, maint := serverWith(t, "", "")
+	b := &browser{t: t, e: e}
+	require.Equal(t, http.StatusCreated, b.api("POST", "/api/v1/rollouts", `{"name": "exp-1"}`))
+	require.Equal(t, http.StatusCreated, b.api("POST", "/api/v1/rollouts", `{"name": "exp-10"}`))
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, cat.RecordRun(ctx, catalog.MaintenanceRun{Kind: catalog.KindRollout, Name: "exp-1", Op: "compact",
+		StartedAt: now.Add(-time.Second), FinishedAt: now, Outcome: catalog.RunOK, Detail: `{"fragments_added":1}`}))
+	require.NoError(t, cat.RecordFailure(ctx, catalog.MaintenanceFailure{Kind: catalog.KindRollout, Name: "exp-1", Op: "merge_wal",
+		ErrorType: "ObjectStoreUnavailable", Message: "disk on fire", Since: now, LastAt: now, Failures: 3}))
+	require.NoError(t, cat.RecordFailure(ctx, catalog.MaintenanceFailure{Kind: catalog.KindRollout, Name: "exp-10", Op: "compact",
+		ErrorType: "X", Message: "another store's", Since: now, LastAt: now, Failures: 1}))
+
+	page := b.do("GET", "/ui/s/rollout/exp-1", nil).Body.String()
+	require.Contains(t, page, `id="history"`)
+	require.Contains(t, page, "fragments_added")
+	require.Contains(t, page, "disk on fire")
+	require.Contains(t, page, "Retry merge_wal")
+	require.NotContains(t, page, "another store&#39;s", "only this store's failures")
+
+	var ran []workflows.Request
+	maint.RunFunc = func(_ context.Context, s workflows.StoreRef, r workflows.Request) (workflows.ActivityResult, error) {
+		require.Equal(t, workflows.StoreRef{Kind: catalog.KindRollout, Name: "exp-1"}, s)
+		ran = append(ran, r)
+		return workflows.ActivityResult{GenerationsMerged: 2}, nil
+	}
+	for _, op := range []string{"merge_wal", "compact"} {
+		rec := b.do("POST", "/ui/s/rollout/exp-1/do/"+op, nil)
+		require.Contains(t, rec.Body.String(), "store/rollout/exp-1", op)
+		require.Equal(t, "store-changed", rec.Header().Get("HX-Trigger"))
+	}
+	require.Equal(t, []workflows.Op{workflows.OpMergeWAL, workflows.OpCompact}, []workflows.Op{ran[0].Op, ran[1].Op})
+	require.Equal(t, http.StatusNotFound, b.do("POST", "/ui/s/rollout/exp-1/do/drop_everything", nil).Code)
+
+	// Versions: after a merge (in the handler: the test double queues nothing), the page links the
+	// base table's versions, and the browser reads one.
+	require.Equal(t, http.StatusCreated, b.api("POST", "/api/v1/rollouts/exp-1/records?flush=true", `{"records": [{"id": "a", "rollout_id": "t"}]}`))
+	maint.SetAvailable(false)
+	require.Equal(t, http.StatusOK, b.api("POST", "/api/v1/internal/merge-wal/exp-1", ""))
+	page = b.do("GET", "/ui/s/rollout/exp-1", nil).Body.String()
+	require.Contains(t, page, "/ui/s/rollout/exp-1/records?version=1")
+	page = b.do("GET", "/ui/s/rollout/exp-1/records?version=1", nil).Body.String()
+	require.Contains(t, page, "no rows", "version 1 is the empty table")
 }

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testrows"
 	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/hlc"
 	"github.com/strata-store/strata/storage/lsm"
@@ -22,8 +22,7 @@ import (
 // (appends and deletes through two shards, seals, merges of either shard, compactions) must
 // answer every query as the Arrow snapshot does and as a model of the rows does, for each source.
 func TestFragmentFilesAnswerAsTheSnapshotScan(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := testrows.CheckedAlloc(t)
 	objects, err := objstore.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-store/strata/internal/testrows"
 	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore/objstoretest"
@@ -91,8 +92,7 @@ func newRunner(t *testing.T, l Limits) *Runner {
 // the memtable, newest row per id, deletes applied; `t` may be read many times in one statement,
 // and `records` is the same rows.
 func TestQueryReadsTheStoreAsAScanDoes(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the store closes (cleanups run last first)
+	mem := testrows.CheckedAlloc(t) // checked after the store closes (cleanups run last first)
 	s := newStore(t, mem)
 	ctx := context.Background()
 	appendRows(t, s, mem, 0, 300, 1)

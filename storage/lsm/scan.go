@@ -237,6 +237,12 @@ func (s *Store) baseChunk(ctx context.Context, snap *Snapshot, source Source, cu
 // order, already below before) overridden by newer memtable rows (memRows, in key order) and
 // pending generations' keys.
 func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, cursor, end string, exhausted bool, before string) []version {
+	return newestVersions(base, memRows, gens, cursor, end, exhausted, before, false)
+}
+
+// newestVersions is chunkVersions that keeps the keys whose newest version is a delete too when
+// withDeletes is set (what a reader that applies deletes itself needs: snapshotfiles.go).
+func newestVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, cursor, end string, exhausted bool, before string, withDeletes bool) []version {
 	within := func(k string) bool { return k > cursor && (exhausted || k <= end) && (before == "" || k < before) }
 	lo, _ := slices.BinarySearchFunc(memRows, cursor, func(r shard.MemRow, k string) int {
 		if r.Key <= k {
@@ -271,7 +277,7 @@ func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, 
 		// The common case of a merged store: the base keys are the chunk, already in order.
 		out := make([]version, 0, len(base))
 		for _, r := range base {
-			if !r.Tombstone {
+			if withDeletes || !r.Tombstone {
 				out = append(out, tableVersion(r))
 			}
 		}
@@ -297,7 +303,7 @@ func chunkVersions(base []table.RowRef, memRows []shard.MemRow, gens []genView, 
 	}
 	out := make([]version, 0, len(cands))
 	for _, c := range cands {
-		if !c.tomb {
+		if withDeletes || !c.tomb {
 			out = append(out, c)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -82,7 +81,8 @@ func (s *Store) scanSnapshotFilesOnce(ctx context.Context, names []string, sourc
 	defer mem.Release()
 	var versions []version
 	if source != SourceBase {
-		versions = pendingVersions(mem.Rows, gens)
+		sortMemRows(mem.Rows)
+		versions = newestVersions(nil, mem.Rows, gens, "", "", true, "", true) // every pending key, deletes too
 	}
 	files := SnapshotFiles{WALVersions: len(versions)}
 	for i, v := range versions {
@@ -155,30 +155,4 @@ func (s *Store) emitWALChunk(ctx context.Context, snap *Snapshot, versions []ver
 	withSeq := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	defer withSeq.Release()
 	return emit(withSeq)
-}
-
-// pendingVersions is the newest pending version of every key the memtable rows and the pending
-// generations hold, deletes included, in key order.
-func pendingVersions(memRows []shard.MemRow, gens []genView) []version {
-	cands := map[string]version{}
-	offer := func(c version) {
-		if c.supersedes(cands[c.key]) {
-			cands[c.key] = c
-		}
-	}
-	for i := range memRows {
-		offer(memtableVersion(&memRows[i]))
-	}
-	for j := range gens {
-		g := &gens[j]
-		for i := g.start; i < len(g.keys.Keys); i++ {
-			offer(generationVersion(g, i))
-		}
-	}
-	out := make([]version, 0, len(cands))
-	for _, c := range cands {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b version) int { return strings.Compare(a.key, b.key) })
-	return out
 }
