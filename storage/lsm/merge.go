@@ -253,10 +253,11 @@ func planMerge(m *shard.ShardManifest, watermark uint64, opts MergeOptions) merg
 	return p
 }
 
-// dropMerged drops the shard's generations at or below gen (see shard.Access.DropMerged) and,
+// dropMerged drops the shard's generations at or below gen, keeping what holders need
+// (retention.go; see shard.Access.DropMerged) and,
 // when the shard is this process's, tells its writer.
 func (s *Store) dropMerged(ctx context.Context, shardID string, gen uint64) {
-	n := s.shards.DropMerged(ctx, shardID, gen)
+	n := s.shards.DropMerged(ctx, shardID, gen, s.retain(ctx, shardID))
 	if w := s.residentWriter(); w != nil && w.ShardID() == shardID && n > 0 {
 		w.NoteMerged(n)
 	}

@@ -27,11 +27,20 @@ func (s *Store) GetAt(ctx context.Context, version uint64, key string, columns [
 	if err != nil {
 		return nil, err
 	}
-	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, version, key, names) })
+	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, readPoint{version: version}, key, names) })
+}
+
+// GetCut is Get against a cut (cut.go).
+func (s *Store) GetCut(ctx context.Context, cut *Cut, key string, columns []string) (arrow.RecordBatch, error) {
+	names, err := s.columns(columns)
+	if err != nil {
+		return nil, err
+	}
+	return readFresh(ctx, s, func() (arrow.RecordBatch, error) { return s.getOnce(ctx, readPoint{cut: cut}, key, names) })
 }
 
 // getOnce is one attempt of GetAt on one snapshot; errVanished when a merge overtook it.
-func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []string) (arrow.RecordBatch, error) {
+func (s *Store) getOnce(ctx context.Context, at readPoint, key string, names []string) (arrow.RecordBatch, error) {
 	var best version
 	defer func() {
 		if best.src == sourceMemtable {
@@ -48,12 +57,12 @@ func (s *Store) getOnce(ctx context.Context, v uint64, key string, names []strin
 			c.mem.Rec.Release()
 		}
 	}
-	if w := s.residentWriter(); w != nil && v == 0 {
+	if w := s.residentWriter(); w != nil && at.live() {
 		if row, ok := w.Lookup(key); ok {
 			offer(memtableVersion(&row))
 		}
 	}
-	snap, err := s.SnapshotAt(ctx, v)
+	snap, err := s.snapshotAt(ctx, at)
 	if err != nil {
 		return nil, err
 	}

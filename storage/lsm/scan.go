@@ -34,6 +34,7 @@ type ScanOptions struct {
 	Where   predicate.Expr // when set, only rows it holds for (ANDed with Filters); parsed against the store's schema
 	Limit   int            // page size (default 100, at most 10,000)
 	Version uint64         // read a checkout of this base-table version (no WAL); 0 = the live view
+	Cut     *Cut           // when set, read this cut (cut.go) instead of the live view
 	Source  Source         // which rows: the base table, the WAL, or both (the default)
 }
 
@@ -136,7 +137,7 @@ func (s *Store) readColumns(names []string, filters map[string]any, where predic
 // scanOnce builds one page on one snapshot; errVanished when a merge overtook it (nothing of the
 // attempt is returned: the next attempt builds the page again from the same cursor).
 func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []string, limit int) (ScanPage, error) {
-	mem, snap, gens, err := s.sourceView(ctx, opts.Source, opts.Version, opts.After, opts.Before)
+	mem, snap, gens, err := s.sourceView(ctx, opts.Source, readPoint{opts.Version, opts.Cut}, opts.After, opts.Before)
 	if err != nil {
 		return ScanPage{}, err
 	}
@@ -185,13 +186,14 @@ func (s *Store) scanOnce(ctx context.Context, opts ScanOptions, names, read []st
 // sourceView is what a read of source sees besides the base table: this process's memtable rows
 // after after (taken before the snapshot: a seal in between leaves a row in both, and the newer
 // _seq wins), the snapshot, and the pending generations' keys in (after, before). The caller
-// releases the view. SourceBase and a checkout (version > 0) see no WAL.
-func (s *Store) sourceView(ctx context.Context, source Source, version uint64, after, before string) (*shard.MemView, *Snapshot, []genView, error) {
+// releases the view. SourceBase and a checkout (version > 0) see no WAL; a cut sees its own
+// generations, no memtable.
+func (s *Store) sourceView(ctx context.Context, source Source, at readPoint, after, before string) (*shard.MemView, *Snapshot, []genView, error) {
 	mem := &shard.MemView{}
-	if w := s.residentWriter(); w != nil && version == 0 && source != SourceBase {
+	if w := s.residentWriter(); w != nil && at.live() && source != SourceBase {
 		mem = w.View(after)
 	}
-	snap, err := s.SnapshotAt(ctx, version)
+	snap, err := s.snapshotAt(ctx, at)
 	if err != nil {
 		mem.Release()
 		return nil, nil, nil, err

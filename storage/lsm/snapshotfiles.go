@@ -74,7 +74,7 @@ func (s *Store) ScanSnapshotFiles(ctx context.Context, columns []string, source 
 }
 
 func (s *Store) scanSnapshotFilesOnce(ctx context.Context, names []string, source Source, begin func(SnapshotFiles) error, emitWAL func(arrow.RecordBatch) error) error {
-	mem, snap, gens, err := s.sourceView(ctx, source, 0, "", "")
+	mem, snap, gens, err := s.sourceView(ctx, source, readPoint{}, "", "")
 	if err != nil {
 		return err
 	}

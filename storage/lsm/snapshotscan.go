@@ -28,6 +28,7 @@ type SnapshotScanOptions struct {
 	Where   predicate.Expr // when set, only rows it holds for
 	Source  Source         // the base table, the WAL, or both (the default)
 	Version uint64         // a checkout of this base-table version (no WAL); 0 = the live view
+	Cut     *Cut           // when set, read this cut (cut.go) instead of the live view
 }
 
 // SnapshotScanStart is what an attempt of a snapshot scan reads, told to begin.
@@ -63,7 +64,7 @@ func (s *Store) ScanSnapshot(ctx context.Context, opts SnapshotScanOptions, begi
 }
 
 func (s *Store) scanSnapshotOnce(ctx context.Context, opts SnapshotScanOptions, names, read []string, begin func(SnapshotScanStart) error, emit func(arrow.RecordBatch) error) error {
-	mem, snap, gens, err := s.sourceView(ctx, opts.Source, opts.Version, "", "")
+	mem, snap, gens, err := s.sourceView(ctx, opts.Source, readPoint{opts.Version, opts.Cut}, "", "")
 	if err != nil {
 		return err
 	}

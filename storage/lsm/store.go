@@ -47,6 +47,12 @@ type Options struct {
 	Writer      shard.WriterOptions
 	IOTimeout   time.Duration // bound on background object-store calls (default 60s)
 
+	// Holds, when set, says which merged generations change-feed consumers and read tokens still
+	// need (retention.go); they are kept for at most RetainFor (default 24h) after their seal.
+	// Nil: a merge releases what it merged.
+	Holds     func(ctx context.Context) (Holds, error)
+	RetainFor time.Duration
+
 	// Read guard rails (a read must consider every pending generation, so an unmerged backlog
 	// makes every read slower until it fails): warn past ReadWarnGenerations pending
 	// generations in a shard, refuse reads past ReadMaxGenerations, refuse appends once the
@@ -62,6 +68,9 @@ func (o *Options) defaults() {
 		if o.Instance == "" {
 			o.Instance = "default"
 		}
+	}
+	if o.RetainFor <= 0 {
+		o.RetainFor = defaultRetainFor
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator

@@ -5,6 +5,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/strata-store/strata/storage/objstore"
@@ -56,7 +57,8 @@ func CountedEntries(ctx context.Context, objects objstore.Store, shard string) (
 }
 
 // Check verifies the invariants of shard's latest manifest against storage:
-//   - generations are in increasing order, below next_generation, with ordered key bounds;
+//   - generations (retained, then pending) are in increasing order, above released_through and
+//     below next_generation, with ordered key bounds;
 //   - each generation's key file exists, decodes, holds sorted keys within the generation's
 //     bounds and as many keys as the generation's rows;
 //   - an entry-backed generation's entries are at or below replay_after, and each key's row
@@ -69,8 +71,8 @@ func Check(ctx context.Context, objects objstore.Store, shard string) error {
 		return err
 	}
 	a := &Access{Objects: objects}
-	var prev uint64
-	for _, g := range m.Generations {
+	prev := m.ReleasedThrough // retained generations were released oldest first
+	for _, g := range append(slices.Clone(m.Retained), m.Generations...) {
 		if g.Gen <= prev || g.Gen >= m.NextGeneration {
 			return fmt.Errorf("shard %s: generation %d out of order (previous %d, next %d)", shard, g.Gen, prev, m.NextGeneration)
 		}

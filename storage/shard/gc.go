@@ -4,7 +4,7 @@
 //
 // What is garbage, given the latest manifest m and a listing of the shard's WAL directory:
 //   - a manifest version more than keepManifests behind m;
-//   - a WAL entry object at or below m.ReplayAfter that no pending generation holds;
+//   - a WAL entry object at or below m.ReplayAfter that no pending or retained generation holds;
 //   - a segment not listed in m of an epoch below m.SegmentsClosedBelow (a fenced writer's,
 //     created after its epoch was closed: nothing in it counts);
 //   - only when the shard's own writer plans (owner != nil), because only it knows what it is in
@@ -29,7 +29,6 @@ import (
 	"context"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,12 +51,12 @@ func planWALGarbage(shard string, m *ShardManifest, listing []objstore.ObjectInf
 		return nil
 	}
 	referenced := map[string]bool{}
-	for _, g := range m.Generations {
+	m.ListedGenerations(func(g Generation) {
 		referenced[g.KeysPath] = true
 		if g.Path != "" {
 			referenced[g.Path] = true
 		}
-	}
+	})
 	listed := map[string]bool{}
 	for _, ref := range m.Segments {
 		listed[ref.Name] = true
@@ -72,7 +71,7 @@ func planWALGarbage(shard string, m *ShardManifest, listing []objstore.ObjectInf
 			}
 		case strings.HasPrefix(key, EntryPrefix(shard)):
 			p, ok := parseNumbered(key, EntryPrefix(shard), ".arrows")
-			if ok && p <= m.ReplayAfter && !slices.ContainsFunc(m.Generations, func(g Generation) bool { return g.holdsEntry(p) }) {
+			if ok && p <= m.ReplayAfter && !m.holdsRows(p) {
 				out = append(out, key)
 			}
 		case strings.HasPrefix(key, GenerationsPrefix(shard)):

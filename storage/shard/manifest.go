@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,24 @@ func (g Generation) holdsEntry(pos uint64) bool {
 	return g.EntryBacked() && g.FirstEntry <= pos && pos <= g.LastEntry
 }
 
+// holdsRows reports whether any listed generation (pending or retained) holds the WAL entry at
+// pos: such an entry, and the segment holding it, are not garbage.
+func (m *ShardManifest) holdsRows(pos uint64) bool {
+	return slices.ContainsFunc(m.Generations, func(g Generation) bool { return g.holdsEntry(pos) }) ||
+		slices.ContainsFunc(m.Retained, func(g Generation) bool { return g.holdsEntry(pos) })
+}
+
+// ListedGenerations calls fn for every generation whose rows are readable: the retained ones, then
+// the pending ones.
+func (m *ShardManifest) ListedGenerations(fn func(Generation)) {
+	for _, g := range m.Retained {
+		fn(g)
+	}
+	for _, g := range m.Generations {
+		fn(g)
+	}
+}
+
 // ShardManifest is one version of a shard's state.
 type ShardManifest struct {
 	Version        uint64       `json:"version"`
@@ -62,6 +81,14 @@ type ShardManifest struct {
 	NextGeneration uint64       `json:"next_generation"`
 	ReplayAfter    uint64       `json:"replay_after"` // WAL entries at or below this position are sealed
 	Generations    []Generation `json:"generations"`  // oldest first
+	// Retained lists merged generations whose rows are kept readable (key files, WAL entries and
+	// the segments holding them) for change-feed consumers and read tokens that still need them
+	// (see retained.go); oldest first, every one older than the oldest in Generations. They are
+	// released oldest first, so ReleasedThrough and Retained together say what is still there.
+	Retained []Generation `json:"retained,omitempty"`
+	// ReleasedThrough: generations at or below it that are not listed are gone (merged, their
+	// rows only in the base table now). A change-feed position below it cannot be resumed.
+	ReleasedThrough uint64 `json:"released_through,omitempty"`
 	// Segments lists the shard's closed WAL segments (see segmentlife.go): a segment is read only
 	// up to its Length. A segment of an epoch below SegmentsClosedBelow that is not listed was
 	// created by a fenced writer after the claim that closed its epoch: nothing in it counts.
@@ -95,6 +122,7 @@ type SegmentRef struct {
 func (m *ShardManifest) clone() *ShardManifest {
 	c := *m
 	c.Generations = append([]Generation(nil), m.Generations...)
+	c.Retained = append([]Generation(nil), m.Retained...)
 	c.Segments = append([]SegmentRef(nil), m.Segments...)
 	return &c
 }
@@ -123,7 +151,7 @@ func (c *shardManifestCache) Get(key string) (*ShardManifest, bool) {
 }
 
 func (c *shardManifestCache) Add(key string, m *ShardManifest) bool {
-	cache.Add(c.ns, "shard_manifest", key, m, int64(512+256*len(m.Generations)+128*len(m.Segments)))
+	cache.Add(c.ns, "shard_manifest", key, m, int64(512+256*(len(m.Generations)+len(m.Retained))+128*len(m.Segments)))
 	c.mu.Lock()
 	prev := c.newest[m.Shard]
 	if prev == "" || manifestVersionOf(prev) < manifestVersionOf(key) {

@@ -13,7 +13,7 @@
 // anything: frames a fenced writer adds afterwards are never read by anyone.
 //
 // A listed segment is garbage when every position it holds is at or below replay_after and
-// inside no pending generation's entry range; the manifest edit that makes it so (a seal, a
+// inside no pending or retained generation's entry range; the manifest edit that makes it so (a seal, a
 // merge dropping generations, a claim) removes it from the list, and the file is deleted after
 // that edit commits (gc.go). The active segment of a writer is not listed, so it is never garbage.
 package shard
@@ -36,11 +36,11 @@ func (m *ShardManifest) dropGarbageSegments() []SegmentRef {
 	keep := m.Segments[:0:0]
 	for _, ref := range m.Segments {
 		held := ref.Last > m.ReplayAfter
-		for _, g := range m.Generations {
+		m.ListedGenerations(func(g Generation) {
 			if ref.Last != 0 && g.EntryBacked() && g.FirstEntry <= ref.Last && g.LastEntry >= ref.First {
 				held = true
 			}
-		}
+		})
 		if held {
 			keep = append(keep, ref)
 		} else {

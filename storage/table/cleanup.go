@@ -27,6 +27,8 @@ type CleanupOptions struct {
 	// latest; OlderThan already protects the versions a reader may still be using).
 	KeepLatest int
 	Grace      time.Duration // unreferenced files younger than this are kept (default 1h)
+	// Keep: versions kept however old (read tokens that name them), with the files they reference.
+	Keep []uint64
 }
 
 // CleanupResult reports a cleanup.
@@ -109,7 +111,7 @@ func (o CleanupOptions) withDefaults() CleanupOptions {
 }
 
 // planExpiredVersions splits a listing of the versions directory into the manifests to delete
-// (older than opts.OlderThan at now, and not among the newest opts.KeepLatest) and the versions
+// (older than opts.OlderThan at now, not among the newest opts.KeepLatest nor in opts.Keep) and the versions
 // kept, ascending. Pure: no I/O.
 func planExpiredVersions(listing []objstore.ObjectInfo, now time.Time, opts CleanupOptions) (expired []objstore.ObjectInfo, retained []uint64) {
 	type ver struct {
@@ -125,7 +127,7 @@ func planExpiredVersions(listing []objstore.ObjectInfo, now time.Time, opts Clea
 	slices.SortFunc(versions, func(a, b ver) int { return compareUint(a.v, b.v) })
 	keepFrom := max(0, len(versions)-opts.KeepLatest)
 	for i, v := range versions {
-		if i >= keepFrom || now.Sub(v.obj.ModTime) < opts.OlderThan {
+		if i >= keepFrom || now.Sub(v.obj.ModTime) < opts.OlderThan || slices.Contains(opts.Keep, v.v) {
 			retained = append(retained, v.v)
 		} else {
 			expired = append(expired, v.obj)
