@@ -236,7 +236,19 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		r, err := s.CleanupVersions(ctx, a.Cleanup)
+		// Table versions that live read tokens name are kept, and merged generations nobody
+		// holds any more are released.
+		_, keep, err := storecache.StoreHolds(ctx, a.Stores.Catalog(), in.Store.Kind, in.Store.Name, a.Stores.RetainFor())
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
+		opts := a.Cleanup
+		opts.Keep = keep
+		r, err := s.CleanupVersions(ctx, opts)
+		if err != nil {
+			return workflows.ActivityResult{}, err
+		}
+		released, err := s.ReleaseRetained(ctx)
 		if err != nil {
 			return workflows.ActivityResult{}, err
 		}
@@ -246,7 +258,8 @@ func (a *Activities) CleanupVersions(ctx context.Context, in workflows.ActivityI
 			int64(r.RetainedDroppedBytes)); err != nil {
 			return workflows.ActivityResult{}, err
 		}
-		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted, BytesDeleted: r.BytesDeleted}, nil
+		return workflows.ActivityResult{VersionsDeleted: r.VersionsDeleted, FilesDeleted: r.FilesDeleted, BytesDeleted: r.BytesDeleted,
+			GenerationsReleased: released}, nil
 	})
 }
 

@@ -46,6 +46,11 @@ const (
 	// CodeFenced: another process with this worker's instance id owns the store's write shard;
 	// retrying on this worker cannot succeed (no Retry-After), another worker can serve it.
 	CodeFenced = "FENCED"
+	// CodeCursorExpired: a change-feed position whose rows were released (410); the error's
+	// restart member says where to start again.
+	CodeCursorExpired = "CURSOR_EXPIRED"
+	// CodeSnapshotExpired: a read token that expired or was released (410).
+	CodeSnapshotExpired = "SNAPSHOT_EXPIRED"
 )
 
 // ErrorBody is the wire shape of every error response.
@@ -57,6 +62,15 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Restart (410 CURSOR_EXPIRED only): where a change-feed consumer can start again.
+	Restart *FeedRestart `json:"restart,omitempty"`
+}
+
+// FeedRestart is where a consumer whose position expired starts again: read the store's base
+// table at TableVersion (?source=base&version=…), then the feed from Cursor.
+type FeedRestart struct {
+	TableVersion uint64 `json:"table_version"`
+	Cursor       string `json:"cursor"`
 }
 
 // APIError is an error with an explicit status and code. RetryAfter, when set, becomes a
@@ -66,6 +80,7 @@ type APIError struct {
 	Code       string
 	Message    string
 	RetryAfter time.Duration
+	Restart    *FeedRestart
 	Err        error
 }
 
@@ -107,7 +122,19 @@ func errorFor(err error) *APIError {
 		}
 		return &APIError{Status: he.Code, Code: code, Message: msg, Err: err}
 	}
+	var expired *lsm.FeedExpiredError
+	if errors.As(err, &expired) {
+		return &APIError{Status: http.StatusGone, Code: CodeCursorExpired, Err: err,
+			Message: fmt.Sprintf("the cursor's position was released (generation %d of shard %s is gone: no consumer held it, or it passed the retention bound); "+
+				"restart by reading the store at table version %d, then the feed from restart.cursor", expired.Generation, expired.Shard, expired.RestartVersion),
+			Restart: &FeedRestart{TableVersion: expired.RestartVersion, Cursor: expired.RestartCursor.String()}}
+	}
 	switch {
+	case errors.Is(err, lsm.ErrBadCursor):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, lsm.ErrCutExpired), errors.Is(err, catalog.ErrGone):
+		return &APIError{Status: http.StatusGone, Code: CodeSnapshotExpired, Err: err,
+			Message: "the read token expired or was released (" + err.Error() + "); take a new one"}
 	case errors.Is(err, lsm.ErrOverloaded):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, Message: err.Error(), RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, lsm.ErrFenced):
@@ -167,7 +194,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		e := errorFor(err)
 		if name := c.Param("name"); name != "" && (e.Code == CodeStorageUnavailable || e.Code == CodeFenced) {
-			e = &APIError{Status: e.Status, Code: e.Code, RetryAfter: e.RetryAfter, Err: e.Err,
+			e = &APIError{Status: e.Status, Code: e.Code, RetryAfter: e.RetryAfter, Err: e.Err, Restart: e.Restart,
 				Message: fmt.Sprintf("store %q: %s", name, e.Message)}
 		}
 		if e.Status >= 500 && e.Code != CodeFenced { // fenced stores are logged once, by the store cache
@@ -178,6 +205,6 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 		}
 		// HEAD too: its answer carries GET's headers, and net/http drops the body.
-		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message}})
+		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Restart: e.Restart}})
 	}
 }

@@ -203,15 +203,11 @@ func (h *handlers) listGenericRows(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		source, err := sourceParam(c)
+		at, err := h.readPointParam(c, catalog.KindGeneric)
 		if err != nil {
 			return err
 		}
-		version, err := versionParam(c)
-		if err != nil {
-			return err
-		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, pageSource{version, source})
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, spec.Blobs), filters, limit, offset, cursor, at)
 		if err != nil {
 			return err
 		}
@@ -234,7 +230,11 @@ func (h *handlers) getGenericRow(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, err := s.Get(c.Request().Context(), id, columns)
+		at, err := h.readPointParam(c, catalog.KindGeneric)
+		if err != nil {
+			return err
+		}
+		rec, err := getAt(c.Request().Context(), s, at, id, columns)
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,11 @@ func (h *handlers) getRows(kind catalog.Kind) echo.HandlerFunc {
 			if err != nil {
 				return err
 			}
-			rec, err := h.readRows(c, s, ids, columns)
+			at, err := h.readPointParam(c, kind)
+			if err != nil {
+				return err
+			}
+			rec, err := h.readRows(c, s, ids, columns, at)
 			if err != nil {
 				return err
 			}
@@ -89,11 +93,14 @@ func rowColumns(s *lsm.Store, st catalog.Store, kind catalog.Kind, asked []strin
 	return columnsExcept(s, spec.Blobs), nil
 }
 
-// readRows reads the ids' rows in one snapshot, in the order of ids, the ids without a live row
-// left out.
-func (h *handlers) readRows(c echo.Context, s *lsm.Store, ids, columns []string) (arrow.RecordBatch, error) {
+// readRows reads the ids' rows in one snapshot (or at a read token's cut, or a table version), in
+// the order of ids, the ids without a live row left out.
+func (h *handlers) readRows(c echo.Context, s *lsm.Store, ids, columns []string, at pageSource) (arrow.RecordBatch, error) {
 	if len(ids) == 0 {
 		return h.emptyBatch(s, columns), nil
+	}
+	if at.cut != nil || at.version != 0 {
+		return h.readRowsAt(c, s, ids, columns, at)
 	}
 	rec, found, err := s.GetSearched(c.Request().Context(), ids, columns)
 	if err != nil {
@@ -107,4 +114,28 @@ func (h *handlers) readRows(c echo.Context, s *lsm.Store, ids, columns []string)
 		}
 	}
 	return arrowutil.Take(c.Request().Context(), h.mem, rec, order)
+}
+
+// readRowsAt is readRows at a cut or a table version: a point read per id (both are fixed states,
+// so the reads agree without sharing a snapshot).
+func (h *handlers) readRowsAt(c echo.Context, s *lsm.Store, ids, columns []string, at pageSource) (arrow.RecordBatch, error) {
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, id := range ids {
+		rec, err := getAt(c.Request().Context(), s, at, id, columns)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			parts = append(parts, rec)
+		}
+	}
+	if len(parts) == 0 {
+		return h.emptyBatch(s, columns), nil
+	}
+	return arrowutil.Concat(parts[0].Schema(), parts, h.mem)
 }

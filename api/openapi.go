@@ -114,8 +114,39 @@ func storeRoutesListing(collection, kind, title string, create, list any) []oper
 			"Run one read-only SQL statement (DuckDB) over a consistent snapshot of the store (the table t, also named records; newest row per id, base table and WAL); ?format=arrow|csv|parquet (or Accept: Arrow) streams the result",
 			[]param{{"format", "string", "json (default), arrow, csv or parquet"}}, queryBody,
 			with([]resp{{status: 200, body: QueryResponse{}, doc: "the result (as JSON; ?format= for the others)"}}, 400, 404, 408, 503)},
+		{"GET", base + "/{name}/changes", "changes" + title + "Store",
+			"The change feed: rows sealed after a cursor (newest version per id in a batch, deletes as _op delete), as JSON lines ending with {_cursor, _rows, _groups}, an Arrow stream (cursor in the schema metadata strata.feed.cursor) or server-sent events (Accept: text/event-stream; each event's id is its cursor); 410 CURSOR_EXPIRED names a restart point",
+			feedParams, nil, with([]resp{{status: 200, mime: mimeNDJSON, doc: "a batch (JSON lines; ?format=arrow or Accept: Arrow for Arrow IPC, text/event-stream for events)"}}, 400, 404, 410, 503)},
+		{"POST", base + "/{name}/consumers", "createConsumerOf" + title + "Store", "Register a named change-feed consumer at the feed's end (start now) or its oldest held rows (start earliest)", nil, ConsumerRequest{},
+			with([]resp{{status: 201, body: ConsumerInfo{}}}, 400, 404, 409, 503)},
+		{"GET", base + "/{name}/consumers", "listConsumersOf" + title + "Store", "The store's consumers with their committed cursors and lag", nil, nil,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "properties": map[string]any{"consumers": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/ConsumerInfo"}}}}}}, 400, 404, 503)},
+		{"GET", base + "/{name}/consumers/{consumer}", "getConsumerOf" + title + "Store", "A consumer's committed cursor and lag", nil, nil,
+			with([]resp{{status: 200, body: ConsumerInfo{}}}, 400, 404, 503)},
+		{"POST", base + "/{name}/consumers/{consumer}/commit", "commitConsumerOf" + title + "Store", "Record how far the consumer has processed: the cursor of the last batch it finished (merges keep what it has not committed, within --feed-retention)", nil, CommitRequest{},
+			with([]resp{{status: 200, body: ConsumerInfo{}}}, 400, 404, 503)},
+		{"DELETE", base + "/{name}/consumers/{consumer}", "deleteConsumerOf" + title + "Store", "Drop a consumer (what it held is released by the next merge or cleanup)", nil, nil,
+			with([]resp{{status: 204, doc: "deleted"}}, 400, 404, 503)},
 	}
 }
+
+// feedParams are the change feed's query parameters.
+var feedParams = []param{
+	{"cursor", "string", "where to start: the cursor a previous batch returned"},
+	{"consumer", "string", "start from this named consumer's committed cursor (exclusive with cursor)"},
+	{"start", "string", "without cursor or consumer: now (default: rows sealed from now on) or earliest (the oldest rows the feed holds)"},
+	{"limit", "integer", "rows per batch, 1-100000 (default 1000; a group may exceed it)"},
+	{"wait", "string", "long-poll up to this long (30s, or seconds; at most 60s) for the first row"},
+	{"columns", "string", "comma-separated columns (default all; the id always)"},
+	{"complete_by", "string", "deliver complete groups: rows with equal values of this column"},
+	{"group_size", "integer", "with complete_by: a group is complete with this many distinct ids"},
+	{"group_timeout", "string", "with complete_by: a group first sealed this long ago is delivered with _complete false"},
+	{"max_held", "integer", "with complete_by: rows held back at most (default 10000; past it the oldest groups go out incomplete)"},
+	{"format", "string", "jsonl (default), arrow or sse"},
+}
+
+// qSnapshot is the read-token parameter of read routes.
+var qSnapshot = param{"snapshot", "string", "read this read token's cut of the store (POST /api/v1/snapshots)"}
 
 var mergeWALResp = with([]resp{{status: 200, body: MergeWALResponse{}}}, 404, 503)
 
@@ -128,6 +159,16 @@ func apiOperations() []operation {
 	}
 	ops = append(ops, storeRoutes("rollouts", "rollout", "Rollout", CreateStoreRequest{})...)
 	ops = append(ops,
+		operation{"POST", "/api/v1/snapshots", "createSnapshot", "Take a read token: every named store's state (table version and sealed generations) at one moment, readable with ?snapshot= on any worker until it expires", nil, SnapshotRequest{},
+			with([]resp{{status: 201, body: SnapshotInfo{}}}, 400, 404, 503)},
+		operation{"GET", "/api/v1/snapshots", "listSnapshots", "Live read tokens, newest first", nil, nil,
+			with([]resp{{status: 200, body: map[string]any{"type": "object", "properties": map[string]any{"snapshots": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/SnapshotInfo"}}}}}}, 503)},
+		operation{"GET", "/api/v1/snapshots/{id}", "getSnapshot", "A read token and its stores' cuts", nil, nil,
+			with([]resp{{status: 200, body: SnapshotInfo{}}}, 404, 410, 503)},
+		operation{"DELETE", "/api/v1/snapshots/{id}", "deleteSnapshot", "Release a read token now (its reads answer 410 after)", nil, nil,
+			with([]resp{{status: 204, doc: "released"}}, 404, 503)},
+	)
+	ops = append(ops,
 		operation{"POST", "/api/v1/rollouts/{name}/records", "addRolloutRecords",
 			"Append rollout records: JSON {records:[...]}, multipart (a metadata part, then payload parts named by record index) or an Arrow IPC stream; durable when answered",
 			[]param{qFlush}, bodySpec{json: map[string]any{"type": "object", "required": []string{"records"},
@@ -135,18 +176,18 @@ func apiOperations() []operation {
 			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
 		operation{"GET", "/api/v1/rollouts/{name}/records", "listRolloutRecords",
 			"List records in id order; filters= a SQL predicate (step > 5 AND role = 'user') or a JSON object of exact matches; Accept: application/vnd.apache.arrow.stream for Arrow IPC",
-			[]param{qLimit, qOffset, qCursor, {"filters", "string", "a SQL predicate or a JSON object of exact matches"}, qVersion, qSource}, nil,
+			[]param{qLimit, qOffset, qCursor, {"filters", "string", "a SQL predicate or a JSON object of exact matches"}, qVersion, qSnapshot, qSource}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"records"}, "properties": map[string]any{
 				"records": map[string]any{"type": "array", "items": rolloutRecord}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
-		operation{"GET", "/api/v1/rollouts/{name}/records/{id}", "getRolloutRecord", "Get one record ({record: null} when absent)", []param{qVersion}, nil,
+		operation{"GET", "/api/v1/rollouts/{name}/records/{id}", "getRolloutRecord", "Get one record ({record: null} when absent)", []param{qVersion, qSnapshot}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"record"}, "properties": map[string]any{
 				"record": map[string]any{"allOf": []any{rolloutRecord}, "nullable": true}}}}}, 400, 404, 503)},
 		operation{"DELETE", "/api/v1/rollouts/{name}/records/{id}", "deleteRolloutRecord", "Delete a record (tombstone)", nil, nil,
 			with([]resp{{status: 200, body: DeleteResponse{}}}, 400, 404, 503)},
-		operation{"POST", "/api/v1/rollouts/{name}/get-rows", "getRolloutRecords", "Read up to 1,024 records by id in one snapshot ({records: [...]}, in the order asked, absent ids left out)", nil, getRowsBody,
+		operation{"POST", "/api/v1/rollouts/{name}/get-rows", "getRolloutRecords", "Read up to 1,024 records by id in one snapshot ({records: [...]}, in the order asked, absent ids left out)", []param{qVersion, qSnapshot}, getRowsBody,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"records"}, "properties": map[string]any{
 				"records": map[string]any{"type": "array", "items": rolloutRecord}}}}}, 400, 404, 503)},
-		operation{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "getRolloutBlob", "Download a record's binary payload", nil, nil,
+		operation{"GET", "/api/v1/rollouts/{name}/records/{id}/blob", "getRolloutBlob", "Download a record's binary payload", []param{qVersion, qSnapshot}, nil,
 			with([]resp{{status: 200, mime: "application/octet-stream", doc: "the payload"}}, 404, 503)},
 		operation{"POST", "/api/v1/internal/merge-wal/{name}", "mergeRolloutWAL", "Seal this worker's shard of a rollout store and merge the store's pending generations into its base table",
 			nil, nil, mergeWALResp},
@@ -163,12 +204,12 @@ func apiOperations() []operation {
 			map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{"rows": map[string]any{"type": "array", "items": genericRow}}},
 			with([]resp{{status: 201, body: AppendResponse{}}}, 400, 404, 408, 413, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows", "listGenericRows", "List rows in id order; filter= a SQL predicate (step > 5 AND role = 'user') or a JSON object of equalities",
-			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}, qVersion, qSource}, nil,
+			[]param{qLimit, qOffset, qCursor, {"filter", "string", "a SQL predicate or a JSON object of equalities"}, qVersion, qSnapshot, qSource}, nil,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
 				"rows": map[string]any{"type": "array", "items": genericRow}, "next_cursor": map[string]any{"type": "string"}}}}}, 400, 404, 503)},
 		operation{"GET", "/api/v1/generic/{name}/rows/{id}", "getGenericRow", "Get one row (?columns=a,b: a blob column named here comes back base64)",
-			[]param{{"columns", "string", "comma-separated columns (id is always included)"}}, nil, with([]resp{{status: 200, body: genericRow}}, 400, 404, 503)},
-		operation{"POST", "/api/v1/generic/{name}/get-rows", "getGenericRows", "Read up to 1,024 rows by id in one snapshot ({rows: [...]}, in the order asked, absent ids left out)", nil, getRowsBody,
+			[]param{{"columns", "string", "comma-separated columns (id is always included)"}, qVersion, qSnapshot}, nil, with([]resp{{status: 200, body: genericRow}}, 400, 404, 410, 503)},
+		operation{"POST", "/api/v1/generic/{name}/get-rows", "getGenericRows", "Read up to 1,024 rows by id in one snapshot ({rows: [...]}, in the order asked, absent ids left out)", []param{qVersion, qSnapshot}, getRowsBody,
 			with([]resp{{status: 200, body: map[string]any{"type": "object", "required": []string{"rows"}, "properties": map[string]any{
 				"rows": map[string]any{"type": "array", "items": genericRow}}}}}, 400, 404, 503)},
 		operation{"DELETE", "/api/v1/generic/{name}/rows/{id}", "deleteGenericRow", "Delete a row (tombstone)", nil, nil,

@@ -159,9 +159,11 @@ func sourceParam(c echo.Context) (lsm.Source, error) {
 	return src, nil
 }
 
-// pageSource is where a page reads: a base-table version (0: the latest) and the source.
+// pageSource is where a read reads: a base-table version (0: the latest) or a read token's cut
+// (snapshots.go), and the source.
 type pageSource struct {
 	version uint64
+	cut     *lsm.Cut
 	source  lsm.Source
 }
 
@@ -170,7 +172,7 @@ type pageSource struct {
 func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, filter rowFilter, limit, offset int, cursor string, from pageSource) (arrow.RecordBatch, string, error) {
 	filters := filter.eq
 	for offset > 0 {
-		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, Where: filter.where, After: cursor, Limit: min(offset, 10_000), Version: from.version, Source: from.source})
+		p, err := s.Scan(ctx, lsm.ScanOptions{Columns: []string{s.KeyColumn()}, Filters: filters, Where: filter.where, After: cursor, Limit: min(offset, 10_000), Version: from.version, Cut: from.cut, Source: from.source})
 		if err != nil {
 			return nil, "", err
 		}
@@ -181,7 +183,7 @@ func (h *handlers) page(ctx context.Context, s *lsm.Store, columns []string, fil
 		}
 		cursor = p.Next
 	}
-	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, Where: filter.where, After: cursor, Limit: limit, Version: from.version, Source: from.source})
+	p, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, Where: filter.where, After: cursor, Limit: limit, Version: from.version, Cut: from.cut, Source: from.source})
 	if err != nil {
 		return nil, "", err
 	}

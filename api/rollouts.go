@@ -258,15 +258,11 @@ func (h *handlers) listRollouts(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		version, err := versionParam(c)
+		at, err := h.readPointParam(c, catalog.KindRollout)
 		if err != nil {
 			return err
 		}
-		source, err := sourceParam(c)
-		if err != nil {
-			return err
-		}
-		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor, pageSource{version, source})
+		rec, next, err := h.page(c.Request().Context(), s, columnsExcept(s, map[string]bool{"binary_payload": true}), filters, limit, offset, cursor, at)
 		if err != nil {
 			return err
 		}
@@ -284,11 +280,11 @@ func (h *handlers) getRollout(c echo.Context) error {
 		return err
 	}
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
-		version, err := versionParam(c)
+		at, err := h.readPointParam(c, catalog.KindRollout)
 		if err != nil {
 			return err
 		}
-		rec, err := s.GetAt(c.Request().Context(), version, id, columnsExcept(s, map[string]bool{"binary_payload": true}))
+		rec, err := getAt(c.Request().Context(), s, at, id, columnsExcept(s, map[string]bool{"binary_payload": true}))
 		if err != nil {
 			return err
 		}
@@ -306,11 +302,11 @@ func (h *handlers) getRolloutBlob(c echo.Context) error {
 		return err
 	}
 	return h.withStore(c, catalog.KindRollout, func(s *lsm.Store) error {
-		version, err := versionParam(c)
+		at, err := h.readPointParam(c, catalog.KindRollout)
 		if err != nil {
 			return err
 		}
-		rec, err := s.GetAt(c.Request().Context(), version, id, []string{"binary_payload"})
+		rec, err := getAt(c.Request().Context(), s, at, id, []string{"binary_payload"})
 		if err != nil {
 			return err
 		}

@@ -75,6 +75,14 @@ type Deps struct {
 	QueryMaxRows       int
 	QueryMaxJSONBytes  int64
 	QueryMaxStreamRows int
+	// FeedPollInterval: how often a long-polling change-feed read looks for newly sealed rows
+	// (default 20ms; rows sealed on any worker show up in the shard manifests it reads).
+	FeedPollInterval time.Duration
+	// Leases holds read tokens' versions with a SnapshotLease workflow each (nil: tokens still
+	// hold through the catalog until they expire, without a workflow to show them).
+	Leases Leaser
+	// MaxSnapshotTTL bounds a read token's lifetime (default 7 days).
+	MaxSnapshotTTL time.Duration
 	// Memory, when set, is told what the request-memory and blob budgets hold at any moment
 	// (the process's memory governor sizes the soft memory limit from it).
 	Memory MemoryTracker
@@ -93,6 +101,12 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.BodyIdleTimeout == 0 {
 		d.BodyIdleTimeout = 120 * time.Second
+	}
+	if d.FeedPollInterval <= 0 {
+		d.FeedPollInterval = 20 * time.Millisecond
+	}
+	if d.MaxSnapshotTTL <= 0 {
+		d.MaxSnapshotTTL = 7 * 24 * time.Hour
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -119,7 +133,8 @@ func New(d Deps) *echo.Echo {
 	}
 	h := &handlers{deps: d, mem: d.Allocator, bodyLimit: limit,
 		blobs:      &byteBudget{what: "blob bytes", capacity: d.MaxInflightBlobBytes, rejected: blobRejections},
-		openAPIDoc: sync.OnceValue(func() map[string]any { return buildOpenAPI(d.Version) })}
+		openAPIDoc: sync.OnceValue(func() map[string]any { return buildOpenAPI(d.Version) }),
+		feed:       newFeedMetrics(d.Registry)}
 	requests := &byteBudget{what: "request bytes", capacity: d.MaxInflightRequestBytes, rejected: requestRejections}
 	h.requests = requests
 	if d.Memory != nil {
@@ -132,6 +147,7 @@ func New(d Deps) *echo.Echo {
 	if d.Stores != nil {
 		data := newRouteGroup(e, "/api/v1", bearerAuth(d.APIToken, d.AdminToken), middleware.BodyLimit(d.BodyLimit), requestMemory(requests))
 		h.registerStores(data)
+		h.registerSnapshots(data)
 		admin := newRouteGroup(e, "/api/v1/admin", bearerAuth(adminToken(d)), middleware.BodyLimit("1M"))
 		h.registerAdmin(admin)
 		if d.Pprof {
@@ -198,6 +214,7 @@ type handlers struct {
 	blobs      *byteBudget
 	requests   *byteBudget           // request memory: bodies as they arrive, and what decoding them allocates
 	openAPIDoc func() map[string]any // the OpenAPI document, built on first use
+	feed       *feedMetrics
 }
 
 // HealthResponse is the body of GET /api/v1/health: "ok", or the failure, per dependency.

@@ -59,6 +59,7 @@ func (h *handlers) registerStores(g *routeGroup) {
 			g.POST(base+"/:name/merge-wal", h.mergeWAL(k.Name))
 		}
 		g.POST(base+"/:name/query", h.queryStore(k.Name))
+		h.registerConsumers(g, base, k.Name)
 		if k.Name == catalog.KindRollout || k.Name == catalog.KindGeneric {
 			g.POST(base+"/:name/get-rows", h.getRows(k.Name))
 		}

@@ -261,6 +261,14 @@ func (c *Catalog) SoftDeleteStore(ctx context.Context, kind Kind, name string) (
 		if _, err := tx.Exec(ctx, `DELETE FROM maintenance_runs WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
 			return err
 		}
+		// Its consumers and its cuts in read tokens go with it (a store created again under the
+		// name starts a new feed).
+		if _, err := tx.Exec(ctx, `DELETE FROM feed_consumers WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM read_snapshot_stores WHERE kind = $1 AND name = $2`, string(kind), name); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM store_stats WHERE kind = $1 AND name = $2`, string(kind), name)
 		return err
 	})

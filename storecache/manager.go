@@ -8,6 +8,7 @@
 package storecache
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -251,6 +252,10 @@ func (m *Manager) releaser(h *handle) func() {
 	}
 }
 
+// RetainFor is how long merged generations are kept for change-feed consumers and read tokens
+// (lsm.Options.RetainFor); a consumer that has not committed for longer holds nothing.
+func (m *Manager) RetainFor() time.Duration { return cmp.Or(m.cfg.Store.RetainFor, lsm.DefaultRetainFor) }
+
 // open opens a registered store, creating its table if the process that registered it died
 // before doing so.
 func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error) {
@@ -260,6 +265,13 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 	}
 	opts := m.cfg.Store
 	opts.Name = string(st.Kind) + "/" + st.Name
+	if m.cat != nil {
+		kind, name, retainFor := st.Kind, st.Name, m.RetainFor()
+		opts.Holds = func(ctx context.Context) (lsm.Holds, error) {
+			h, _, err := StoreHolds(ctx, m.cat, kind, name, retainFor)
+			return h, err
+		}
+	}
 	if m.merges != nil {
 		kind, name := st.Kind, st.Name
 		opts.OnSeal = func(pending int) { m.merges.sealed(kind, name, pending) }

@@ -68,6 +68,7 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
 	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
 	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
+	r.RegisterWorkflowWithOptions(workflows.SnapshotLease, workflow.RegisterOptions{Name: workflows.WorkflowSnapshotLease})
 	for name, fn := range map[string]any{
 		workflows.ActivityMergeWAL:        acts.MergeWAL,
 		workflows.ActivityBuildKeyIndex:   acts.BuildKeyIndex,
@@ -77,6 +78,7 @@ func Register(r interface {
 		workflows.ActivitySweep:           acts.SweepCandidates,
 		workflows.ActivityRegistryCleanup: acts.RegistryCleanup,
 		workflows.ActivityRecordOutcome:   acts.RecordOutcome,
+		workflows.ActivityReleaseSnapshot: acts.ReleaseSnapshot,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -8,6 +8,7 @@ const (
 	WorkflowStoreMaintenance = "StoreMaintenance" // one per store (workflow ID store/<kind>/<name>)
 	WorkflowSweep            = "Sweep"            // run by the strata-sweep schedule
 	WorkflowRegistryCleanup  = "RegistryCleanup"  // run by the strata-registry-cleanup schedule
+	WorkflowSnapshotLease    = "SnapshotLease"    // one per read token (workflow ID snapshot/<id>)
 )
 
 // Activity type names.
@@ -20,6 +21,7 @@ const (
 	ActivitySweep           = "SweepCandidates"
 	ActivityRegistryCleanup = "RegistryCleanup"
 	ActivityRecordOutcome   = "RecordMaintenanceOutcome" // a local activity of StoreMaintenance
+	ActivityReleaseSnapshot = "ReleaseSnapshot"          // SnapshotLease's, at the token's end
 )
 
 // Search attributes a store's maintenance workflow sets, so the Temporal UI's workflow list

@@ -112,12 +112,13 @@ type ActivityResult struct {
 	FragmentsAdded    int   `json:"fragments_added,omitempty"`
 	// FilesRemoved / FilesAdded (compactions): the objects the removed fragments referenced
 	// (data files and deletion vectors) and the new data files.
-	FilesRemoved    int    `json:"files_removed,omitempty"`
-	FilesAdded      int    `json:"files_added,omitempty"`
-	VersionsDeleted int    `json:"versions_deleted,omitempty"`
-	FilesDeleted    int    `json:"files_deleted,omitempty"`
-	BytesDeleted    int64  `json:"bytes_deleted,omitempty"`
-	TableVersion    uint64 `json:"table_version,omitempty"`
+	FilesRemoved        int    `json:"files_removed,omitempty"`
+	FilesAdded          int    `json:"files_added,omitempty"`
+	VersionsDeleted     int    `json:"versions_deleted,omitempty"`
+	FilesDeleted        int    `json:"files_deleted,omitempty"`
+	BytesDeleted        int64  `json:"bytes_deleted,omitempty"`
+	GenerationsReleased int    `json:"generations_released,omitempty"` // cleanup: merged generations released (no consumer or read token holds them)
+	TableVersion        uint64 `json:"table_version,omitempty"`
 	// VectorIndexesBuilt (context stores): fragments whose vector index the activity built.
 	VectorIndexesBuilt int `json:"vector_indexes_built,omitempty"`
 	// TextIndexesBuilt (context stores): fragments whose full-text index the activity built.

@@ -73,6 +73,10 @@ type serveConfig struct {
 	TemporalUIURL      string
 	// Pending-generation caps of a shard (lsm.Options): warn, refuse reads, refuse appends.
 	PendingWarn, PendingReadMax, PendingAppendMax int
+	// FeedRetention bounds how long merged rows are kept for change-feed consumers and read
+	// tokens (lsm.Options.RetainFor); FeedPollInterval is how often a long poll looks.
+	FeedRetention    time.Duration
+	FeedPollInterval time.Duration
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
 	// stores without claiming a write shard, so it cannot fence an API worker sharing its
 	// instance id.
@@ -115,6 +119,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	}
 	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
+	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 20*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for rows sealed on any worker")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
 }
@@ -131,6 +136,7 @@ func (c *serveConfig) registerStores(fs *pflag.FlagSet) {
 	fs.IntVar(&c.PendingWarn, "pending-warn-generations", 256, "warn (naming the store) when a shard has this many sealed generations waiting to be merged: every read consults each of them")
 	fs.IntVar(&c.PendingReadMax, "pending-read-max-generations", 4096, "refuse reads of a store with 503 while a shard has this many pending generations")
 	fs.IntVar(&c.PendingAppendMax, "pending-append-max-generations", 2048, "refuse appends with 503 while this worker's shard of the store has this many pending generations (maintenance is behind)")
+	fs.DurationVar(&c.FeedRetention, "feed-retention", 24*time.Hour, "how long merged rows stay readable through the change feed for registered consumers that have not committed past them, and for read tokens (a consumer further behind gets 410 CURSOR_EXPIRED; storage grows by the rows merged in this window while a consumer lags)")
 	fs.Int64Var(&c.MemtableBytes, "memtable-memory-bytes", 0, "process-wide bound on unsealed rows in memory, past which the largest memtables are sealed and appends wait (0 = a quarter of GOMEMLIMIT when set, else 1 GiB; negative = unlimited)")
 	fs.Int64Var(&c.GCHeadroomBytes, "gc-headroom-bytes", 64<<20, "keep the Go soft memory limit at the bytes the memory budgets hold (write buffer, cache, merge and request memory) plus this much, at least 1.15x the live heap and at most GOMEMLIMIT, so RSS follows the budgets (0 = the Go runtime's defaults)")
 }
@@ -229,7 +235,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}),
-		Maintenance: worker.Maintainer{Client: tc}})
+		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval})
 	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
 		TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.Temporal.Namespace, Log: log}); err != nil {
 		return err
@@ -356,6 +362,7 @@ func openRuntime(ctx context.Context, cfg serveConfig, log *slog.Logger) (*runti
 			ReadOnly:            cfg.readOnlyStores,
 			ReadWarnGenerations: cfg.PendingWarn, ReadMaxGenerations: cfg.PendingReadMax,
 			AppendMaxGenerations: cfg.PendingAppendMax,
+			RetainFor:            cfg.FeedRetention,
 			Clock:                hlc.New(nil),
 			Budget:               mergeBudget,
 			WriteBuffer:          writeBuffer,

@@ -121,6 +121,75 @@ func (s *Store) FeedHead(ctx context.Context) (FeedCursor, error) {
 	return c, nil
 }
 
+// FeedEarliest is the cursor of the oldest rows the feed still holds: every shard from its
+// oldest generation still listed (retained or pending). Rows merged and released before that
+// are only in the base table.
+func (s *Store) FeedEarliest(ctx context.Context) (FeedCursor, error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return FeedCursor{}, err
+	}
+	c := FeedCursor{shards: map[string]shardPos{}}
+	for _, sh := range snap.Shards {
+		m := sh.Manifest
+		from := max(m.ReleasedThrough, snap.Table.WALWatermarks[sh.Shard])
+		first := uint64(0)
+		m.ListedGenerations(func(g shard.Generation) {
+			if first == 0 {
+				first = g.Gen
+			}
+		})
+		if first > 0 {
+			from = first - 1
+		}
+		c.shards[sh.Shard] = shardPos{gen: from}
+	}
+	return c, nil
+}
+
+// FeedLag is how far cur is behind the feed's end: the generations sealed after it, and when
+// the oldest of them was sealed (zero when none).
+func (s *Store) FeedLag(ctx context.Context, cur FeedCursor) (gens int, oldest time.Time, err error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	for _, sh := range snap.Shards {
+		p := cur.shards[sh.Shard]
+		sh.Manifest.ListedGenerations(func(g shard.Generation) {
+			if g.Gen > p.gen {
+				gens++
+				if oldest.IsZero() || g.SealedAt.Before(oldest) {
+					oldest = g.SealedAt
+				}
+			}
+		})
+	}
+	for _, h := range cur.held {
+		gens = max(gens, 1)
+		if g, ok := findListed(snap, h.shard, h.gen); ok && (oldest.IsZero() || g.SealedAt.Before(oldest)) {
+			oldest = g.SealedAt
+		}
+	}
+	return gens, oldest, nil
+}
+
+// findListed is generation gen of shard sh as snap's manifests list it.
+func findListed(snap *Snapshot, sh string, gen uint64) (shard.Generation, bool) {
+	var out shard.Generation
+	found := false
+	for _, ss := range snap.Shards {
+		if ss.Shard == sh {
+			ss.Manifest.ListedGenerations(func(g shard.Generation) {
+				if g.Gen == gen {
+					out, found = g, true
+				}
+			})
+		}
+	}
+	return out, found
+}
+
 // restartPoint is where a consumer whose position expired starts again: the table version snap
 // read, and a cursor at its watermarks (every generation above them is pending, so readable).
 func restartPoint(snap *Snapshot) (uint64, FeedCursor) {
@@ -137,12 +206,7 @@ func (s *Store) Changes(ctx context.Context, cur FeedCursor, opts FeedOptions) (
 	if err != nil {
 		return FeedBatch{}, err
 	}
-	names := []string{s.keyColumn}
-	for _, c := range cols {
-		if c != s.keyColumn {
-			names = append(names, c)
-		}
-	}
+	names := s.feedNames(cols)
 	read := slices.Clone(names)
 	if g := opts.Groups; g != nil {
 		if g.Column == "" || len(s.schema.FieldIndices(g.Column)) == 0 || g.Column[0] == '_' {
@@ -554,12 +618,8 @@ func (b *feedBuilder) build(ctx context.Context) (arrow.RecordBatch, error) {
 			complete.AppendNull()
 		}
 	}
-	fields := append(slices.Clone(proj.Schema().Fields()),
-		arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
-		arrow.Field{Name: FeedOpColumn, Type: arrow.BinaryTypes.String})
 	cols := append(slices.Clone(proj.Columns()), seqs.NewArray(), ops.NewArray())
 	if b.opts.Groups != nil {
-		fields = append(fields, arrow.Field{Name: FeedCompleteColumn, Type: arrow.FixedWidthTypes.Boolean, Nullable: true})
 		cols = append(cols, complete.NewArray())
 	}
 	defer func() {
@@ -567,7 +627,41 @@ func (b *feedBuilder) build(ctx context.Context) (arrow.RecordBatch, error) {
 			c.Release()
 		}
 	}()
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(kept))), nil
+	return array.NewRecordBatch(b.s.feedSchema(b.names, b.opts.Groups != nil), cols, int64(len(kept))), nil
+}
+
+// FeedSchema is the schema of a feed batch's rows for opts (what an empty batch would have).
+func (s *Store) FeedSchema(opts FeedOptions) (*arrow.Schema, error) {
+	cols, err := s.columns(opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return s.feedSchema(s.feedNames(cols), opts.Groups != nil), nil
+}
+
+// feedNames are the user columns a batch returns: the key, then cols.
+func (s *Store) feedNames(cols []string) []string {
+	names := []string{s.keyColumn}
+	for _, c := range cols {
+		if c != s.keyColumn {
+			names = append(names, c)
+		}
+	}
+	return names
+}
+
+func (s *Store) feedSchema(names []string, grouped bool) *arrow.Schema {
+	fields := make([]arrow.Field, 0, len(names)+3)
+	for _, n := range names {
+		fields = append(fields, s.schema.Field(s.schema.FieldIndices(n)[0]))
+	}
+	fields = append(fields,
+		arrow.Field{Name: table.SeqColumn, Type: arrow.PrimitiveTypes.Uint64},
+		arrow.Field{Name: FeedOpColumn, Type: arrow.BinaryTypes.String})
+	if grouped {
+		fields = append(fields, arrow.Field{Name: FeedCompleteColumn, Type: arrow.FixedWidthTypes.Boolean, Nullable: true})
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // isGrouped reports whether delivered row idx went out as part of a group (not a delete or a row

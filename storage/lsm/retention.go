@@ -18,12 +18,15 @@ type Holds struct {
 	// Any: some consumer or read token holds the store (false: release everything merged).
 	Any bool
 	// Floors: per shard, the newest generation no holder needs; every generation above it is
-	// kept. A shard absent here is needed from its first generation.
+	// kept. A shard absent here is needed from its first generation, unless OnlyListed.
 	Floors map[string]uint64
+	// OnlyListed: shards absent from Floors are needed by no one (read tokens name the shards
+	// they read; a consumer needs every shard).
+	OnlyListed bool
 }
 
-// defaultRetainFor bounds how long a merged generation is kept for holders.
-const defaultRetainFor = 24 * time.Hour
+// DefaultRetainFor bounds how long a merged generation is kept for holders (Options.RetainFor).
+const DefaultRetainFor = 24 * time.Hour
 
 // retain is the rule for shard's merged generations now: kept while a holder needs it and it was
 // sealed less than RetainFor ago. When the holders cannot be read, everything within RetainFor is
@@ -41,7 +44,11 @@ func (s *Store) retain(ctx context.Context, sh string) shard.Retain {
 		if now.Sub(g.SealedAt) > s.opts.RetainFor {
 			return false
 		}
-		return err != nil || (h.Any && g.Gen > h.Floors[sh])
+		if err != nil {
+			return true
+		}
+		floor, listed := h.Floors[sh]
+		return h.Any && (listed || !h.OnlyListed) && g.Gen > floor
 	}
 }
 

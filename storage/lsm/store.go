@@ -70,7 +70,7 @@ func (o *Options) defaults() {
 		}
 	}
 	if o.RetainFor <= 0 {
-		o.RetainFor = defaultRetainFor
+		o.RetainFor = DefaultRetainFor
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
