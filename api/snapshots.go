@@ -42,11 +42,11 @@ type SnapshotRequest struct {
 
 // SnapshotInfo describes a read token.
 type SnapshotInfo struct {
-	ID        string              `json:"id"`
-	CreatedAt time.Time           `json:"created_at"`
-	ExpiresAt time.Time           `json:"expires_at"`
-	Stores    []SnapshotStoreInfo `json:"stores,omitempty"`
-	StoreCount int                `json:"store_count"`
+	ID         string              `json:"id"`
+	CreatedAt  time.Time           `json:"created_at"`
+	ExpiresAt  time.Time           `json:"expires_at"`
+	Stores     []SnapshotStoreInfo `json:"stores,omitempty"`
+	StoreCount int                 `json:"store_count"`
 }
 
 // SnapshotStoreInfo is one store's cut in a token.

@@ -254,7 +254,9 @@ func (m *Manager) releaser(h *handle) func() {
 
 // RetainFor is how long merged generations are kept for change-feed consumers and read tokens
 // (lsm.Options.RetainFor); a consumer that has not committed for longer holds nothing.
-func (m *Manager) RetainFor() time.Duration { return cmp.Or(m.cfg.Store.RetainFor, lsm.DefaultRetainFor) }
+func (m *Manager) RetainFor() time.Duration {
+	return cmp.Or(m.cfg.Store.RetainFor, lsm.DefaultRetainFor)
+}
 
 // open opens a registered store, creating its table if the process that registered it died
 // before doing so.
