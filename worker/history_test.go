@@ -39,7 +39,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	r.RegisterWorkflowWithOptions(workflows.StoreMaintenance, workflow.RegisterOptions{Name: workflows.WorkflowStoreMaintenance})
 	r.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.WorkflowSweep})
 	r.RegisterWorkflowWithOptions(workflows.RegistryCleanup, workflow.RegisterOptions{Name: workflows.WorkflowRegistryCleanup})
-	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile, failureHistFile} {
+	r.RegisterWorkflowWithOptions(workflows.SnapshotLease, workflow.RegisterOptions{Name: workflows.WorkflowSnapshotLease})
+	for _, f := range []string{historyFile, sweepHistoryFile, cleanupHistFile, failureHistFile, snapshotLeaseHistFile} {
 		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
 	}
 }
