@@ -56,6 +56,9 @@ type SnapshotStoreInfo struct {
 	Generations  map[string]uint64 `json:"generations,omitempty"`
 }
 
+// leaseStartTimeout bounds starting or signalling a token's lease workflow.
+const leaseStartTimeout = 2 * time.Second
+
 // snapshotConcurrency bounds the cuts one request takes at once.
 const snapshotConcurrency = 32
 
@@ -158,7 +161,11 @@ func (h *handlers) createSnapshot(c echo.Context) error {
 		return err
 	}
 	if h.deps.Leases != nil {
-		if err := h.deps.Leases.StartLease(ctx, id, snap.ExpiresAt); err != nil {
+		// Bounded: Temporal being down must not hold the answer (the token holds without it).
+		lctx, cancel := context.WithTimeout(ctx, leaseStartTimeout)
+		err := h.deps.Leases.StartLease(lctx, id, snap.ExpiresAt)
+		cancel()
+		if err != nil {
 			// The token holds through the catalog without its workflow; only its visibility in
 			// the Temporal UI and its release at expiry are missing (expiry ends it anyway).
 			h.deps.Log.Warn("read token taken without its lease workflow", "snapshot", id, "err", err)
@@ -212,7 +219,10 @@ func (h *handlers) deleteSnapshot(c echo.Context) error {
 		return err
 	}
 	if h.deps.Leases != nil {
-		if err := h.deps.Leases.EndLease(ctx, id); err != nil {
+		lctx, cancel := context.WithTimeout(ctx, leaseStartTimeout)
+		err := h.deps.Leases.EndLease(lctx, id)
+		cancel()
+		if err != nil {
 			h.deps.Log.Warn("read token released; its lease workflow was not told (it ends at expiry)", "snapshot", id, "err", err)
 		}
 	}

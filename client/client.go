@@ -141,6 +141,8 @@ type Error struct {
 	Code       string        // the envelope's code, e.g. NOT_FOUND, INVALID_ARGUMENT
 	Message    string        // the envelope's message
 	RetryAfter time.Duration // from Retry-After on 503s
+	// Restart (410 CURSOR_EXPIRED): where a change-feed consumer can start again.
+	Restart *FeedRestart
 }
 
 func (e *Error) Error() string {
@@ -151,6 +153,12 @@ func (e *Error) Error() string {
 func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// IsConflict reports whether err is the server's 409 (the name exists).
+func IsConflict(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusConflict
 }
 
 // request is one API call.
@@ -243,13 +251,14 @@ func (c *Client) doOnce(ctx context.Context, r request) (*http.Response, error) 
 	e := &Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode)}
 	var env struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code    string       `json:"code"`
+			Message string       `json:"message"`
+			Restart *FeedRestart `json:"restart"`
 		} `json:"error"`
 	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 2<<20))
 	if json.Unmarshal(data, &env) == nil && env.Error.Code != "" {
-		e.Code, e.Message = env.Error.Code, env.Error.Message
+		e.Code, e.Message, e.Restart = env.Error.Code, env.Error.Message, env.Error.Restart
 	} else {
 		e.Message = strings.TrimSpace(string(data))
 	}

@@ -118,6 +118,9 @@ type ScanOptions struct {
 	Limit int
 	// Version reads a retained base-table version (rollout stores; read-only, without the WAL).
 	Version uint64
+	// Snapshot reads a read token's cut of the store (CreateSnapshot): the same rows on any
+	// worker until the token expires (rollout and generic stores).
+	Snapshot string
 }
 
 func (o ScanOptions) query(kind Kind, cursor string, pageSize int) url.Values {
@@ -134,6 +137,9 @@ func (o ScanOptions) query(kind Kind, cursor string, pageSize int) url.Values {
 	}
 	if o.Version > 0 {
 		q.Set("version", strconv.FormatUint(o.Version, 10))
+	}
+	if o.Snapshot != "" {
+		q.Set("snapshot", o.Snapshot)
 	}
 	return q
 }

@@ -94,6 +94,8 @@ func rootCommand() *cobra.Command {
 		getCommand(),
 		scanCommand(),
 		sqlCommand(),
+		tailCommand(),
+		snapshotCommand(),
 		datagenCommand(),
 		contextCommand(),
 		mcpCommand(),

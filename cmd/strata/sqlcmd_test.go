@@ -135,3 +135,51 @@ func readFileIfAny(args []string) string {
 	}
 	return ""
 }
+
+// `strata tail` and `strata snapshot`, and the README's recipes of them as written.
+func TestTailAndSnapshotCommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var recipes [][]string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "bin/strata tail ") || strings.HasPrefix(line, "bin/strata snapshot ") {
+			if i := strings.Index(line, "  #"); i > 0 {
+				line = line[:i]
+			}
+			recipes = append(recipes, shellWords(t, strings.TrimPrefix(line, "bin/strata ")))
+		}
+	}
+	require.GreaterOrEqual(t, len(recipes), 3, "the README shows strata tail and strata snapshot")
+	base, _ := startServe(t)
+	api := "--api-url=" + base
+	dir := t.TempDir()
+	mustCLI(t, "store", "create", api, "rollout/tour")
+	var jsonl strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&jsonl, `{"id": "r%02d", "rollout_id": "t%d", "content": "c %d"}`+"\n", i, i%2, i)
+	}
+	rows := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(rows, []byte(jsonl.String()), 0o644))
+	mustCLI(t, "append", api, "rollout/tour", rows)
+	c, err := client.New(base)
+	require.NoError(t, err)
+	require.NoError(t, c.Flush(context.Background(), client.KindRollout, "tour"))
+	for _, r := range recipes {
+		out := mustCLI(t, append(r, api)...)
+		switch {
+		case r[0] == "tail":
+			require.Equal(t, 6, strings.Count(out, `"_op":"upsert"`), out)
+		case r[1] == "create":
+			var snap client.Snapshot
+			require.NoError(t, json.Unmarshal([]byte(out), &snap))
+			require.Len(t, snap.Stores, 1)
+			require.Contains(t, mustCLI(t, "snapshot", "list", api), snap.ID)
+			mustCLI(t, "snapshot", "delete", api, snap.ID)
+			require.NotContains(t, mustCLI(t, "snapshot", "list", api), snap.ID)
+		}
+	}
+	// A consumer's second read starts after what the first committed.
+	out := mustCLI(t, "tail", api, "rollout/tour", "--consumer=c2", "--start=earliest", "--follow=false")
+	require.Equal(t, 6, strings.Count(out, "\n"))
+	require.Empty(t, mustCLI(t, "tail", api, "rollout/tour", "--consumer=c2", "--follow=false"))
+}

@@ -18,6 +18,7 @@ from ._errors import (
     AlreadyExistsError,
     CompactionInProgressError,
     ContextStoreError,
+    GoneError,
     InternalError,
     InvalidRequestError,
     NotFoundError,
@@ -25,6 +26,7 @@ from ._errors import (
     UnavailableError,
 )
 from ._http import Client
+from ._snapshots import delete_snapshot, snapshot
 from .context import ContextStore, RemoteContext
 from .datagen import DatagenItemId, DatagenStore, datagen_event_id
 from .generic import GenericStore
@@ -38,6 +40,7 @@ __all__ = [
     "ContextStoreError",
     "DatagenItemId",
     "DatagenStore",
+    "GoneError",
     "GenericStore",
     "InternalError",
     "InvalidRequestError",
@@ -47,6 +50,8 @@ __all__ = [
     "RolloutStore",
     "UnavailableError",
     "datagen_event_id",
+    "delete_snapshot",
+    "snapshot",
 ]
 
 __version__ = "0.1.0"

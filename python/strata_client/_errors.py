@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Optional
 
 
 class ContextStoreError(RuntimeError):
@@ -36,6 +36,14 @@ class PayloadTooLargeError(InvalidRequestError):
     """413: the body (or a blob in it) is over the server's limit."""
 
 
+class GoneError(InvalidRequestError):
+    """410: a change-feed cursor whose rows were released (CURSOR_EXPIRED: ``restart`` is
+    ``{"table_version", "cursor"}``, where to start again) or a read token that expired
+    (SNAPSHOT_EXPIRED)."""
+
+    restart: Optional[Dict[str, Any]] = None
+
+
 class UnavailableError(ContextStoreError):
     """503 after every retry: the worker, its catalog or its storage is overloaded or down."""
 
@@ -51,6 +59,8 @@ def error_for(status: int, code: str, message: str, retry_after: Optional[float]
         if code == "ALREADY_EXISTS":
             return AlreadyExistsError(status, code, message, retry_after)
         return CompactionInProgressError(status, code, message, retry_after)
+    if status == 410:
+        return GoneError(status, code, message, retry_after)
     if status == 413:
         return PayloadTooLargeError(status, code, message, retry_after)
     if 400 <= status < 500:

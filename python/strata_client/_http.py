@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ._errors import ContextStoreError, UnavailableError, error_for
+from ._errors import ContextStoreError, GoneError, UnavailableError, error_for
 
 JSON = "application/json"
 
@@ -133,9 +133,14 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 
 def _decode_error(status: int, data: bytes, retry_after: Optional[float]) -> ContextStoreError:
     code, message = "HTTP_" + str(status), data.decode(errors="replace").strip()
+    restart = None
     try:
         env: Dict[str, Any] = json.loads(data)
         code, message = env["error"]["code"], env["error"]["message"]
-    except (ValueError, KeyError, TypeError):
+        restart = env["error"].get("restart")
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass
-    return error_for(status, code, message, retry_after)
+    err = error_for(status, code, message, retry_after)
+    if isinstance(err, GoneError):
+        err.restart = restart
+    return err

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Type, TypeVar, Union
 
-from ._errors import NotFoundError
+from ._errors import AlreadyExistsError, NotFoundError
 from ._http import Client
 
 S = TypeVar("S", bound="_Store")
@@ -127,6 +127,71 @@ class _Store:
         res = self._client.json("POST", path, payload=body)
         columns = res.get("columns") or []
         return [dict(zip(columns, row)) for row in res.get("rows") or []]
+
+    # --- change feed
+
+    def changes(self, *, consumer: Optional[str] = None, cursor: Optional[str] = None, start: Optional[str] = None,
+                limit: Optional[int] = None, wait: float = 30.0, commit: bool = True, follow: bool = True,
+                complete_by: Optional[str] = None, group_size: Optional[int] = None,
+                group_timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+        """Iterate over the change feed, one batch at a time: ``{"rows": [...], "cursor": str,
+        "groups": int}``, each row with ``_seq`` and ``_op`` ("upsert" or "delete").
+
+        With ``consumer`` (registered at the feed's end if it does not exist; ``start="earliest"``
+        for the oldest rows the feed holds) the feed resumes from its committed cursor and each
+        batch is committed when the loop asks for the next one (``commit=False``: call
+        ``commit(consumer, batch["cursor"])`` yourself). Without one it starts at ``cursor`` or
+        ``start``. ``follow=False`` stops at the first empty batch. ``complete_by`` and
+        ``group_size`` deliver complete groups (``group_timeout`` seconds: incomplete ones after it).
+        A position whose rows were released raises GoneError with ``restart``."""
+        if consumer:
+            try:
+                self.create_consumer(consumer, start=start)
+            except AlreadyExistsError:
+                pass
+        while True:
+            q: Dict[str, Any] = {"format": "jsonl", "limit": limit, "wait": f"{wait}s" if follow else None,
+                                 "complete_by": complete_by, "group_size": group_size,
+                                 "group_timeout": f"{group_timeout}s" if group_timeout else None}
+            if consumer:
+                q["consumer"] = consumer
+            elif cursor:
+                q["cursor"] = cursor
+            elif start:
+                q["start"] = start
+            _, data = self._client.request("GET", Client.path(self.collection, self.name, "changes"), query=q,
+                                           accept="application/x-ndjson")
+            batch: Dict[str, Any] = {"rows": [], "cursor": None, "groups": 0}
+            for line in data.splitlines():
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                if "_cursor" in obj:
+                    batch["cursor"], batch["groups"] = obj["_cursor"], obj.get("_groups", 0)
+                else:
+                    batch["rows"].append(obj)
+            if batch["rows"]:
+                yield batch
+                if consumer and commit:
+                    self.commit(consumer, batch["cursor"])
+            elif not follow:
+                return
+            cursor = batch["cursor"]
+
+    def create_consumer(self, consumer: str, *, start: Optional[str] = None) -> Dict[str, Any]:
+        """Register a named consumer at the feed's end (or ``start="earliest"``)."""
+        body: Dict[str, Any] = {"name": consumer}
+        if start:
+            body["start"] = start
+        return self._client.json("POST", Client.path(self.collection, self.name, "consumers"), payload=body)
+
+    def consumers(self) -> List[Dict[str, Any]]:
+        """The store's consumers with their committed cursors and lag."""
+        return list((self._client.json("GET", Client.path(self.collection, self.name, "consumers")) or {}).get("consumers") or [])
+
+    def commit(self, consumer: str, cursor: str) -> None:
+        """Record ``cursor`` (a batch's) as how far ``consumer`` has processed."""
+        self._client.json("POST", Client.path(self.collection, self.name, "consumers", consumer, "commit"), payload={"cursor": cursor})
 
     # --- listing
 

@@ -55,9 +55,10 @@ class GenericStore(_Store):
                                        query={"flush": True} if flush else None, body=body, content_type=JSON)
         return json.loads(data)
 
-    def get(self, id: str, columns: Optional[Iterable[str]] = None) -> Optional[Dict[str, Any]]:
-        """One row (of the named columns: a blob column among them comes back base64), or None."""
-        query = {"columns": ",".join(columns)} if columns else None
+    def get(self, id: str, columns: Optional[Iterable[str]] = None, *, snapshot: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """One row (of the named columns: a blob column among them comes back base64), or None;
+        ``snapshot``: as a read token saw it."""
+        query = {"columns": ",".join(columns) if columns else None, "snapshot": snapshot}
         try:
             return self._client.json("GET", Client.path(self.collection, self.name, "rows", id), query=query)
         except NotFoundError as e:
@@ -69,10 +70,12 @@ class GenericStore(_Store):
         """Up to 1,024 rows by id in one snapshot, in the order asked (ids without a row left out)."""
         return self._get_rows("rows", ids, columns)
 
-    def iter(self, filter: Filter = None, *, page_size: int = 1000, limit: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+    def iter(self, filter: Filter = None, *, page_size: int = 1000, limit: Optional[int] = None,
+             snapshot: Optional[str] = None) -> Iterator[Dict[str, Any]]:
         """Every row in id order; ``filter`` is a SQL predicate ("step > 5 AND role = 'user'") or
-        a dict of equalities."""
-        return self._pages(Client.path(self.collection, self.name, "rows"), "rows", {"filter": filter_param(filter)}, page_size, limit)
+        a dict of equalities; ``snapshot`` reads a read token's cut (strata_client.snapshot)."""
+        return self._pages(Client.path(self.collection, self.name, "rows"), "rows", {"filter": filter_param(filter), "snapshot": snapshot},
+                           page_size, limit)
 
     def list(self, limit: Optional[int] = None, offset: int = 0, filter: Filter = None) -> List[Dict[str, Any]]:
         """Rows in id order: ``limit`` of them (all when None) after skipping ``offset`` matching ones."""

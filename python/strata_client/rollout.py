@@ -79,9 +79,10 @@ class RolloutStore(_Store):
     def _version_query(self) -> Dict[str, Any]:
         return {"version": self._pinned} if self._pinned else {}
 
-    def get(self, id: str) -> Optional[Dict[str, Any]]:
-        """One record (without binary_payload), or None."""
-        r = self._client.json("GET", Client.path(self.collection, self.name, "records", id), query=self._version_query())
+    def get(self, id: str, *, snapshot: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """One record (without binary_payload), or None; ``snapshot``: as a read token saw it."""
+        q = dict(self._version_query(), snapshot=snapshot)
+        r = self._client.json("GET", Client.path(self.collection, self.name, "records", id), query=q)
         return (r or {}).get("record")
 
     def get_blob(self, id: str) -> Optional[bytes]:
@@ -96,10 +97,12 @@ class RolloutStore(_Store):
         """Up to 1,024 records by id in one snapshot, in the order asked (ids without a record left out)."""
         return self._get_rows("records", ids, columns)
 
-    def iter(self, filters: Filter = None, *, page_size: int = 1000, limit: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+    def iter(self, filters: Filter = None, *, page_size: int = 1000, limit: Optional[int] = None,
+             snapshot: Optional[str] = None) -> Iterator[Dict[str, Any]]:
         """Every record in id order (keyset pages of ``page_size``); ``filters`` is a SQL
-        predicate ("rollout_id = 't1' AND reward > 0.5") or a dict of exact matches."""
-        query = dict(self._version_query(), filters=filter_param(filters))
+        predicate ("rollout_id = 't1' AND reward > 0.5") or a dict of exact matches; ``snapshot``
+        reads a read token's cut (strata_client.snapshot)."""
+        query = dict(self._version_query(), filters=filter_param(filters), snapshot=snapshot)
         return self._pages(Client.path(self.collection, self.name, "records"), "records", query, page_size, limit)
 
     def list(self, limit: Optional[int] = None, offset: int = 0, filters: Filter = None) -> List[Dict[str, Any]]:

@@ -17,12 +17,15 @@ from strata_client import (
     DatagenItemId,
     DatagenStore,
     GenericStore,
+    GoneError,
     InvalidRequestError,
     NotFoundError,
     RemoteContext,
     RolloutStore,
     UnavailableError,
     datagen_event_id,
+    delete_snapshot,
+    snapshot,
 )
 
 URL = os.environ.get("STRATA_URL", "")
@@ -131,6 +134,35 @@ class RolloutStoreTest(unittest.TestCase):
             return
         table = store.sql("SELECT id, reward FROM t ORDER BY id")
         self.assertEqual(table.num_rows, 12)
+
+    def test_change_feed_and_read_tokens(self) -> None:
+        store = RolloutStore.connect_or_create(URL, unique("rl-feed"))
+        store.create_consumer("trainer")  # at the feed's end: the rows added next are after it
+        feed = store.changes(consumer="trainer", wait=5)
+        store.add([{"id": f"r{i}", "rollout_id": f"p{i % 2}"} for i in range(4)], flush=True)
+        batch = next(feed)
+        self.assertEqual(sorted(r["id"] for r in batch["rows"]), ["r0", "r1", "r2", "r3"])
+        self.assertEqual({r["_op"] for r in batch["rows"]}, {"upsert"})
+        store.add({"id": "r9", "rollout_id": "p0"}, flush=True)
+        batch = next(feed)  # the first batch was committed when this one was asked for
+        self.assertEqual([r["id"] for r in batch["rows"]], ["r9"])
+        feed.close()
+        [consumer] = store.consumers()
+        self.assertEqual(consumer["name"], "trainer")
+        # Complete groups, without a consumer: nothing until a group has its two members.
+        grouped = list(store.changes(start="earliest", follow=False, complete_by="rollout_id", group_size=3))
+        self.assertEqual([sorted(r["id"] for r in b["rows"]) for b in grouped], [["r0", "r2", "r9"]])
+        for b in grouped:
+            self.assertTrue(all(r["_complete"] for r in b["rows"]))
+
+        token = snapshot(URL, ["rollout/" + store.name])
+        store.add({"id": "r10", "rollout_id": "p1"}, flush=True)
+        self.assertEqual(len(list(store.iter(snapshot=token["id"]))), 5)
+        self.assertEqual(len(list(store.iter())), 6)
+        delete_snapshot(URL, token["id"])
+        with self.assertRaises(GoneError) as e:
+            list(store.iter(snapshot=token["id"]))
+        self.assertEqual(e.exception.code, "SNAPSHOT_EXPIRED")
 
     def test_iteration_follows_keyset_pages(self) -> None:
         store = RolloutStore.connect_or_create(URL, unique("rl-pages"))
