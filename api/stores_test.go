@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -53,6 +54,9 @@ type cluster struct {
 	cacheBytes int64
 	// wrap, when set, wraps each worker's object store (fault injection).
 	wrap func(objstore.Store) objstore.Store
+	// capacity is the workers' open-store cache (0: 4); retainFor their --feed-retention.
+	capacity  int
+	retainFor time.Duration
 }
 
 // testStorage: with STRATA_TEST_API_STORAGE=s3, azure or gcs the clusters keep their stores on
@@ -82,10 +86,10 @@ type worker struct {
 func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := storecache.New(c.cat, storecache.Config{DataURL: c.dataDir, Capacity: 4, WrapObjects: c.wrap, Store: lsm.Options{
+	mgr, err := storecache.New(c.cat, storecache.Config{DataURL: c.dataDir, Capacity: cmp.Or(c.capacity, 4), WrapObjects: c.wrap, Store: lsm.Options{
 		Instance: instance, Allocator: c.mem, Clock: hlc.New(nil), Budget: budget.New(1<<30, reg),
 		Metrics: lsm.NewMetrics(reg), Table: table.Options{Metrics: table.NewMetrics(reg), Allocator: c.mem, Cache: cache.New(c.cacheBytes, nil)},
-		AppendMaxGenerations: c.appendMaxGenerations,
+		AppendMaxGenerations: c.appendMaxGenerations, RetainFor: c.retainFor,
 	}}, reg, log)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() { _ = mgr.Close(context.Background()) })
