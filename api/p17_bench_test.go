@@ -187,7 +187,7 @@ func p17LaggingConsumer(b *testing.B, inner *cluster, dataDir string) {
 	lagging := *inner
 	lagging.retainFor = 2 * hour
 	w := newMergedStoreServer(b, lagging.worker("p17-lag"))
-	text := strings.Repeat("x", 500)
+	texts := p3Texts(1000) // ~500 B of word-like text: it compresses as prose does
 	run := func(name string, behind bool) float64 {
 		w.drain(w.do("POST", "/api/v1/generic", "application/json", "", []byte(`{"name":"`+name+`","schema":{"columns":[["id","string"],["step","int64"],["text","string"]]}}`)))
 		w.drain(w.do("POST", "/api/v1/generic/"+name+"/consumers", "application/json", "", []byte(`{"name":"c"}`)))
@@ -198,7 +198,7 @@ func p17LaggingConsumer(b *testing.B, inner *cluster, dataDir string) {
 			var rows []string
 			for i := range rowsPerRound {
 				id := r*rowsPerRound*4/5 + i // a fifth of each round updates the previous round's rows
-				rows = append(rows, fmt.Sprintf(`{"id":"k%09d","step":%d,"text":"%s"}`, id, r, text))
+				rows = append(rows, fmt.Sprintf(`{"id":"k%09d","step":%d,"text":"%s"}`, id, r, texts[(r+i)%len(texts)]))
 			}
 			w.drain(w.do("POST", "/api/v1/generic/"+name+"/rows?flush=true", "application/json", "", []byte(`{"rows":[`+strings.Join(rows, ",")+`]}`)))
 			heads = append(heads, feedCursor(b, w, "/api/v1/generic/"+name+"/changes"))
