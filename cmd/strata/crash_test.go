@@ -232,12 +232,11 @@ func TestAKill9MidDeliveryLosesAndRepeatsNoCommittedRow(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(time.Second)
 	p.kill9()
-	time.Sleep(200 * time.Millisecond)
 	p.start()
 	waitHealthy(t, base)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
 	// Drain: everything acknowledged is sealed within a flush interval, then delivered.

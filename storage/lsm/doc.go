@@ -9,7 +9,10 @@
 //   - read.go (point reads) and scan.go (keyset-paginated scans);
 //   - merge.go: folding a shard's oldest generations into the table;
 //   - maintenance.go: the maintenance jobs (merge, key index, compaction, version cleanup) with
-//     their ordering rules.
+//     their ordering rules;
+//   - feed.go and feedcursor.go: the change feed (rows sealed after a cursor, complete groups);
+//     cut.go: a store's state at one moment, readable later (read tokens); retention.go: keeping
+//     merged generations for the feed's consumers and the cuts that still need them.
 //
 // The object layout and the commit protocol are in docs/format/memwal.md and docs/format/table.md.
 package lsm
