@@ -71,9 +71,10 @@ var (
 
 // queryBody is the query route's request body.
 var queryBody = map[string]any{"type": "object", "required": []string{"sql"}, "properties": map[string]any{
-	"sql":    map[string]any{"type": "string", "description": "one read-only statement (SELECT or WITH … SELECT) over the table t (also named records)"},
-	"source": map[string]any{"type": "string", "enum": []string{"all", "base", "fragments", "wal"}},
-	"limit":  map[string]any{"type": "integer", "description": "the most rows answered (at most the server's cap)"},
+	"sql":      map[string]any{"type": "string", "description": "one read-only statement (SELECT or WITH … SELECT) over the table t (also named records)"},
+	"source":   map[string]any{"type": "string", "enum": []string{"all", "base", "fragments", "wal"}},
+	"limit":    map[string]any{"type": "integer", "description": "the most rows answered (at most the server's cap)"},
+	"snapshot": map[string]any{"type": "string", "description": "read this read token's cut of the store (POST /api/v1/snapshots) instead of its live view"},
 }}
 
 // getRowsBody is the batch read's request body.

@@ -50,6 +50,8 @@ type queryRequest struct {
 	SQL    string `json:"sql"`
 	Source string `json:"source,omitempty"` // all (default), base (fragments), wal
 	Limit  int    `json:"limit,omitempty"`  // the most rows answered (at most the server's cap)
+	// Snapshot reads a read token's cut of the store (also ?snapshot=).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // QueryResponse is the JSON answer of the query route (lance-context's SqlQueryResponse, plus
@@ -104,11 +106,20 @@ func (h *handlers) queryStore(kind catalog.Kind) echo.HandlerFunc {
 		if req.Limit < 0 {
 			return invalid("limit must not be negative")
 		}
+		if req.Snapshot != "" && c.QueryParam("snapshot") == "" {
+			q := c.Request().URL.Query()
+			q.Set("snapshot", req.Snapshot)
+			c.Request().URL.RawQuery = q.Encode()
+		}
 		return h.withStore(c, kind, func(s *lsm.Store) error {
-			if format == "json" {
-				return h.queryJSON(c, s, sqlquery.Request{Statement: req.SQL, Source: source, MaxRows: capRows(req.Limit, h.queryMaxRows())})
+			cut, err := h.snapshotCut(c, kind)
+			if err != nil {
+				return err
 			}
-			return h.queryStream(c, s, format, sqlquery.Request{Statement: req.SQL, Source: source, MaxRows: capRows(req.Limit, h.queryMaxStreamRows())})
+			if format == "json" {
+				return h.queryJSON(c, s, sqlquery.Request{Statement: req.SQL, Source: source, Cut: cut, MaxRows: capRows(req.Limit, h.queryMaxRows())})
+			}
+			return h.queryStream(c, s, format, sqlquery.Request{Statement: req.SQL, Source: source, Cut: cut, MaxRows: capRows(req.Limit, h.queryMaxStreamRows())})
 		})
 	}
 }

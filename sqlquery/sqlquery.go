@@ -37,6 +37,7 @@ type Request struct {
 	Statement string     // one SELECT (or WITH … SELECT) statement
 	Source    lsm.Source // the rows `t` holds: the base table, the WAL, or both (the default)
 	MaxRows   int        // the most result rows emitted; more set Result.Truncated (0: no cap)
+	Cut       *lsm.Cut   // when set, `t` is this cut of the store (a read token's) instead of its live view
 }
 
 // Result describes a query that ran.

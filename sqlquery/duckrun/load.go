@@ -41,6 +41,7 @@ type query struct {
 	ar     *duckdb.Arrow
 	s      *lsm.Store
 	source lsm.Source
+	cut    *lsm.Cut // a read token's cut to read instead of the live view (always as Arrow)
 }
 
 // exec runs statements of the runner's own, in order.
@@ -81,7 +82,7 @@ func (q *query) loadArrow(ctx context.Context, columns []string) (sqlquery.Resul
 	var start lsm.SnapshotScanStart
 	begun := false
 	stream := newBatchStream(ctx, arrow.NewSchema(q.fieldsOf(columns), nil), func(ctx context.Context, emit func(arrow.RecordBatch) error) error {
-		return q.s.ScanSnapshot(ctx, lsm.SnapshotScanOptions{Columns: columns, Source: q.source}, func(st lsm.SnapshotScanStart) error {
+		return q.s.ScanSnapshot(ctx, lsm.SnapshotScanOptions{Columns: columns, Source: q.source, Cut: q.cut}, func(st lsm.SnapshotScanStart) error {
 			if begun {
 				return errSnapshotRestarted // DuckDB already read some of the previous attempt
 			}

@@ -112,13 +112,13 @@ func (r *Runner) runOnce(ctx context.Context, s *lsm.Store, req sqlquery.Request
 	if err != nil {
 		return sqlquery.Result{}, err
 	}
-	q := &query{conn: conn, ar: ar, s: s, source: req.Source}
+	q := &query{conn: conn, ar: ar, s: s, source: req.Source, cut: req.Cut}
 	if err := q.exec(ctx, r.limits.spillSettings(spill)...); err != nil {
 		return sqlquery.Result{}, err
 	}
 	columns := sqlquery.Columns(req.Statement, userColumns(s))
 	var res sqlquery.Result
-	if s.OnLocalDisk() && !r.limits.NoFragmentFiles {
+	if s.OnLocalDisk() && !r.limits.NoFragmentFiles && req.Cut == nil { // a cut streams as Arrow
 		res, err = q.loadFiles(ctx, columns)
 	} else if err = q.exec(ctx, lockSettings(nil)...); err == nil {
 		res, err = q.loadArrow(ctx, columns)

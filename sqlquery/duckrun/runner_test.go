@@ -146,6 +146,28 @@ func TestQueryReadsTheStoreAsAScanDoes(t *testing.T) {
 	require.Equal(t, []string{"id", "reward"}, []string{schema.Field(0).Name, schema.Field(1).Name})
 }
 
+// A query given a cut (a read token's) reads that state of the store, not the rows written since.
+func TestQueryReadsACut(t *testing.T) {
+	mem := testrows.CheckedAlloc(t)
+	s := newStore(t, mem)
+	ctx := context.Background()
+	appendRows(t, s, mem, 0, 40, 1)
+	require.NoError(t, s.Flush(ctx))
+	cut, err := s.CurrentCut(ctx)
+	require.NoError(t, err)
+	appendRows(t, s, mem, 30, 40, 2) // 10 updated, 30 new
+	require.NoError(t, s.Flush(ctx))
+	r := newRunner(t, Limits{})
+	count := func(req sqlquery.Request) [][]any {
+		var rows [][]any
+		_, err := r.Run(ctx, s, req, collect(&rows))
+		require.NoError(t, err)
+		return rows
+	}
+	require.Equal(t, [][]any{{int64(40), int64(1)}}, count(sqlquery.Request{Statement: "SELECT count(*), max(step) FROM t", Cut: &cut}))
+	require.Equal(t, [][]any{{int64(70), int64(2)}}, count(sqlquery.Request{Statement: "SELECT count(*), max(step) FROM t"}))
+}
+
 // Only one read-only query runs: statements that write, more than one statement, and every way
 // to reach a file, the network, an extension or the configuration are refused as ErrStatement.
 func TestQueryRefusesAllButOneReadOnlyStatement(t *testing.T) {
