@@ -109,7 +109,7 @@ func snapshotCreateCommand() *cobra.Command {
 		Example: `  strata snapshot create rollout/exp-1 generic/evals --ttl 48h`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return fmt.Errorf("usage: strata snapshot create <kind>/<name>...")
+				return fmt.Errorf("usage: strata snapshot create <kind>/<name> [<kind>/<name> …]")
 			}
 			c, err := cfg.client()
 			if err != nil {
