@@ -25,16 +25,11 @@ func StoreHolds(ctx context.Context, cat *catalog.Catalog, kind catalog.Kind, na
 	return holdsOf(raw)
 }
 
-// holdsOf combines the holders: per shard, the lowest floor any of them needs. A consumer needs
-// every shard (one its cursor does not name from its first generation, floor 0); a cut only the
-// shards it reads.
+// holdsOf combines the holders: consumers' cursors into per-shard floors (the lowest of any; a
+// shard a cursor does not name is needed from its first generation, floor 0), read tokens' cuts
+// into pinned floors for the shards each reads.
 func holdsOf(raw catalog.StoreHolds) (lsm.Holds, []uint64, error) {
-	h := lsm.Holds{Any: len(raw.Cursors)+len(raw.Cuts) > 0, Floors: map[string]uint64{}, OnlyListed: len(raw.Cursors) == 0}
-	lower := func(sh string, floor uint64) {
-		if cur, ok := h.Floors[sh]; !ok || floor < cur {
-			h.Floors[sh] = floor
-		}
-	}
+	h := lsm.Holds{Consumers: len(raw.Cursors) > 0, Floors: map[string]uint64{}, Pinned: map[string]uint64{}}
 	var keep []uint64
 	for _, r := range raw.Cuts {
 		var cut lsm.Cut
@@ -42,8 +37,10 @@ func holdsOf(raw catalog.StoreHolds) (lsm.Holds, []uint64, error) {
 			return lsm.Holds{}, nil, fmt.Errorf("a read token's cut: %w", err)
 		}
 		keep = append(keep, cut.TableVersion)
-		for sh := range cut.Generations {
-			lower(sh, cut.Floors[sh])
+		for sh, floor := range cut.Pins() {
+			if cur, ok := h.Pinned[sh]; !ok || floor < cur {
+				h.Pinned[sh] = floor
+			}
 		}
 	}
 	consumers := make([]map[string]uint64, 0, len(raw.Cursors))
@@ -52,17 +49,16 @@ func holdsOf(raw catalog.StoreHolds) (lsm.Holds, []uint64, error) {
 		if err != nil {
 			return lsm.Holds{}, nil, fmt.Errorf("a consumer's committed cursor: %w", err)
 		}
-		floors := c.Floors()
-		consumers = append(consumers, floors)
+		consumers = append(consumers, c.Floors())
+	}
+	for _, floors := range consumers {
 		for sh := range floors {
-			if _, ok := h.Floors[sh]; !ok {
-				h.Floors[sh] = floors[sh] // lowered below by every consumer
-			}
+			h.Floors[sh] = floors[sh]
 		}
 	}
 	for _, floors := range consumers {
 		for sh := range h.Floors {
-			lower(sh, floors[sh]) // 0 when the cursor does not name the shard
+			h.Floors[sh] = min(h.Floors[sh], floors[sh]) // 0 when the cursor does not name the shard
 		}
 	}
 	return h, keep, nil

@@ -11,7 +11,8 @@ import (
 )
 
 // holdsOf keeps, per shard, the lowest floor of every holder: consumers need every shard, cuts
-// only theirs; undecodable holders are an error, never "nothing held".
+// (pinned, whatever their age) only theirs; undecodable holders are an error, never "nothing
+// held".
 func TestHoldsTakeTheLowestFloorOfEveryHolder(t *testing.T) {
 	cutJSON := func(c lsm.Cut) json.RawMessage {
 		b, err := json.Marshal(c)
@@ -23,20 +24,21 @@ func TestHoldsTakeTheLowestFloorOfEveryHolder(t *testing.T) {
 	h, keep, err := holdsOf(catalog.StoreHolds{Cuts: []json.RawMessage{cutJSON(cut)}})
 	require.NoError(t, err)
 	require.Equal(t, []uint64{7}, keep)
-	require.True(t, h.Any)
-	require.True(t, h.OnlyListed)
-	require.Equal(t, map[string]uint64{"a": 5, "b": 4}, h.Floors)
+	require.False(t, h.Consumers)
+	require.Equal(t, map[string]uint64{"a": 5, "b": 4}, h.Pinned)
 
 	// A consumer (its cursor names no shard: it needs all from the first) lowers every shard.
 	h, _, err = holdsOf(catalog.StoreHolds{Cursors: []string{lsm.FeedCursor{}.String()}, Cuts: []json.RawMessage{cutJSON(cut)}})
 	require.NoError(t, err)
-	require.False(t, h.OnlyListed)
-	require.Equal(t, map[string]uint64{"a": 0, "b": 0}, h.Floors)
+	require.True(t, h.Consumers)
+	require.Empty(t, h.Floors, "a shard absent is needed from its first generation")
+	require.Equal(t, map[string]uint64{"a": 5, "b": 4}, h.Pinned)
 
 	// Nobody: nothing held.
 	h, keep, err = holdsOf(catalog.StoreHolds{})
 	require.NoError(t, err)
-	require.False(t, h.Any)
+	require.False(t, h.Consumers)
+	require.Empty(t, h.Pinned)
 	require.Empty(t, keep)
 
 	_, _, err = holdsOf(catalog.StoreHolds{Cursors: []string{"!!"}})

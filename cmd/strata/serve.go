@@ -77,6 +77,7 @@ type serveConfig struct {
 	// tokens (lsm.Options.RetainFor); FeedPollInterval is how often a long poll looks.
 	FeedRetention    time.Duration
 	FeedPollInterval time.Duration
+	SnapshotMaxTTL   time.Duration
 	// readOnlyStores is set by `strata worker` (no flag): a process that never appends opens
 	// stores without claiming a write shard, so it cannot fence an API worker sharing its
 	// instance id.
@@ -120,6 +121,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 20*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for rows sealed on any worker")
+	fs.DurationVar(&c.SnapshotMaxTTL, "snapshot-max-ttl", 7*24*time.Hour, "the longest a read token (POST /api/v1/snapshots) may live: until it expires, the stores it names keep its table versions and the merged rows it reads")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
 }
@@ -235,7 +237,8 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}),
-		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval})
+		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval,
+		MaxSnapshotTTL: cfg.SnapshotMaxTTL})
 	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
 		TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.Temporal.Namespace, Log: log}); err != nil {
 		return err

@@ -26,6 +26,16 @@ type Cut struct {
 	Floors map[string]uint64 `json:"floors,omitempty"`
 }
 
+// Pins returns what the cut holds: per shard it reads, the newest generation it does not need
+// (every generation above it, up to the cut's, it reads).
+func (c Cut) Pins() map[string]uint64 {
+	out := make(map[string]uint64, len(c.Generations))
+	for sh := range c.Generations {
+		out[sh] = c.Floors[sh]
+	}
+	return out
+}
+
 // ErrCutExpired: a generation or the table version a cut reads is gone.
 var ErrCutExpired = errors.New("lsm: the cut's versions were released")
 

@@ -62,7 +62,7 @@ type feedConsumer struct {
 func (c *feedConsumer) holds(context.Context) (Holds, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Holds{Any: true, Floors: c.committed.Floors()}, nil
+	return Holds{Consumers: true, Floors: c.committed.Floors()}, nil
 }
 
 // The change feed against a model: two writers append and delete, seal, merges of either shard
@@ -371,7 +371,7 @@ func TestCutReadsTheSameRowsLater(t *testing.T) {
 		if held == nil {
 			return Holds{}, nil
 		}
-		return Holds{Any: true, Floors: held.Floors}, nil
+		return Holds{Pinned: held.Pins()}, nil
 	}
 	s := e.open("a", func(o *Options) { o.Holds = holds })
 	w := e.open("b", func(o *Options) { o.Holds = holds })

@@ -1,6 +1,7 @@
 // Retention of merged generations: a merge keeps the rows of the generations it folds into the
 // table readable (as the shard's retained generations, storage/shard's merged.go) while a
-// change-feed consumer or a read token still needs them, for at most Options.RetainFor; whoever
+// change-feed consumer (for at most Options.RetainFor) or a read token (until it expires) still
+// needs them; whoever
 // tracks those holders (the catalog) answers Options.Holds. Releasing is oldest first, at each
 // merge and at each ReleaseRetained (version cleanup runs it).
 package lsm
@@ -15,22 +16,24 @@ import (
 
 // Holds says which merged generations of a store someone still needs.
 type Holds struct {
-	// Any: some consumer or read token holds the store (false: release everything merged).
-	Any bool
-	// Floors: per shard, the newest generation no holder needs; every generation above it is
-	// kept. A shard absent here is needed from its first generation, unless OnlyListed.
-	Floors map[string]uint64
-	// OnlyListed: shards absent from Floors are needed by no one (read tokens name the shards
-	// they read; a consumer needs every shard).
-	OnlyListed bool
+	// Consumers: some change-feed consumer holds the store; Floors are their positions: per
+	// shard, the newest generation no consumer needs (a shard absent: every generation is
+	// needed). What consumers hold is kept for at most Options.RetainFor after its seal.
+	Consumers bool
+	Floors    map[string]uint64
+	// Pinned: per shard, the newest generation no read token needs, for the shards tokens read:
+	// kept whatever its age (a token's own expiry bounds it).
+	Pinned map[string]uint64
 }
 
-// DefaultRetainFor bounds how long a merged generation is kept for holders (Options.RetainFor).
+// DefaultRetainFor bounds how long a merged generation is kept for consumers (Options.RetainFor).
 const DefaultRetainFor = 24 * time.Hour
 
-// retain is the rule for shard's merged generations now: kept while a holder needs it and it was
-// sealed less than RetainFor ago. When the holders cannot be read, everything within RetainFor is
-// kept (a consumer's rows are never released because the catalog was briefly unreachable).
+// retain is the rule for shard's merged generations now: kept while a read token needs it, or a
+// consumer needs it and it was sealed less than RetainFor ago. When the holders cannot be read,
+// everything is kept (nobody's rows are released because the catalog was briefly unreachable;
+// the next merge or cleanup after it answers releases them). Generations are offered oldest
+// first and seal times grow with generation numbers, so what it keeps is a suffix.
 func (s *Store) retain(ctx context.Context, sh string) shard.Retain {
 	if s.opts.Holds == nil {
 		return nil
@@ -38,17 +41,15 @@ func (s *Store) retain(ctx context.Context, sh string) shard.Retain {
 	h, err := s.opts.Holds(ctx)
 	if err != nil {
 		slog.Warn("cannot read who holds merged generations; keeping them", "store", s.opts.Name, "shard", sh, "err", err)
+		return func(shard.Generation) bool { return true }
 	}
 	now := time.Now()
+	pinned, pinnedOK := h.Pinned[sh]
 	return func(g shard.Generation) bool {
-		if now.Sub(g.SealedAt) > s.opts.RetainFor {
-			return false
-		}
-		if err != nil {
+		if pinnedOK && g.Gen > pinned {
 			return true
 		}
-		floor, listed := h.Floors[sh]
-		return h.Any && (listed || !h.OnlyListed) && g.Gen > floor
+		return h.Consumers && now.Sub(g.SealedAt) <= s.opts.RetainFor && g.Gen > h.Floors[sh]
 	}
 }
 

@@ -48,8 +48,8 @@ type Options struct {
 	IOTimeout   time.Duration // bound on background object-store calls (default 60s)
 
 	// Holds, when set, says which merged generations change-feed consumers and read tokens still
-	// need (retention.go); they are kept for at most RetainFor (default 24h) after their seal.
-	// Nil: a merge releases what it merged.
+	// need (retention.go); what consumers need is kept for at most RetainFor (default 24h) after
+	// its seal. Nil: a merge releases what it merged.
 	Holds     func(ctx context.Context) (Holds, error)
 	RetainFor time.Duration
 
