@@ -150,8 +150,15 @@ func (h *handlers) changes(kind catalog.Kind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return h.withStore(c, kind, func(s *lsm.Store) error {
+		return h.withStoreEntry(c, kind, func(s *lsm.Store, st catalog.Store) error {
 			ctx := c.Request().Context()
+			if len(req.opts.Columns) == 0 {
+				cols, err := feedColumns(s, st, kind)
+				if err != nil {
+					return err
+				}
+				req.opts.Columns = cols
+			}
 			cur, err := h.feedStart(ctx, kind, c.Param("name"), s, req)
 			if err != nil {
 				return err
@@ -193,6 +200,18 @@ func (h *handlers) feedStart(ctx context.Context, kind catalog.Kind, name string
 		return s.FeedEarliest(ctx)
 	}
 	return s.FeedHead(ctx)
+}
+
+// feedColumns are the columns a batch returns when the request names none: every user column but
+// blobs (rollouts' and contexts' binary_payload, a generic store's blob columns), as listings.
+func feedColumns(s *lsm.Store, st catalog.Store, kind catalog.Kind) ([]string, error) {
+	switch kind {
+	case catalog.KindRollout, catalog.KindGeneric:
+		return rowColumns(s, st, kind, nil)
+	case catalog.KindContext:
+		return columnsExcept(s, map[string]bool{"binary_payload": true}), nil
+	}
+	return nil, nil
 }
 
 func parseCursor(s string) (lsm.FeedCursor, error) {

@@ -138,7 +138,7 @@ var feedParams = []param{
 	{"start", "string", "without cursor or consumer: now (default: rows sealed from now on) or earliest (the oldest rows the feed holds)"},
 	{"limit", "integer", "rows per batch, 1-100000 (default 1000; a group may exceed it)"},
 	{"wait", "string", "long-poll up to this long (30s, or seconds; at most 60s) for the first row"},
-	{"columns", "string", "comma-separated columns (default all; the id always)"},
+	{"columns", "string", "comma-separated columns (default all but blobs, as listings; the id always)"},
 	{"complete_by", "string", "deliver complete groups: rows with equal values of this column"},
 	{"group_size", "integer", "with complete_by: a group is complete with this many distinct ids"},
 	{"group_timeout", "string", "with complete_by: a group first sealed this long ago is delivered with _complete false"},

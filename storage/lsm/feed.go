@@ -49,6 +49,8 @@ const (
 	MaxFeedLimit     = 100_000
 	// DefaultFeedMaxHeld bounds the rows a grouped feed holds back (in the cursor) by default.
 	DefaultFeedMaxHeld = 10_000
+	// DefaultFeedMaxBytes bounds the rows' bytes a batch gathers (the batch ends early past it).
+	DefaultFeedMaxBytes = 64 << 20
 	// feedSliceRows: keys of a generation read at once.
 	feedSliceRows = 1024
 )
@@ -59,6 +61,9 @@ type FeedOptions struct {
 	Columns []string    // user columns (all when empty); the key column is always returned
 	Groups  *FeedGroups // deliver complete groups (nil: rows as they come)
 	Now     time.Time   // the time group timeouts are measured at (zero: now)
+	// MaxBytes bounds the bytes of the rows a batch gathers, held ones included (default
+	// DefaultFeedMaxBytes): past it the batch ends, a slice of at most feedSliceRows rows later.
+	MaxBytes int64
 }
 
 // FeedGroups asks for complete groups.
@@ -222,6 +227,9 @@ func (s *Store) Changes(ctx context.Context, cur FeedCursor, opts FeedOptions) (
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultFeedLimit
 	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultFeedMaxBytes
+	}
 	opts.Limit = min(opts.Limit, MaxFeedLimit)
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -371,6 +379,7 @@ type feedBuilder struct {
 	open    []*feedGroup // open groups, oldest first
 	ngroups int
 	held    int
+	bytes   int64 // of parts
 }
 
 func (b *feedBuilder) release() {
@@ -399,13 +408,13 @@ func (b *feedBuilder) view(ctx context.Context, sh string, g shard.Generation) (
 	return v, nil
 }
 
-// full reports whether the batch holds its rows.
-func (b *feedBuilder) full() bool { return len(b.out) >= b.opts.Limit }
+// full reports whether the batch holds its rows, or as many bytes as it may gather.
+func (b *feedBuilder) full() bool { return len(b.out) >= b.opts.Limit || b.bytes >= b.opts.MaxBytes }
 
 // overHeld reports whether a grouped batch holds back more rows than it may: it stops reading,
 // and finish delivers the oldest groups incomplete.
 func (b *feedBuilder) overHeld() bool {
-	return b.opts.Groups != nil && b.held > b.opts.Groups.maxHeld()
+	return b.opts.Groups != nil && (b.held > b.opts.Groups.maxHeld() || b.bytes >= b.opts.MaxBytes)
 }
 
 func (g *FeedGroups) maxHeld() int {
@@ -472,6 +481,7 @@ func (b *feedBuilder) flushPending(ctx context.Context) error {
 	}
 	part := len(b.parts)
 	b.parts = append(b.parts, rec)
+	b.bytes += appendBytes(rec)
 	var groupCol arrow.Array
 	if b.opts.Groups != nil {
 		groupCol = rec.Column(rec.Schema().FieldIndices(b.opts.Groups.Column)[0])
@@ -541,7 +551,7 @@ func (b *feedBuilder) finish(ctx context.Context) (FeedBatch, error) {
 			}
 			b.closeGroup(o, false)
 		}
-		for b.held > maxHeld && len(b.open) > 0 {
+		for (b.held > maxHeld || (b.bytes >= b.opts.MaxBytes && len(b.out) == 0)) && len(b.open) > 0 {
 			b.closeGroup(b.open[0], false)
 		}
 		for _, o := range b.open {
