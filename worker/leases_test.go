@@ -47,7 +47,7 @@ func TestSnapshotLeaseReleasesItsToken(t *testing.T) {
 		writeHistory(t, h.c, released.GetID(), released.GetRunID(), snapshotLeaseHistFile)
 	}
 
-	expired := take(name+"-b", 2*time.Second)
+	expired := take(name+"-b", time.Second)
 	require.NoError(t, expired.Get(ctx, &res))
 	require.False(t, res.Released)
 	snap, err := h.cat.GetSnapshot(ctx, name+"-b")

@@ -232,11 +232,11 @@ func TestAKill9MidDeliveryLosesAndRepeatsNoCommittedRow(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(time.Second)
+	time.Sleep(500 * time.Millisecond)
 	p.kill9()
 	p.start()
 	waitHealthy(t, base)
-	time.Sleep(time.Second)
+	time.Sleep(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	// Drain: everything acknowledged is sealed within a flush interval, then delivered.
