@@ -65,6 +65,15 @@ func appendGeneric(t *testing.T, w *worker, store string, flush bool, rows ...ma
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic/"+store+"/rows"+q, map[string]any{"rows": list}, nil))
 }
 
+// feedTestOnTheMainPassOnly skips a feed test whose subject is the HTTP layer (formats, long
+// polls, groups, refusals) in make test's object-store passes: the consumer and read-token tests
+// run there too, and the storage tests cover the feed on every store.
+func feedTestOnTheMainPassOnly(t *testing.T) {
+	if testStorage != "" {
+		t.Skipf("the main pass runs it; the %s pass runs the consumer and read-token tests", testStorage)
+	}
+}
+
 // A named consumer reads on any worker what any worker sealed, resumes from its committed
 // cursor (what it did not commit comes again), survives a merge (its rows are kept), and goes
 // with its store.
@@ -121,6 +130,7 @@ func TestChangeFeedConsumersAcrossWorkers(t *testing.T) {
 // A long poll on one worker returns as soon as a flush on another seals rows; the Arrow and
 // server-sent-event answers carry the same rows and a cursor.
 func TestChangeFeedLongPollAndFormats(t *testing.T) {
+	feedTestOnTheMainPassOnly(t)
 	c := newCluster(t)
 	w1, w2 := c.worker("w1"), c.worker("w2")
 	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
@@ -182,6 +192,7 @@ func TestChangeFeedLongPollAndFormats(t *testing.T) {
 
 // Complete groups through the API: a group's rows come out once all its members are sealed.
 func TestChangeFeedCompleteGroups(t *testing.T) {
+	feedTestOnTheMainPassOnly(t)
 	c := newCluster(t)
 	w := c.worker("w1")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "g", "schema": {"columns": [["id", "string"], ["prompt", "string"]]}}`, nil))
@@ -206,6 +217,7 @@ func TestChangeFeedCompleteGroups(t *testing.T) {
 // Hostile or wrong requests are 4xx with the envelope, never 500; a position whose rows were
 // released is 410 CURSOR_EXPIRED with a restart point that works.
 func TestChangeFeedRefusalsAndExpiry(t *testing.T) {
+	feedTestOnTheMainPassOnly(t)
 	c := newCluster(t)
 	w := c.worker("w1")
 	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/generic", `{"name": "h", "schema": {"columns": [["id", "string"], ["step", "int64"]]}}`, nil))
