@@ -16,6 +16,22 @@ import (
 	"github.com/strata-store/strata/internal/testenv"
 )
 
+// startCrashServe starts a `strata serve` child process on a local disk with its instance id and
+// flush interval, and returns it (to kill and start again) and its base URL.
+func startCrashServe(t *testing.T, instance, flushInterval string) (*clusterProcess, string) {
+	port, err := testenv.FreePort()
+	require.NoError(t, err)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	p := &clusterProcess{t: t, args: []string{"serve"}, dir: t.TempDir(),
+		env: []string{"STRATA_DATABASE_URL=" + testenv.Database(t), "STRATA_DATA_URL=file://" + t.TempDir(),
+			"STRATA_INSTANCE_ID=" + instance, fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", port),
+			"STRATA_FLUSH_INTERVAL=" + flushInterval, "STRATA_LOG_LEVEL=warn"}}
+	p.start()
+	t.Cleanup(p.stop) // whichever run is the last (stopping one that has exited does nothing)
+	waitHealthy(t, base)
+	return p, base
+}
+
 // A `strata serve` process on a local disk is killed (-9) while three clients append large
 // batches (about 3 MB each, so their frames' whole blocks are written with O_DIRECT); restarted
 // with its instance id, it answers every acknowledged row with the content that was sent.
@@ -23,16 +39,7 @@ func TestAKill9DuringLargeAppendsLosesNoAcknowledgedRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	port, err := testenv.FreePort()
-	require.NoError(t, err)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	p := &clusterProcess{t: t, args: []string{"serve"}, dir: t.TempDir(),
-		env: []string{"STRATA_DATABASE_URL=" + testenv.Database(t), "STRATA_DATA_URL=file://" + t.TempDir(),
-			"STRATA_INSTANCE_ID=crash-1", fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", port),
-			"STRATA_FLUSH_INTERVAL=1h", "STRATA_LOG_LEVEL=warn"}}
-	p.start()
-	t.Cleanup(p.stop) // whichever run is the last (stopping one that has exited does nothing)
-	waitHealthy(t, base)
+	p, base := startCrashServe(t, "crash-1", "1h")
 	resp, err := http.Post(base+"/api/v1/rollouts", "application/json", strings.NewReader(`{"name":"crash"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -118,16 +125,7 @@ func TestAKill9MidDeliveryLosesAndRepeatsNoCommittedRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	port, err := testenv.FreePort()
-	require.NoError(t, err)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	p := &clusterProcess{t: t, args: []string{"serve"}, dir: t.TempDir(),
-		env: []string{"STRATA_DATABASE_URL=" + testenv.Database(t), "STRATA_DATA_URL=file://" + t.TempDir(),
-			"STRATA_INSTANCE_ID=feed-1", fmt.Sprintf("STRATA_LISTEN_ADDR=127.0.0.1:%d", port),
-			"STRATA_FLUSH_INTERVAL=200ms", "STRATA_LOG_LEVEL=warn"}}
-	p.start()
-	t.Cleanup(p.stop)
-	waitHealthy(t, base)
+	p, base := startCrashServe(t, "feed-1", "200ms")
 	post := func(path, body string) (int, error) {
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
 		if err != nil {
