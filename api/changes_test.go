@@ -334,3 +334,34 @@ func TestReadTokensAnswerTheirCut(t *testing.T) {
 	status, _ = errCode(t, w1, "GET", "/api/v1/generic/a/rows?snapshot=snap-nope", nil)
 	require.Equal(t, http.StatusNotFound, status)
 }
+
+// Context stores' listing and get take ?snapshot= as well.
+func TestReadTokensOnContextStores(t *testing.T) {
+	c := newCluster(t)
+	w := c.worker("w1")
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/contexts", map[string]any{"name": "mem"}, nil))
+	var added struct {
+		IDs []string `json:"ids"`
+	}
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/contexts/mem/records?flush=true",
+		map[string]any{"records": []any{map[string]any{"text_payload": "one"}, map[string]any{"text_payload": "two"}}}, &added))
+	var snap api.SnapshotInfo
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/snapshots", map[string]any{"stores": []string{"context/mem"}}, &snap))
+	require.Equal(t, http.StatusCreated, w.do(t, "POST", "/api/v1/contexts/mem/records?flush=true",
+		map[string]any{"records": []any{map[string]any{"text_payload": "three"}}}, nil))
+	require.Equal(t, http.StatusOK, w.do(t, "DELETE", "/api/v1/contexts/mem/records/"+added.IDs[0]+"?flush=true", nil, nil))
+	var list struct {
+		Records []map[string]any `json:"records"`
+	}
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/mem/records?snapshot="+snap.ID, nil, &list))
+	require.Len(t, list.Records, 2, "the token's cut: both first records, not the third")
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/mem/records", nil, &list))
+	require.Len(t, list.Records, 2, "now: the second and the third")
+	var one struct {
+		Record map[string]any `json:"record"`
+	}
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/mem/records/"+added.IDs[0]+"?snapshot="+snap.ID, nil, &one))
+	require.NotNil(t, one.Record, "deleted since, present in the cut")
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/contexts/mem/records/"+added.IDs[0], nil, &one))
+	require.Nil(t, one.Record)
+}

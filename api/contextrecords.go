@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/contexts"
 )
 
@@ -200,7 +201,7 @@ func currentRecord(c echo.Context, cs contextStore, id, xid *string) (*contexts.
 	var err error
 	switch {
 	case id != nil:
-		rec, err = recordByID(ctx, cs, *id)
+		rec, err = recordByID(ctx, cs, *id, pageSource{})
 	case xid != nil:
 		rec, err = byExternalID(ctx, cs.s, *xid)
 	}
@@ -263,7 +264,7 @@ func (h *handlers) deleteContext(c echo.Context, id, xid *string) error {
 		var rec *contexts.Record
 		var err error
 		if id != nil {
-			rec, err = recordByID(ctx, cs, *id)
+			rec, err = recordByID(ctx, cs, *id, pageSource{})
 		} else {
 			rec, err = byExternalID(ctx, cs.s, *xid)
 		}
@@ -331,8 +332,12 @@ func (h *handlers) getContextRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	at, err := h.readPointParam(c, catalog.KindContext)
+	if err != nil {
+		return err
+	}
 	return h.withContext(c, func(cs contextStore) error {
-		rec, err := recordByID(c.Request().Context(), cs, id)
+		rec, err := recordByID(c.Request().Context(), cs, id, at)
 		if err != nil {
 			return err
 		}
@@ -340,13 +345,13 @@ func (h *handlers) getContextRecord(c echo.Context) error {
 	})
 }
 
-// recordByID is the record of id, whatever its lifecycle (nil when absent, or when id names a
-// claim row, which is never a record).
-func recordByID(ctx context.Context, cs contextStore, id string) (*contexts.Record, error) {
+// recordByID is the record of id at a read point (the live view: pageSource{}), whatever its
+// lifecycle (nil when absent, or when id names a claim row, which is never a record).
+func recordByID(ctx context.Context, cs contextStore, id string, at pageSource) (*contexts.Record, error) {
 	if !contexts.IsRecordID(id) {
 		return nil, nil
 	}
-	return getContextRow(ctx, cs.s, id)
+	return getContextRow(ctx, cs.s, id, at)
 }
 
 func (h *handlers) getContextRecordByExternalID(c echo.Context) error {
@@ -371,7 +376,7 @@ func (h *handlers) getContextPayload(c echo.Context) error {
 		return err
 	}
 	return h.withContext(c, func(cs contextStore) error {
-		rec, err := recordByID(c.Request().Context(), cs, id)
+		rec, err := recordByID(c.Request().Context(), cs, id, pageSource{})
 		if err != nil {
 			return err
 		}
@@ -409,7 +414,7 @@ func (h *handlers) listContextRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := versionParam(c)
+	at, err := h.readPointParam(c, catalog.KindContext)
 	if err != nil {
 		return err
 	}
@@ -419,7 +424,7 @@ func (h *handlers) listContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		recs, err := collectRecords(c.Request().Context(), cs, filters.Fields, version, offset, limit,
+		recs, err := collectRecords(c.Request().Context(), cs, filters.Fields, at, offset, limit,
 			func(r *contexts.Record) bool { return life.Visible(r) && filters.Match(r) })
 		if err != nil {
 			return err
@@ -436,9 +441,9 @@ var listColumns = contextColumnsWithout("binary_payload")
 // collectRecords scans the store's records in id order (fields: equalities the scan applies;
 // version: a checkout, 0 the live view), skips offset of those keep accepts and answers up to
 // limit of the next (never null: an empty list answers []).
-func collectRecords(ctx context.Context, cs contextStore, fields map[string]string, version uint64, offset, limit int, keep func(*contexts.Record) bool) ([]contexts.Record, error) {
+func collectRecords(ctx context.Context, cs contextStore, fields map[string]string, at pageSource, offset, limit int, keep func(*contexts.Record) bool) ([]contexts.Record, error) {
 	out := []contexts.Record{}
-	err := scanContext(ctx, cs.s, listColumns, fields, version, func(page []contexts.Record) error {
+	err := scanContext(ctx, cs.s, listColumns, fields, at, func(page []contexts.Record) error {
 		for i := range page {
 			if !keep(&page[i]) {
 				continue
@@ -477,7 +482,7 @@ func (h *handlers) relatedContextRecords(c echo.Context) error {
 	}
 	life := lifecycleParams(c)
 	return h.withContext(c, func(cs contextStore) error {
-		recs, err := collectRecords(c.Request().Context(), cs, nil, 0, 0, limit,
+		recs, err := collectRecords(c.Request().Context(), cs, nil, pageSource{}, 0, limit,
 			func(r *contexts.Record) bool { return life.Visible(r) && relates(r, target, relation) })
 		if err != nil {
 			return err

@@ -135,7 +135,7 @@ const contextPageRows = 2048
 // scanContext reads every record of the store (never a claim row) in id order, a page at a time,
 // with the given columns (all when empty), and calls fn with each page's records; fields are
 // equalities the scan applies itself. It stops at fn's first error or when ctx ends.
-func scanContext(ctx context.Context, s *lsm.Store, columns []string, fields map[string]string, version uint64, fn func([]contexts.Record) error) error {
+func scanContext(ctx context.Context, s *lsm.Store, columns []string, fields map[string]string, at pageSource, fn func([]contexts.Record) error) error {
 	var filters map[string]any
 	if len(fields) > 0 {
 		filters = make(map[string]any, len(fields))
@@ -149,7 +149,7 @@ func scanContext(ctx context.Context, s *lsm.Store, columns []string, fields map
 			return err
 		}
 		page, err := s.Scan(ctx, lsm.ScanOptions{Columns: columns, Filters: filters, After: after, Before: contexts.ExternalIDKeyPrefix,
-			Limit: contextPageRows, Version: version})
+			Limit: contextPageRows, Version: at.version, Cut: at.cut})
 		if err != nil {
 			return err
 		}
@@ -179,9 +179,9 @@ func contextColumnsWithout(names ...string) []string {
 	return out
 }
 
-// getContextRecord reads one record or claim row by key (nil when absent).
-func getContextRow(ctx context.Context, s *lsm.Store, key string) (*contexts.Record, error) {
-	rec, err := s.Get(ctx, key, nil)
+// getContextRow reads one record or claim row by key at a read point (nil when absent).
+func getContextRow(ctx context.Context, s *lsm.Store, key string, at pageSource) (*contexts.Record, error) {
+	rec, err := getAt(ctx, s, at, key, nil)
 	if err != nil || rec == nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func getContextRow(ctx context.Context, s *lsm.Store, key string) (*contexts.Rec
 
 // byExternalID is the record that holds external id xid now (nil when none does).
 func byExternalID(ctx context.Context, s *lsm.Store, xid string) (*contexts.Record, error) {
-	claim, err := getContextRow(ctx, s, contexts.ClaimKey(xid))
+	claim, err := getContextRow(ctx, s, contexts.ClaimKey(xid), pageSource{})
 	if err != nil || claim == nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func byExternalID(ctx context.Context, s *lsm.Store, xid string) (*contexts.Reco
 	if !contexts.IsRecordID(id) {
 		return nil, nil
 	}
-	rec, err := getContextRow(ctx, s, id)
+	rec, err := getContextRow(ctx, s, id, pageSource{})
 	if err != nil || rec == nil || rec.ExternalID == nil || *rec.ExternalID != xid {
 		return nil, err
 	}
