@@ -171,7 +171,7 @@ func (h *handlers) changes(kind catalog.Kind) echo.HandlerFunc {
 			if req.format == "sse" {
 				return h.streamChanges(c, kind, s, cur, req)
 			}
-			b, err := h.pollChanges(ctx, s, cur, req.opts, req.wait)
+			b, err := h.pollChanges(ctx, kind, c.Param("name"), s, cur, req.opts, req.wait)
 			if err != nil {
 				return err
 			}
@@ -223,12 +223,14 @@ func parseCursor(s string) (lsm.FeedCursor, error) {
 }
 
 // pollChanges reads the batch after cur, and while it is empty and wait has not passed, reads
-// again every FeedPollInterval (rows sealed on any worker show up in the shard manifests it
-// reads). An empty batch after wait is an answer, not an error; so is one cut short by the
-// request ending.
-func (h *handlers) pollChanges(ctx context.Context, s *lsm.Store, cur lsm.FeedCursor, opts lsm.FeedOptions, wait time.Duration) (lsm.FeedBatch, error) {
+// again at the store's next seal this process hears of (its own, or another worker's through
+// the catalog's seal notifications) or after FeedPollInterval, whichever comes first (a
+// notification is a hint: rows sealed on any worker show up in the shard manifests a read lists).
+// An empty batch after wait is an answer, not an error; so is one cut short by the request ending.
+func (h *handlers) pollChanges(ctx context.Context, kind catalog.Kind, name string, s *lsm.Store, cur lsm.FeedCursor, opts lsm.FeedOptions, wait time.Duration) (lsm.FeedBatch, error) {
 	deadline := time.Now().Add(wait)
 	for {
+		sealed := h.deps.Stores.WaitSealed(kind, name) // before the read: a seal during it wakes the wait
 		opts.Now = time.Now()
 		b, err := s.Changes(ctx, cur, opts)
 		if err != nil {
@@ -246,6 +248,8 @@ func (h *handlers) pollChanges(ctx context.Context, s *lsm.Store, cur lsm.FeedCu
 		case <-ctx.Done():
 			t.Stop()
 			return lsm.FeedBatch{Next: cur}, nil
+		case <-sealed:
+			t.Stop()
 		case <-t.C:
 		}
 	}
@@ -348,7 +352,7 @@ func (h *handlers) streamChanges(c echo.Context, kind catalog.Kind, s *lsm.Store
 	w := bufio.NewWriterSize(res, 64<<10)
 	cd := feedCodec(kind, s)
 	for time.Now().Before(end) {
-		b, err := h.pollChanges(ctx, s, cur, req.opts, min(time.Until(end), 15*time.Second))
+		b, err := h.pollChanges(ctx, kind, c.Param("name"), s, cur, req.opts, min(time.Until(end), 15*time.Second))
 		if err != nil {
 			writeSSEError(w, err)
 			_ = w.Flush()

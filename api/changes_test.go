@@ -127,12 +127,13 @@ func TestChangeFeedConsumersAcrossWorkers(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 }
 
-// A long poll on one worker returns as soon as a flush on another seals rows; the Arrow and
-// server-sent-event answers carry the same rows and a cursor.
+// A long poll on one worker returns as soon as a flush on another seals rows (the seal's
+// notification wakes it: its poll interval here is a minute); the Arrow and server-sent-event
+// answers carry the same rows and a cursor.
 func TestChangeFeedLongPollAndFormats(t *testing.T) {
 	feedTestOnTheMainPassOnly(t)
 	c := newCluster(t)
-	w1, w2 := c.worker("w1"), c.worker("w2")
+	w1, w2 := c.worker("w1"), c.worker("w2", func(d *api.Deps) { d.FeedPollInterval = time.Minute })
 	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts", map[string]any{"name": "r"}, nil))
 	_, head := feedLines(t, w2, "/api/v1/rollouts/r/changes")
 	done := make(chan []map[string]any, 1)
@@ -141,12 +142,12 @@ func TestChangeFeedLongPollAndFormats(t *testing.T) {
 		rows, _ := feedLines(t, w2, "/api/v1/rollouts/r/changes?wait=20s&cursor="+url.QueryEscape(head))
 		done <- rows
 	}()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the poll has looked once and waits
 	require.Equal(t, http.StatusCreated, w1.do(t, "POST", "/api/v1/rollouts/r/records?flush=true", map[string]any{"records": []any{rollout("x", "t")}}, nil))
 	select {
 	case rows := <-done:
 		require.Equal(t, []string{"x"}, feedIDs(rows))
-		require.Less(t, time.Since(start), 10*time.Second)
+		require.Less(t, time.Since(start), 10*time.Second, "woken by the seal's notification, not its poll")
 	case <-time.After(15 * time.Second):
 		t.Fatal("the long poll did not return the sealed row")
 	}

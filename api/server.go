@@ -76,7 +76,8 @@ type Deps struct {
 	QueryMaxJSONBytes  int64
 	QueryMaxStreamRows int
 	// FeedPollInterval: how often a long-polling change-feed read looks for newly sealed rows
-	// (default 20ms; rows sealed on any worker show up in the shard manifests it reads).
+	// when no seal notification wakes it first (default 250ms; Stores.RunSealWatch delivers
+	// other workers' notifications).
 	FeedPollInterval time.Duration
 	// Leases holds read tokens' versions with a SnapshotLease workflow each (nil: tokens still
 	// hold through the catalog until they expire, without a workflow to show them).
@@ -103,7 +104,7 @@ func New(d Deps) *echo.Echo {
 		d.BodyIdleTimeout = 120 * time.Second
 	}
 	if d.FeedPollInterval <= 0 {
-		d.FeedPollInterval = 20 * time.Millisecond
+		d.FeedPollInterval = 250 * time.Millisecond
 	}
 	if d.MaxSnapshotTTL <= 0 {
 		d.MaxSnapshotTTL = 7 * 24 * time.Hour

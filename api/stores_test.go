@@ -93,6 +93,10 @@ func (c *cluster) worker(instance string, mod ...func(*api.Deps)) *worker {
 	}}, reg, log)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watching := make(chan struct{})
+	go func() { defer close(watching); mgr.RunSealWatch(watchCtx) }()
+	c.t.Cleanup(func() { stopWatch(); <-watching })
 	d := api.Deps{Log: log, Catalog: c.cat, Stores: mgr, Registry: reg, Version: "test", Allocator: c.mem}
 	for _, f := range mod {
 		f(&d)

@@ -88,6 +88,7 @@ type Manager struct {
 	probeErr error
 	fenced   sync.Map      // cacheKey -> struct{}: stores whose write shard was claimed (health.go)
 	merges   *mergeTrigger // nil without Config.RequestMerge; stopped by Close after the last seal
+	seals    *sealWatch    // change-feed waiters and this process's seals to announce (sealwatch.go)
 }
 
 type handle struct {
@@ -111,7 +112,7 @@ func New(cat *catalog.Catalog, cfg Config, reg prometheus.Registerer, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cat: cat, dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1)}
+	m := &Manager{cat: cat, dataURL: u.String(), cfg: cfg, log: log, probing: make(chan struct{}, 1), seals: newSealWatch()}
 	def, dirs, err := m.openLocation(DefaultLocation, u.String())
 	if err != nil {
 		return nil, err
@@ -274,9 +275,12 @@ func (m *Manager) open(ctx context.Context, st catalog.Store) (*lsm.Store, error
 			return h, err
 		}
 	}
-	if m.merges != nil {
-		kind, name := st.Kind, st.Name
-		opts.OnSeal = func(pending int) { m.merges.sealed(kind, name, pending) }
+	kind, name := st.Kind, st.Name
+	opts.OnSeal = func(pending int) {
+		m.seals.sealed(cacheKey(kind, name))
+		if m.merges != nil {
+			m.merges.sealed(kind, name, pending)
+		}
 	}
 	s, err := lsm.Open(ctx, objects, opts)
 	if errors.Is(err, table.ErrNotFound) {

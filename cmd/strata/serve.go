@@ -120,7 +120,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	}
 	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
-	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 20*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for rows sealed on any worker")
+	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 250*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for sealed rows when no seal notification (PostgreSQL NOTIFY from the worker that sealed) wakes it first")
 	fs.DurationVar(&c.SnapshotMaxTTL, "snapshot-max-ttl", 7*24*time.Hour, "the longest a read token (POST /api/v1/snapshots) may live: until it expires, the stores it names keep its table versions and the merged rows it reads")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
@@ -224,6 +224,12 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		defer close(sweeperDone)
 		mgr.RunFlushSweeper(sweepCtx, cfg.FlushInterval, storecache.NewSweeperMetrics(reg))
 	}()
+	sealWatchDone := make(chan struct{})
+	go func() { // change-feed wake-ups between workers; stopped with the sweeper, waited for below
+		defer close(sealWatchDone)
+		mgr.RunSealWatch(sweepCtx)
+	}()
+	defer func() { stopSweeper(); <-sealWatchDone }() // on every return: cancel, then wait
 	tc := rt.temporal
 	sqlRunner, err := duckrun.New(cfg.SQL, log)
 	if err != nil {
