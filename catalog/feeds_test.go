@@ -86,3 +86,29 @@ func TestReadTokensHoldTheirStoresUntilReleased(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 }
+
+// A seal notification reaches every listener, as kind and name.
+func TestSealNotificationsReachListeners(t *testing.T) {
+	c := openCatalog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.ListenSealed(ctx, func(kind catalog.Kind, name string) { got <- string(kind) + "/" + name })
+	}()
+	deadline := time.After(10 * time.Second)
+	for {
+		// The listener may not be listening yet: notify until one arrives.
+		require.NoError(t, c.NotifySealed(context.Background(), catalog.KindRollout, "a/b"))
+		select {
+		case n := <-got:
+			require.Equal(t, "rollout/a/b", n)
+			cancel()
+			require.Error(t, <-done, "the listener ends with its context")
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no notification arrived")
+		}
+	}
+}
