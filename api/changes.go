@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -173,6 +174,7 @@ func (h *handlers) changes(kind catalog.Kind) echo.HandlerFunc {
 			}
 			b, err := h.pollChanges(ctx, kind, c.Param("name"), s, cur, req.opts, req.wait)
 			if err != nil {
+				h.countExpired(err)
 				return err
 			}
 			defer b.Release()
@@ -354,6 +356,7 @@ func (h *handlers) streamChanges(c echo.Context, kind catalog.Kind, s *lsm.Store
 	for time.Now().Before(end) {
 		b, err := h.pollChanges(ctx, kind, c.Param("name"), s, cur, req.opts, min(time.Until(end), 15*time.Second))
 		if err != nil {
+			h.countExpired(err)
 			writeSSEError(w, err)
 			_ = w.Flush()
 			return nil // the status is sent: the error is the last event
@@ -412,6 +415,14 @@ func newFeedMetrics(reg prometheus.Registerer) *feedMetrics {
 	}
 	reg.MustRegister(m.rows, m.lag, m.expired)
 	return m
+}
+
+// countExpired counts a read answered 410 CURSOR_EXPIRED.
+func (h *handlers) countExpired(err error) {
+	var expired *lsm.FeedExpiredError
+	if errors.As(err, &expired) {
+		h.feed.expired.Inc()
+	}
 }
 
 // observeFeed records a delivered batch.

@@ -249,11 +249,19 @@ func TestChangeFeedRefusalsAndExpiry(t *testing.T) {
 	require.Equal(t, http.StatusGone, w.do(t, "GET", "/api/v1/generic/h/changes?cursor="+url.QueryEscape(head), nil, &env))
 	require.Equal(t, api.CodeCursorExpired, env.Error.Code)
 	require.NotNil(t, env.Error.Restart)
+	require.Contains(t, metricsText(t, w), "strata_feed_cursor_expired_total 1")
 	var page api.RowsPage
 	require.Equal(t, http.StatusOK, w.do(t, "GET", fmt.Sprintf("/api/v1/generic/h/rows?source=base&version=%d", env.Error.Restart.TableVersion), nil, &page))
 	require.Equal(t, []string{"a"}, idsOfRows(t, page.Rows))
 	rows, _ := feedLines(t, w, "/api/v1/generic/h/changes?cursor="+url.QueryEscape(env.Error.Restart.Cursor))
 	require.Equal(t, []string{"b"}, feedIDs(rows))
+}
+
+// metricsText is the worker's /metrics answer.
+func metricsText(t *testing.T, w *worker) string {
+	var body []byte
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/metrics", nil, &body))
+	return string(body)
 }
 
 func idsOfRows(t *testing.T, raw []json.RawMessage) []string {
