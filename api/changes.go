@@ -164,11 +164,6 @@ func (h *handlers) changes(kind catalog.Kind) echo.HandlerFunc {
 			if err != nil {
 				return err
 			}
-			if req.opts.Groups != nil { // fail on a bad column before waiting
-				if _, err := s.FeedSchema(req.opts); err != nil {
-					return err
-				}
-			}
 			if req.format == "sse" {
 				return h.streamChanges(c, kind, s, cur, req)
 			}

@@ -113,6 +113,8 @@ func TestChangeFeedConsumersAcrossWorkers(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"unsealed": "upsert", "a": "delete", "b": "upsert"}, got)
 	require.Equal(t, http.StatusOK, w2.do(t, "POST", "/api/v1/generic/f/consumers/trainer/commit", map[string]any{"cursor": cur}, nil))
+	require.Contains(t, metricsText(t, w2), `strata_feed_consumer_lag_seconds_count{kind="generic"} 1`, "each commit observes the consumer's lag")
+	require.Contains(t, metricsText(t, w2), `strata_feed_rows_total{kind="generic"}`)
 	var list struct {
 		Consumers []api.ConsumerInfo `json:"consumers"`
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,13 +75,7 @@ func (o FeedOptions) query() url.Values {
 	if o.Wait > 0 {
 		q.Set("wait", o.Wait.String())
 	}
-	for i, c := range o.Columns {
-		if i == 0 {
-			q.Set("columns", c)
-		} else {
-			q.Set("columns", q.Get("columns")+","+c)
-		}
-	}
+	set("columns", strings.Join(o.Columns, ","))
 	if o.CompleteBy != "" {
 		set("complete_by", o.CompleteBy)
 		q.Set("group_size", strconv.Itoa(o.GroupSize))

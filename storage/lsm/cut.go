@@ -65,15 +65,18 @@ func (s *Store) snapshotOfCut(ctx context.Context, c *Cut) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: table version %d: %w", ErrCutExpired, c.TableVersion, err)
 	}
 	snap := &Snapshot{Table: m}
+	var shards []string
 	for sh, top := range c.Generations {
-		floor := m.WALWatermarks[sh]
-		if top <= floor {
-			continue
+		if top > m.WALWatermarks[sh] {
+			shards = append(shards, sh)
 		}
-		man, err := s.shards.LatestManifest(ctx, sh)
-		if err != nil {
-			return nil, err
-		}
+	}
+	manifests, err := s.shardManifests(ctx, shards) // concurrently, as a snapshot reads them
+	if err != nil {
+		return nil, err
+	}
+	for i, sh := range shards {
+		floor, top, man := m.WALWatermarks[sh], c.Generations[sh], manifests[i]
 		if man == nil {
 			return nil, fmt.Errorf("%w: shard %s has no manifest", ErrCutExpired, sh)
 		}

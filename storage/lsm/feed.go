@@ -81,7 +81,6 @@ type FeedBatch struct {
 	Rows   arrow.RecordBatch
 	Next   FeedCursor // the position after this batch
 	Groups int        // grouped feeds: how many groups Rows holds
-	Read   int        // rows read from generations by this batch (held ones included)
 }
 
 // Release releases the batch's rows.
@@ -560,7 +559,7 @@ func (b *feedBuilder) finish(ctx context.Context) (FeedBatch, error) {
 			}
 		}
 	}
-	batch := FeedBatch{Next: b.next, Groups: b.ngroups, Read: len(b.rows)}
+	batch := FeedBatch{Next: b.next, Groups: b.ngroups}
 	if len(b.out) == 0 {
 		return batch, nil
 	}

@@ -480,3 +480,50 @@ func FuzzParseFeedCursor(f *testing.F) {
 		require.Equal(t, c.String(), again.String())
 	})
 }
+
+// What a consumer holds lapses past RetainFor (its position then expires), while holders that
+// cannot be read keep everything.
+func TestRetentionLapsesPastItsBoundAndKeepsAllWhenHoldersAreUnknown(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	var mu sync.Mutex
+	var holdsErr error
+	holds := func(context.Context) (Holds, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return Holds{Consumers: true}, holdsErr // a consumer that has read nothing: every shard from 0
+	}
+	s := e.open("a", func(o *Options) { o.Holds = holds; o.RetainFor = time.Hour })
+	ctx := context.Background()
+	write := func(id string) {
+		appendIDs(t, s, e.mem, 1, id)
+		require.NoError(t, s.Flush(ctx))
+		_, err := s.MergeShard(ctx, s.Shard(), MergeOptions{})
+		require.NoError(t, err)
+	}
+	read := func() error {
+		b, err := s.Changes(ctx, FeedCursor{}, FeedOptions{})
+		b.Release()
+		return err
+	}
+	// The catalog cannot answer: the merge keeps, and so does a release.
+	mu.Lock()
+	holdsErr = fmt.Errorf("catalog down")
+	mu.Unlock()
+	write("x")
+	_, err := s.ReleaseRetained(ctx)
+	require.NoError(t, err)
+	require.NoError(t, read(), "kept while the holders are unknown")
+	// The holders answer again, within the bound: still kept.
+	mu.Lock()
+	holdsErr = nil
+	mu.Unlock()
+	write("y")
+	require.NoError(t, read())
+	// Past the bound, the consumer's hold lapses: the next release drops it, the position expires.
+	s.opts.RetainFor = time.Nanosecond
+	n, err := s.ReleaseRetained(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	var expired *FeedExpiredError
+	require.ErrorAs(t, read(), &expired)
+}

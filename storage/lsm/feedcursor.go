@@ -65,11 +65,14 @@ func (c FeedCursor) String() string {
 	var b []byte
 	b = append(b, cursorVersion)
 	names := slices.Sorted(maps.Keys(c.shards))
-	index := map[string]uint64{}
+	index := make(map[string]uint64, len(names))
 	// Held rows may name a shard without a position of its own: list it with position 0.
 	for _, h := range c.held {
-		if _, ok := c.shards[h.shard]; !ok && !slices.Contains(names, h.shard) {
-			names = append(names, h.shard)
+		if _, ok := c.shards[h.shard]; !ok {
+			if _, listed := index[h.shard]; !listed {
+				index[h.shard] = 0 // marks it listed; its index is set below
+				names = append(names, h.shard)
+			}
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -177,18 +180,6 @@ func (c FeedCursor) Floors() map[string]uint64 {
 		out[h.shard] = min(out[h.shard], max(h.gen, 1)-1)
 	}
 	return out
-}
-
-// Lag returns how many generations of each shard lie between the cursor and head (a cursor
-// of the feed's current end, FeedHead): what a consumer still has to read.
-func (c FeedCursor) Lag(head FeedCursor) uint64 {
-	var n uint64
-	for sh, h := range head.shards {
-		if p := c.shards[sh]; h.gen > p.gen {
-			n += h.gen - p.gen
-		}
-	}
-	return n
 }
 
 // clone returns a copy the caller may change.
