@@ -319,28 +319,38 @@ func TestSweepQueuesHottestStoresFirstWithinItsCap(t *testing.T) {
 	require.ElementsMatch(t, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact", "cold:cleanup_versions"}, got)
 	require.Equal(t, 3, res.Queued[workflows.OpMergeWAL])
 
+	// The next sweep pages on: the stores it queued are not queued again before their
+	// maintenance ran (or RequeueAfter).
+	got = nil
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{})
+	require.NoError(t, err)
+	require.Empty(t, got)
+
 	// Stats not observed within StatsStaleAfter are refreshed too, after everything else: a cap
 	// that leaves room for one of them keeps every other request.
 	got = nil
 	time.Sleep(2 * time.Millisecond)
-	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond})
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, RequeueAfter: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, got, 9)
 	got = nil
-	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxRequests: 6})
+	time.Sleep(2 * time.Millisecond)
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxRequests: 6, RequeueAfter: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, got, 6)
 	require.Subset(t, got, []string{"hot:merge_wal", "warm:merge_wal", "cold:merge_wal", "fragmented:compact", "cold:cleanup_versions"})
 	// Stats refreshes have a cap of their own, so idle stores never crowd out the rest.
 	got = nil
-	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxStatsRefreshes: 2})
+	time.Sleep(2 * time.Millisecond)
+	_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{StatsStaleAfter: time.Millisecond, MaxStatsRefreshes: 2, RequeueAfter: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, got, 7, "five requests and two of the four stats refreshes")
 
 	// The cap keeps the hottest, in priority order: merges by pending generations, then stale ones.
 	for limit, want := range map[int][]string{1: {"hot:merge_wal"}, 3: {"hot:merge_wal", "warm:merge_wal", "cold:merge_wal"}} {
 		got = nil
-		_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{MaxRequests: limit})
+		time.Sleep(2 * time.Millisecond)
+		_, err = f.env().ExecuteActivity(f.acts.SweepCandidates, workflows.SweepInput{MaxRequests: limit, RequeueAfter: time.Millisecond})
 		require.NoError(t, err)
 		require.ElementsMatch(t, want, got, "cap %d", limit)
 	}

@@ -39,7 +39,8 @@ func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInpu
 		return workflows.SweepResult{Queued: map[workflows.Op]int{}}, err
 	}
 	res := workflows.SweepResult{Queued: map[workflows.Op]int{}}
-	var mu sync.Mutex // guards res
+	var mu sync.Mutex // guards res and queued
+	var queued []catalog.StoreRef
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(sweepConcurrency)
 	for _, r := range plan {
@@ -49,18 +50,30 @@ func (a *Activities) SweepCandidates(ctx context.Context, in workflows.SweepInpu
 			}
 			mu.Lock()
 			res.Queued[r.op]++
+			queued = append(queued, catalog.StoreRef{Kind: r.store.Kind, Name: r.store.Name})
 			mu.Unlock()
 			return nil
 		})
 	}
-	return res, g.Wait()
+	err = g.Wait()
+	// What was queued is marked even when some request failed (the paging rule skips it until
+	// its maintenance has run).
+	if merr := a.Stores.Catalog().MarkSwept(ctx, queued); merr != nil && err == nil {
+		err = merr
+	}
+	return res, err
 }
 
 // planSweep reads the candidate queries in priority order — stores with many pending
 // generations, then long-pending ones, unindexed, compactable, far past their last version
-// cleanup, then stale stats — and returns at most in.MaxRequests distinct requests.
+// cleanup, then stale stats — each ordered round-robin across tenants (weighted by quota
+// weight), and returns at most in.MaxRequests distinct requests.
 func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]sweepRequest, error) {
-	cat := a.Stores.Catalog()
+	tenancy := catalog.Tenancy{Depth: max(in.TenantDepth, 0), Separator: in.TenantSeparator}
+	if err := tenancy.Validate(); err != nil {
+		return nil, err
+	}
+	cat := a.Stores.Catalog().Candidates(catalog.CandidateOptions{Tenancy: tenancy, RequeueAfter: in.RequeueAfter})
 	var plan []sweepRequest
 	seen := map[sweepRequest]bool{}
 	add := func(stats []catalog.StoreStats, op workflows.Op) {
@@ -77,20 +90,20 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 		query func() ([]catalog.StoreStats, error)
 	}{
 		{workflows.OpMergeWAL, func() ([]catalog.StoreStats, error) {
-			return cat.MergeCandidates(ctx, in.MinPendingGenerations, in.MaxRequests)
+			return cat.Merge(ctx, in.MinPendingGenerations, in.MaxRequests)
 		}},
 		{workflows.OpMergeWAL, func() ([]catalog.StoreStats, error) {
-			return cat.StaleMergeCandidates(ctx, time.Now().Add(-in.StaleAfter), in.MaxRequests)
+			return cat.StaleMerge(ctx, time.Now().Add(-in.StaleAfter), in.MaxRequests)
 		}},
-		{workflows.OpBuildKeyIndex, func() ([]catalog.StoreStats, error) { return cat.IndexCandidates(ctx, in.MaxRequests) }},
+		{workflows.OpBuildKeyIndex, func() ([]catalog.StoreStats, error) { return cat.Index(ctx, in.MaxRequests) }},
 		{workflows.OpCompact, func() ([]catalog.StoreStats, error) {
-			return cat.CompactCandidates(ctx, in.MaxRequests)
+			return cat.Compact(ctx, in.MaxRequests)
 		}},
 		// Storage grows with every version a merge or compaction leaves behind: clean up stores
 		// holding much garbage (absolutely, or for their size), or whose table moved far past
 		// its last cleanup.
 		{workflows.OpCleanupVersions, func() ([]catalog.StoreStats, error) {
-			return cat.CleanupCandidates(ctx, catalog.CleanupPolicy{MinVersions: in.MinVersionsToClean,
+			return cat.Cleanup(ctx, catalog.CleanupPolicy{MinVersions: in.MinVersionsToClean,
 				MinGarbageBytes: in.MinGarbageBytes, VolumeInterval: in.VersionTTL / 4,
 				GarbageRatio: in.GarbageRatio, RatioInterval: in.VersionTTL}, in.MaxRequests)
 		}},
@@ -98,7 +111,7 @@ func (a *Activities) planSweep(ctx context.Context, in workflows.SweepInput) ([]
 		// only a few per tick: thousands of idle stores must not queue ahead of the merges that
 		// seals ask for between two ticks.
 		{workflows.OpStatsRefresh, func() ([]catalog.StoreStats, error) {
-			stores, err := cat.StaleStatsCandidates(ctx, time.Now().Add(-in.StatsStaleAfter), min(in.MaxStatsRefreshes, in.MaxRequests))
+			stores, err := cat.StaleStats(ctx, time.Now().Add(-in.StatsStaleAfter), min(in.MaxStatsRefreshes, in.MaxRequests))
 			out := make([]catalog.StoreStats, len(stores))
 			for i, st := range stores {
 				out[i] = catalog.StoreStats{Kind: st.Kind, Name: st.Name}

@@ -21,10 +21,10 @@ const (
 	lanceContextGet    = 700 * time.Millisecond
 )
 
-// BenchmarkP5Registry measures the catalog at 100,000 registered stores (two shards each, with
+// BenchmarkP5Registry measures the catalog at 1,000,000 registered stores (two shards each, with
 // realistic pending/fragment spreads): create p99, get p99 and each sweep candidate query.
 func BenchmarkP5Registry(b *testing.B) {
-	const stores = 100_000
+	const stores = 1_000_000
 	ctx := context.Background()
 	url := testenv.Database(b)
 	c, err := catalog.Open(ctx, url)
@@ -87,9 +87,9 @@ func BenchmarkP5Registry(b *testing.B) {
 		}
 
 		createP99, getP99 := benchfmt.Percentile(create, 99), benchfmt.Percentile(get, 99)
-		benchfmt.Report("P5-create-p99", benchfmt.Millis(createP99), "ms", "registry create p99 at 100k stores (goal <= 20)")
+		benchfmt.Report("P5-create-p99", benchfmt.Millis(createP99), "ms", "registry create p99 at 1M stores (goal <= 20)")
 		benchfmt.Report("P5-create-vs-lance-context", float64(lanceContextCreate)/float64(createP99), "x", "lance-context create (47 s) / Strata create p99")
-		benchfmt.Report("P5-get-p99", benchfmt.Millis(getP99), "ms", "registry get p99 at 100k stores (goal <= 2)")
+		benchfmt.Report("P5-get-p99", benchfmt.Millis(getP99), "ms", "registry get p99 at 1M stores (goal <= 2)")
 		benchfmt.Report("P5-get-vs-lance-context", float64(lanceContextGet)/float64(getP99), "x", "lance-context get (0.7 s) / Strata get p99")
 		benchfmt.Report("P5-shard-upsert-p99", benchfmt.Millis(benchfmt.Percentile(upsert, 99)), "ms", "batched shard_stats upsert of 100 shards p99")
 		for _, q := range queries {
@@ -105,7 +105,7 @@ func BenchmarkP5Registry(b *testing.B) {
 			if n == 0 {
 				b.Fatalf("%s returned no candidates: the seed is wrong", q.id)
 			}
-			benchfmt.Report(q.id, benchfmt.Millis(benchfmt.Percentile(d, 99)), "ms", q.desc+" at 100k stores, p99 (goal <= 20)")
+			benchfmt.Report(q.id, benchfmt.Millis(benchfmt.Percentile(d, 99)), "ms", q.desc+" at 1M stores, p99 (goal <= 20)")
 		}
 	}
 }

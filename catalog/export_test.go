@@ -55,3 +55,6 @@ func (c *Catalog) ListShardStats(ctx context.Context, kind Kind, name string) ([
 	}
 	return out, nil
 }
+
+// TenantSQLForTest is tenantSQL.
+var TenantSQLForTest = tenantSQL

@@ -126,11 +126,20 @@ func (c *Catalog) CreateStore(ctx context.Context, def StoreDefinition) (Store, 
 
 	// ON CONFLICT DO NOTHING waits for a concurrent insert of the same name to finish, so when it
 	// returns no row the winner is committed and the SELECT below sees it.
+	// The store's stats row (never observed: updated_at at the epoch) is written with it, so the
+	// stale-stats sweep finds the store through store_stats' index (migration 012).
 	s, err := scanStore(c.pool.QueryRow(ctx, `
-		INSERT INTO stores (id, kind, name, uri, schema, options)
-		VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)
-		ON CONFLICT (kind, name) WHERE deleted_at IS NULL DO NOTHING
-		RETURNING `+storeColumns,
+		WITH created AS (
+			INSERT INTO stores (id, kind, name, uri, schema, options)
+			VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)
+			ON CONFLICT (kind, name) WHERE deleted_at IS NULL DO NOTHING
+			RETURNING `+storeColumns+`
+		), stats AS (
+			INSERT INTO store_stats (kind, name, updated_at)
+			SELECT kind, name, `+neverObserved+` FROM created
+			ON CONFLICT (kind, name) DO NOTHING
+		)
+		SELECT `+storeColumns+` FROM created`,
 		id, string(def.Kind), def.Name, def.URI, schema, options))
 	if err == nil {
 		return s, true, nil

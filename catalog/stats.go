@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +69,9 @@ type ShardStats struct {
 	OldestPendingAt    *time.Time // seal time of the oldest unmerged generation; nil when none
 	UpdatedAt          time.Time  // observation time; zero means now
 }
+
+// neverObserved is the updated_at of the stats row a store is created with (SQL).
+const neverObserved = `'epoch'::timestamptz`
 
 func observedAt(t time.Time) time.Time {
 	if t.IsZero() {
@@ -125,7 +127,8 @@ func (c *Catalog) UpsertStoreStats(ctx context.Context, batch []StoreStats) erro
 			merges_total = EXCLUDED.merges_total,
 			compactions_total = EXCLUDED.compactions_total,
 			dropped_bytes = EXCLUDED.dropped_bytes,
-			updated_at = EXCLUDED.updated_at
+			updated_at = EXCLUDED.updated_at,
+			swept_at = NULL
 		WHERE s.updated_at <= EXCLUDED.updated_at`,
 		kinds, names, versions, rows, fragments, deleted, bytes, covered, lastMerge, lastCompact, lastIndex,
 		merges, compactions, updated, compactable, dropped)
@@ -160,11 +163,13 @@ func (c *Catalog) UpsertShardStats(ctx context.Context, batch []ShardStats) erro
 		oldest[i], updated[i] = s.OldestPendingAt, observedAt(s.UpdatedAt)
 	}
 	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		// 1. Make sure each store has a roll-up row, then lock those rows in key order.
+		// 1. Make sure each store has a roll-up row, then lock those rows in key order. (A row
+		// never observed counts as observed from now on, as a row this inserts does.)
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO store_stats (kind, name)
+			INSERT INTO store_stats AS s (kind, name)
 			SELECT DISTINCT k, n FROM unnest($1::text[], $2::text[]) AS t(k, n) ORDER BY k, n
-			ON CONFLICT (kind, name) DO NOTHING`, kinds, names); err != nil {
+			ON CONFLICT (kind, name) DO UPDATE SET updated_at = now() WHERE s.updated_at = `+neverObserved,
+			kinds, names); err != nil {
 			return errorf("catalog: upsert shard stats: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `
@@ -250,7 +255,8 @@ func scanStoreStats(row pgx.Row) (StoreStats, error) {
 // GetStoreStats returns the stats row of kind/name, or ErrNotFound when none was written.
 func (c *Catalog) GetStoreStats(ctx context.Context, kind Kind, name string) (StoreStats, error) {
 	s, err := scanStoreStats(c.pool.QueryRow(ctx,
-		`SELECT `+storeStatsColumns+` FROM store_stats s WHERE s.kind = $1 AND s.name = $2`, string(kind), name))
+		`SELECT `+storeStatsColumns+` FROM store_stats s WHERE s.kind = $1 AND s.name = $2 AND s.updated_at > `+neverObserved,
+		string(kind), name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return StoreStats{}, fmt.Errorf("%w: no stats for store %s/%s", ErrNotFound, kind, name)
 	}
@@ -258,141 +264,6 @@ func (c *Catalog) GetStoreStats(ctx context.Context, kind Kind, name string) (St
 		return StoreStats{}, errorf("catalog: get stats of %s/%s: %w", kind, name, err)
 	}
 	return s, nil
-}
-
-// Candidates (the sweeps' work lists). Each query reads one partial index in rank order and stops
-// after limit rows; the literal "> 0" style predicates let the planner prove the partial index
-// applies even for a generic prepared plan. Deleted stores are never candidates.
-
-const liveStore = `EXISTS (SELECT 1 FROM stores r WHERE r.kind = s.kind AND r.name = s.name AND r.deleted_at IS NULL)`
-
-func (c *Catalog) queryStats(ctx context.Context, what, sql string, args ...any) ([]StoreStats, error) {
-	rows, err := c.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, errorf("catalog: %s candidates: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StoreStats, error) { return scanStoreStats(r) })
-	if err != nil {
-		return nil, errorf("catalog: %s candidates: %w", what, err)
-	}
-	return out, nil
-}
-
-// MergeCandidates: live stores whose shards hold at least minPending sealed generations in all,
-// most pending first.
-func (c *Catalog) MergeCandidates(ctx context.Context, minPending, limit int) ([]StoreStats, error) {
-	return c.queryStats(ctx, "merge", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.pending_generations > 0 AND s.pending_generations >= $1 AND `+liveStore+`
-		ORDER BY s.pending_generations DESC LIMIT $2`, minPending, limit)
-}
-
-// StaleMergeCandidates: live stores whose oldest unmerged generation was sealed before
-// olderThan, oldest first (so a quiet store with a few generations is still merged eventually).
-func (c *Catalog) StaleMergeCandidates(ctx context.Context, olderThan time.Time, limit int) ([]StoreStats, error) {
-	return c.queryStats(ctx, "stale merge", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.oldest_pending_at IS NOT NULL AND s.oldest_pending_at < $1 AND `+liveStore+`
-		ORDER BY s.oldest_pending_at LIMIT $2`, olderThan, limit)
-}
-
-// CompactCandidates: live stores whose compaction plan (observed with their stats) would rewrite
-// fragments, most such fragments first; a store whose plan is empty is never one.
-func (c *Catalog) CompactCandidates(ctx context.Context, limit int) ([]StoreStats, error) {
-	return c.queryStats(ctx, "compact", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.compactable_fragments > 0 AND `+liveStore+`
-		ORDER BY s.compactable_fragments DESC LIMIT $1`, limit)
-}
-
-// IndexCandidates: live stores whose key index does not cover every fragment, most uncovered
-// fragments first.
-func (c *Catalog) IndexCandidates(ctx context.Context, limit int) ([]StoreStats, error) {
-	return c.queryStats(ctx, "index", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.index_covered_fragments < s.fragments AND `+liveStore+`
-		ORDER BY (s.fragments - s.index_covered_fragments) DESC LIMIT $1`, limit)
-}
-
-// StaleStatsCandidates: live stores whose stats were last observed before olderThan, or never,
-// least recently observed first — the work list of the stats refresh sweep.
-func (c *Catalog) StaleStatsCandidates(ctx context.Context, olderThan time.Time, limit int) ([]Store, error) {
-	rows, err := c.pool.Query(ctx, `
-		SELECT `+prefixed("r.", storeColumns)+` FROM stores r
-		LEFT JOIN store_stats s ON s.kind = r.kind AND s.name = r.name
-		WHERE r.deleted_at IS NULL AND (s.updated_at IS NULL OR s.updated_at < $1)
-		ORDER BY s.updated_at NULLS FIRST, r.kind, r.name LIMIT $2`, olderThan, limit)
-	if err != nil {
-		return nil, errorf("catalog: stale stats candidates: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
-	if err != nil {
-		return nil, errorf("catalog: stale stats candidates: %w", err)
-	}
-	return out, nil
-}
-
-// prefixed qualifies every column of a comma-separated list with p.
-func prefixed(p, columns string) string {
-	parts := strings.Split(columns, ",")
-	for i, col := range parts {
-		parts[i] = p + strings.TrimSpace(col)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// CleanupPolicy says which stores need a version cleanup. Garbage (GarbageBytes) is only
-// deletable once it is older than the version TTL, so the garbage triggers wait a while after a
-// store's last cleanup instead of queueing one that would find nothing to delete.
-type CleanupPolicy struct {
-	MinVersions int // the table moved this many versions past the last cleanup's
-	// MinGarbageBytes: the store holds this much garbage and its last cleanup ran at least
-	// VolumeInterval ago (or never).
-	MinGarbageBytes int64
-	VolumeInterval  time.Duration
-	// GarbageRatio: the store's garbage is at least this share of its table's bytes (and at
-	// least 64 KiB) and its last cleanup ran at least RatioInterval ago (or never): small stores
-	// are cleaned too, once what their last cleanup had to keep has aged past the TTL.
-	GarbageRatio  float64
-	RatioInterval time.Duration
-}
-
-// minRatioGarbage: below this, garbage is not worth a cleanup by ratio.
-const minRatioGarbage = 64 << 10
-
-// CleanupCandidates: live stores that need a version cleanup by policy, most garbage first,
-// then most versions behind, then most garbage for their size; each store once, at most limit.
-func (c *Catalog) CleanupCandidates(ctx context.Context, p CleanupPolicy, limit int) ([]StoreStats, error) {
-	now := time.Now()
-	byVolume, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= $1
-		  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at <= $2) AND `+liveStore+`
-		ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $3`, p.MinGarbageBytes, now.Add(-p.VolumeInterval), limit)
-	if err != nil {
-		return nil, err
-	}
-	byVersions, err := c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-		WHERE s.table_version - s.cleaned_version >= $1 AND `+liveStore+`
-		ORDER BY (s.table_version - s.cleaned_version) DESC LIMIT $2`, p.MinVersions, limit)
-	if err != nil {
-		return nil, err
-	}
-	var byRatio []StoreStats
-	if p.GarbageRatio > 0 {
-		byRatio, err = c.queryStats(ctx, "cleanup", `SELECT `+storeStatsColumns+` FROM store_stats s
-			WHERE s.dropped_bytes - s.cleaned_dropped_bytes >= GREATEST($1 * s.bytes, $2)
-			  AND (s.last_cleanup_at IS NULL OR s.last_cleanup_at <= $3) AND `+liveStore+`
-			ORDER BY (s.dropped_bytes - s.cleaned_dropped_bytes) DESC LIMIT $4`,
-			p.GarbageRatio, minRatioGarbage, now.Add(-p.RatioInterval), limit)
-		if err != nil {
-			return nil, err
-		}
-	}
-	out := byVolume
-	for _, more := range [][]StoreStats{byVersions, byRatio} {
-		for _, s := range more {
-			if len(out) < limit && !slices.ContainsFunc(out, func(o StoreStats) bool { return o.Kind == s.Kind && o.Name == s.Name }) {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
 }
 
 // RecordCleanup notes that a version cleanup of kind/name ran on table version v and kept the
@@ -405,7 +276,8 @@ func (c *Catalog) RecordCleanup(ctx context.Context, kind Kind, name string, v, 
 		ON CONFLICT (kind, name) DO UPDATE SET
 			cleaned_version = GREATEST(s.cleaned_version, EXCLUDED.cleaned_version),
 			cleaned_dropped_bytes = GREATEST(s.cleaned_dropped_bytes, EXCLUDED.cleaned_dropped_bytes),
-			last_cleanup_at = now()`, string(kind), name, v, retainedDropped)
+			last_cleanup_at = now(),
+			swept_at = NULL`, string(kind), name, v, retainedDropped)
 	if err != nil {
 		return errorf("catalog: record cleanup of %s/%s: %w", kind, name, err)
 	}

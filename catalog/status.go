@@ -26,7 +26,7 @@ func (c *Catalog) ListStoreStatus(ctx context.Context, kind Kind, opts ListOptio
 	limit = min(limit, 10_000)
 	afterKind, afterName, _ := strings.Cut(opts.After, "/")
 	rows, err := c.pool.Query(ctx, `
-		SELECT r.kind, r.name, s.kind IS NOT NULL,
+		SELECT r.kind, r.name, COALESCE(s.updated_at > `+neverObserved+`, false),
 		       COALESCE(s.table_version, 0), COALESCE(s.base_rows, 0), COALESCE(s.fragments, 0),
 		       COALESCE(s.deleted_rows, 0), COALESCE(s.bytes, 0), COALESCE(s.index_covered_fragments, 0),
 		       s.last_merge_at, s.last_compact_at, s.last_index_at, COALESCE(s.merges_total, 0),

@@ -1,8 +1,9 @@
 // Sweep: the scheduled workflow (Temporal Schedule "strata-sweep", every 30 s) that turns catalog
 // statistics into maintenance requests. It is one activity: read the candidate queries (most
-// pending generations first, stale pending generations, fragment count, index coverage) and queue
-// at most MaxRequests requests with signal-with-start; each store's own workflow deduplicates and
-// serialises them.
+// pending generations first, stale pending generations, fragment count, index coverage), each
+// shared fairly across tenants, and queue at most MaxRequests requests with signal-with-start;
+// each store's own workflow deduplicates and serialises them. Stores it queued are skipped by the
+// next sweeps until their maintenance ran (or RequeueAfter), so a backlog is paged through.
 package workflows
 
 import (
@@ -35,6 +36,15 @@ type SweepInput struct {
 	MaxRequests       int           `json:"max_requests,omitempty"`        // default 1024 per sweep
 	StatsStaleAfter   time.Duration `json:"stats_stale_after,omitempty"`   // default 10m: refresh stats older than this
 	MaxStatsRefreshes int           `json:"max_stats_refreshes,omitempty"` // default 128 per sweep
+	// TenantDepth and TenantSeparator group stores into tenants (name prefixes) whose candidates
+	// share each sweep's requests round-robin, weighted by their quota weights: default depth 1
+	// with "."; -1 puts every store in one tenant (rank order only).
+	TenantDepth     int    `json:"tenant_depth,omitempty"`
+	TenantSeparator string `json:"tenant_separator,omitempty"`
+	// RequeueAfter: a store this sweep queued is not queued again until its stats are observed
+	// again (its maintenance ran) or this long has passed (default 10m), so sweeps page through a
+	// backlog larger than MaxRequests.
+	RequeueAfter time.Duration `json:"requeue_after,omitempty"`
 }
 
 // WithDefaults fills zero fields.
@@ -67,6 +77,15 @@ func (in SweepInput) WithDefaults() SweepInput {
 	}
 	if in.StatsStaleAfter <= 0 {
 		in.StatsStaleAfter = 10 * time.Minute
+	}
+	if in.TenantDepth == 0 {
+		in.TenantDepth = 1
+	}
+	if in.TenantSeparator == "" {
+		in.TenantSeparator = "."
+	}
+	if in.RequeueAfter <= 0 {
+		in.RequeueAfter = 10 * time.Minute
 	}
 	return in
 }
