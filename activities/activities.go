@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/internal/fairshare"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
@@ -62,6 +63,11 @@ type Activities struct {
 	// SearchAttributes: the namespace has Strata's search attributes (the worker registered or
 	// found them), so store workflows may set them.
 	SearchAttributes bool
+	// Slots, when set, admits store activities by their tenant's weighted fair share (Tenancy
+	// groups stores; weights are the tenants' quota weights): see fairslots.go.
+	Slots   *fairshare.Slots
+	Tenancy catalog.Tenancy
+	weights tenantWeights
 }
 
 // open acquires the store; a store that is not registered (deleted) is non-retryable.
@@ -93,6 +99,12 @@ func (a *Activities) withStore(ctx context.Context, in workflows.ActivityInput, 
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		freeSlot, err := a.acquireSlot(work, in.Store, hb)
+		if err != nil {
+			done <- outcome{err: err}
+			return
+		}
+		defer freeSlot()
 		s, release, err := a.open(work, in.Store)
 		if err != nil {
 			done <- outcome{err: err}

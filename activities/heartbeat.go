@@ -4,8 +4,8 @@
 // An activity's work runs with a context carrying an objstore.Progress; every storage call that
 // finishes counts in it, and so does every phase the activity reports (a merge's phases, rows
 // merged). On each tick the heartbeater compares what it sees with the previous tick:
-//   - progress moved, or the activity is waiting for merge memory (a wait with an owner that
-//     ends): heartbeat, with details a person reads in the UI;
+//   - progress moved, or the activity is waiting for merge memory or for a fair-share slot
+//     (waits with an owner that ends): heartbeat, with details a person reads in the UI;
 //   - nothing moved for StallTimeout: the attempt is stalled. The heartbeater stops heartbeating
 //     and cancels the work's context with errStalled; the activity returns a StorageStalled error
 //     (retried, possibly on another worker) as soon as the work returns, or after abandonGrace
@@ -41,6 +41,8 @@ type HeartbeatDetails struct {
 	Shard            string `json:"shard,omitempty"`
 	ReservedBytes    int64  `json:"reserved_bytes"`
 	WaitingForBudget bool   `json:"waiting_for_budget"`
+	// WaitingForSlot: the activity waits for a maintenance slot by its tenant's fair share.
+	WaitingForSlot bool `json:"waiting_for_slot,omitempty"`
 	GenerationsRead  int    `json:"generations_read"`
 	RowsMerged       int64  `json:"rows_merged"`
 	// Search index builds (context stores): fragments indexed of those to index in the current
@@ -112,7 +114,7 @@ func (h *heartbeater) run(interval time.Duration) {
 			return
 		case now := <-t.C:
 			fp := h.fingerprint()
-			if fp != last || h.snapshot().WaitingForBudget {
+			if d := h.snapshot(); fp != last || d.WaitingForBudget || d.WaitingForSlot {
 				last, lastMove = fp, now
 			}
 			if now.Sub(lastMove) >= h.stall {

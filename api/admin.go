@@ -43,6 +43,7 @@ func (h *handlers) registerAdmin(g *routeGroup) {
 	g.POST("/:kind/:name/maintenance", h.requestMaintenance)
 	g.GET("/:kind/:name/history", h.maintenanceHistory)
 	g.GET("/status", h.status)
+	h.registerTenants(g)
 }
 
 // adminStore is the store an admin route names: its kind and its name, both checked.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/datagen"
+	"github.com/strata-store/strata/quota"
 	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
@@ -51,6 +52,10 @@ const (
 	CodeCursorExpired = "CURSOR_EXPIRED"
 	// CodeSnapshotExpired: a read token that expired or was released (410).
 	CodeSnapshotExpired = "SNAPSHOT_EXPIRED"
+	// CodeQuotaExceeded: the append's tenant is at one of its quotas (429 with Retry-After;
+	// nothing was written, so the same request may be sent again). The error's quota member
+	// names the limit.
+	CodeQuotaExceeded = "QUOTA_EXCEEDED"
 )
 
 // ErrorBody is the wire shape of every error response.
@@ -64,6 +69,10 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 	// Restart (410 CURSOR_EXPIRED only): where a change-feed consumer can start again.
 	Restart *FeedRestart `json:"restart,omitempty"`
+	// Quota (429 QUOTA_EXCEEDED only): the limit reached — rows, bytes, pending_generations or
+	// append_rows_per_second — and its tenant.
+	Quota  string `json:"quota,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // FeedRestart is where a consumer whose position expired starts again: read the store's base
@@ -74,14 +83,15 @@ type FeedRestart struct {
 }
 
 // APIError is an error with an explicit status and code. RetryAfter, when set, becomes a
-// Retry-After header (503s).
+// Retry-After header (503s and 429s).
 type APIError struct {
-	Status     int
-	Code       string
-	Message    string
-	RetryAfter time.Duration
-	Restart    *FeedRestart
-	Err        error
+	Status        int
+	Code          string
+	Message       string
+	RetryAfter    time.Duration
+	Restart       *FeedRestart
+	Quota, Tenant string
+	Err           error
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -121,6 +131,11 @@ func errorFor(err error) *APIError {
 			}
 		}
 		return &APIError{Status: he.Code, Code: code, Message: msg, Err: err}
+	}
+	var over *quota.Exceeded
+	if errors.As(err, &over) {
+		return &APIError{Status: http.StatusTooManyRequests, Code: CodeQuotaExceeded, Message: over.Error(),
+			RetryAfter: over.RetryAfter, Quota: over.Quota, Tenant: over.Tenant, Err: err}
 	}
 	var expired *lsm.FeedExpiredError
 	if errors.As(err, &expired) {
@@ -205,6 +220,6 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 		}
 		// HEAD too: its answer carries GET's headers, and net/http drops the body.
-		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Restart: e.Restart}})
+		_ = c.JSON(e.Status, ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Restart: e.Restart, Quota: e.Quota, Tenant: e.Tenant}})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/storage/arrowutil"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/predicate"
 )
@@ -81,9 +82,12 @@ func queryFlag(c echo.Context, name string) bool {
 	return false
 }
 
-// appendRecord appends a decoded batch durably and, when asked, seals so that every worker sees
-// it before the response.
+// appendRecord appends a decoded batch durably, once its tenant's quotas admit it, and, when
+// asked, seals so that every worker sees it before the response.
 func (h *handlers) appendRecord(ctx context.Context, kind catalog.Kind, name string, s *lsm.Store, rec arrow.RecordBatch, flush bool) error {
+	if err := h.admitAppend(ctx, name, rec); err != nil {
+		return err
+	}
 	if _, err := s.Append(ctx, rec); err != nil {
 		return err
 	}
@@ -91,6 +95,15 @@ func (h *handlers) appendRecord(ctx context.Context, kind catalog.Kind, name str
 		return h.deps.Stores.Flush(ctx, kind, name, s)
 	}
 	return nil
+}
+
+// admitAppend checks an append of rec to the store name against its tenant's quotas (429
+// QUOTA_EXCEEDED when one is reached: nothing is written).
+func (h *handlers) admitAppend(ctx context.Context, name string, rec arrow.RecordBatch) error {
+	if h.deps.Quotas == nil {
+		return nil
+	}
+	return h.deps.Quotas.Admit(ctx, name, rec.NumRows(), arrowutil.RecordBytes(rec))
 }
 
 // tableVersion is the base table's version, reported by create/get/append responses.

@@ -383,6 +383,9 @@ func (h *handlers) addRolloutsArrow(c echo.Context) error {
 			return err
 		}
 		defer full.Release()
+		if err := h.admitAppend(c.Request().Context(), c.Param("name"), full); err != nil {
+			return err
+		}
 		if _, err := s.Append(c.Request().Context(), full); err != nil {
 			return err
 		}

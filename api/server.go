@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-store/strata/catalog"
+	"github.com/strata-store/strata/quota"
 	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storecache"
@@ -67,6 +68,11 @@ type Deps struct {
 	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
 	// (twice each body; 0 = unlimited).
 	MaxInflightRequestBytes int64
+	// Quotas admits appends against their tenants' quotas (nil: no quotas are enforced).
+	Quotas *quota.Gate
+	// Tenancy maps store names to tenants for the admin tenant routes (default
+	// catalog.DefaultTenancy; the Quotas gate's own when it is set).
+	Tenancy catalog.Tenancy
 	// SQL runs the query route's statements (package sqlquery/duckrun in the strata binary); nil
 	// answers 503.
 	SQL sqlquery.Runner
@@ -108,6 +114,11 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.MaxSnapshotTTL <= 0 {
 		d.MaxSnapshotTTL = 7 * 24 * time.Hour
+	}
+	if d.Quotas != nil {
+		d.Tenancy = d.Quotas.Tenancy()
+	} else if d.Tenancy.Separator == "" {
+		d.Tenancy = catalog.DefaultTenancy
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -30,6 +30,8 @@ type StoreStatus struct {
 	LastCleanupAt         *time.Time   `json:"last_cleanup_at,omitempty"`
 	GarbageBytes          int64        `json:"garbage_bytes"`
 	StatsUpdatedAt        *time.Time   `json:"stats_updated_at,omitempty"`
+	// Shards: the store's write shards (one per worker that appended) with stats.
+	Shards int `json:"shards"`
 }
 
 // MaintenanceFailure is one failing maintenance operation of a store.
@@ -79,7 +81,7 @@ func (h *handlers) status(c echo.Context) error {
 			return err
 		}
 		for _, s := range st {
-			d := StoreStatus{Kind: s.Kind, Name: s.Name}
+			d := StoreStatus{Kind: s.Kind, Name: s.Name, Shards: s.Shards}
 			if x := s.Stats; x != nil {
 				updated := x.UpdatedAt
 				d.Observed, d.PendingGenerations, d.OldestPendingAt, d.Fragments = true, x.PendingGenerations, x.OldestPendingAt, x.Fragments

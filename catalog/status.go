@@ -14,6 +14,8 @@ type StoreStatus struct {
 	Kind  Kind
 	Name  string
 	Stats *StoreStats
+	// Shards is how many write shards (one per worker that appended) reported stats.
+	Shards int
 }
 
 // ListStoreStatus returns live stores of kind ("" = every kind) whose names start with
@@ -32,7 +34,8 @@ func (c *Catalog) ListStoreStatus(ctx context.Context, kind Kind, opts ListOptio
 		       s.last_merge_at, s.last_compact_at, s.last_index_at, COALESCE(s.merges_total, 0),
 		       COALESCE(s.compactions_total, 0), COALESCE(s.pending_generations, 0), s.oldest_pending_at,
 		       COALESCE(s.updated_at, r.created_at), COALESCE(s.dropped_bytes, 0), COALESCE(s.cleaned_dropped_bytes, 0),
-		       s.last_cleanup_at
+		       s.last_cleanup_at,
+		       (SELECT count(*) FROM shard_stats h WHERE h.kind = r.kind AND h.name = r.name)
 		FROM stores r LEFT JOIN store_stats s ON s.kind = r.kind AND s.name = r.name
 		WHERE r.deleted_at IS NULL AND ($1 = '' OR r.kind = $1) AND starts_with(r.name, $2)
 		  AND (r.kind, r.name) > ($3, $4 COLLATE "C")
@@ -48,7 +51,7 @@ func (c *Catalog) ListStoreStatus(ctx context.Context, kind Kind, opts ListOptio
 		var fragments, covered, pending int32
 		err := r.Scan(&kind, &st.Name, &has, &s.TableVersion, &s.BaseRows, &fragments, &s.DeletedRows, &s.Bytes,
 			&covered, &s.LastMergeAt, &s.LastCompactAt, &s.LastIndexAt, &s.MergesTotal, &s.CompactionsTotal,
-			&pending, &s.OldestPendingAt, &s.UpdatedAt, &s.DroppedBytes, &s.CleanedDroppedBytes, &s.LastCleanupAt)
+			&pending, &s.OldestPendingAt, &s.UpdatedAt, &s.DroppedBytes, &s.CleanedDroppedBytes, &s.LastCleanupAt, &st.Shards)
 		st.Kind = Kind(kind)
 		if has {
 			s.Kind, s.Name = st.Kind, st.Name

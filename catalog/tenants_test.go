@@ -207,3 +207,24 @@ func TestCandidatesPageThroughSweptStores(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, stale)
 }
+
+// Workers' rate reports: each reads the others' fresh reports for its tenants, never its own.
+func TestReportAppendRates(t *testing.T) {
+	c, ctx := openCatalog(t), context.Background()
+	o, err := c.ReportAppendRates(ctx, "w1", map[string]float64{"a": 100, "b": 0}, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, o)
+	o, err = c.ReportAppendRates(ctx, "w2", map[string]float64{"a": 50}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, map[string]catalog.OtherAppendRate{"a": {RowsPerSecond: 100, Workers: 1}}, o)
+	_, err = c.ReportAppendRates(ctx, "w3", map[string]float64{"a": 0}, time.Minute)
+	require.NoError(t, err)
+	o, err = c.ReportAppendRates(ctx, "w1", map[string]float64{"a": 10, "b": 5}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, map[string]catalog.OtherAppendRate{"a": {RowsPerSecond: 50, Workers: 1}}, o)
+	// Reports older than fresh are of workers that stopped appending.
+	time.Sleep(20 * time.Millisecond)
+	o, err = c.ReportAppendRates(ctx, "w1", map[string]float64{"a": 10}, 10*time.Millisecond)
+	require.NoError(t, err)
+	require.Empty(t, o)
+}

@@ -140,9 +140,12 @@ type Error struct {
 	Status     int           // HTTP status
 	Code       string        // the envelope's code, e.g. NOT_FOUND, INVALID_ARGUMENT
 	Message    string        // the envelope's message
-	RetryAfter time.Duration // from Retry-After on 503s
+	RetryAfter time.Duration // from Retry-After on 503s and 429s
 	// Restart (410 CURSOR_EXPIRED): where a change-feed consumer can start again.
 	Restart *FeedRestart
+	// Quota and Tenant (429 QUOTA_EXCEEDED): the limit the append's tenant reached (rows,
+	// bytes, pending_generations or append_rows_per_second).
+	Quota, Tenant string
 }
 
 func (e *Error) Error() string {
@@ -153,6 +156,12 @@ func (e *Error) Error() string {
 func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// IsQuotaExceeded reports whether err is the server's 429 QUOTA_EXCEEDED (nothing was written).
+func IsQuotaExceeded(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusTooManyRequests && e.Code == "QUOTA_EXCEEDED"
 }
 
 // IsConflict reports whether err is the server's 409 (the name exists).
@@ -174,8 +183,9 @@ type request struct {
 
 // do sends r and returns the response when its status is 2xx; otherwise it decodes the error
 // envelope into *Error. Only what cannot have taken effect is retried (WithRetries), when the body
-// can be sent again: a refused connection (nothing was sent), and a 503 OVERLOADED or UNAVAILABLE
-// with Retry-After (the server refused the request before admitting it). A request deadline's
+// can be sent again: a refused connection (nothing was sent), a 503 OVERLOADED or UNAVAILABLE
+// with Retry-After (the server refused the request before admitting it), and a 429 of a tenant's
+// append rate quota (likewise). A request deadline's
 // 503 DEADLINE_EXCEEDED, a storage fault or a dropped connection mid-request may have taken
 // effect: they are returned. The caller closes the body.
 func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
@@ -209,6 +219,11 @@ func retryable(err error) (time.Duration, bool) {
 	var e *Error
 	if errors.As(err, &e) {
 		admittedNothing := e.Code == "OVERLOADED" || e.Code == "UNAVAILABLE"
+		if e.Status == http.StatusTooManyRequests && e.Code == "QUOTA_EXCEEDED" {
+			// Nothing was written; a rate quota clears within its Retry-After (the others —
+			// rows, bytes, pending generations — wait for deletes or merges: the caller decides).
+			return e.RetryAfter, e.Quota == "append_rows_per_second" && e.RetryAfter > 0
+		}
 		return e.RetryAfter, e.Status == http.StatusServiceUnavailable && e.RetryAfter > 0 && admittedNothing
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -254,11 +269,14 @@ func (c *Client) doOnce(ctx context.Context, r request) (*http.Response, error) 
 			Code    string       `json:"code"`
 			Message string       `json:"message"`
 			Restart *FeedRestart `json:"restart"`
+			Quota   string       `json:"quota"`
+			Tenant  string       `json:"tenant"`
 		} `json:"error"`
 	}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 2<<20))
 	if json.Unmarshal(data, &env) == nil && env.Error.Code != "" {
 		e.Code, e.Message, e.Restart = env.Error.Code, env.Error.Message, env.Error.Restart
+		e.Quota, e.Tenant = env.Error.Quota, env.Error.Tenant
 	} else {
 		e.Message = strings.TrimSpace(string(data))
 	}

@@ -88,6 +88,7 @@ type StoreStatus struct {
 	LastCleanupAt         *time.Time `json:"last_cleanup_at,omitempty"`
 	GarbageBytes          int64      `json:"garbage_bytes"`
 	StatsUpdatedAt        *time.Time `json:"stats_updated_at,omitempty"`
+	Shards                int        `json:"shards"` // write shards with stats (one per worker that appended)
 }
 
 // MaintenanceFailure is one failing maintenance operation of a store.

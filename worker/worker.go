@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/strata-store/strata/activities"
+	"github.com/strata-store/strata/internal/fairshare"
 	"github.com/strata-store/strata/workflows"
 )
 
@@ -31,6 +32,16 @@ type Options struct {
 	StopTimeout   time.Duration // how long a stop waits for running activities (default 30s)
 }
 
+// executionsPerSlot: the worker takes this many activity tasks per slot from Temporal (64 with
+// the default 4 slots). A store activity then waits in the process — a goroutine heartbeating
+// every few seconds — for a slot by its tenant's fair share (the Activities' Slots), so a tenant
+// flooding the task queue cannot hold every slot: the others' activities are already here,
+// waiting their turn by share, not queued behind the flood at the server. (Each store's
+// workflow runs one activity at a time, so a tenant's tasks are at most its stores needing
+// maintenance at once; past executionsPerSlot×slots of them, the rest of the queue is still
+// first come, first served at the server.)
+const executionsPerSlot = 16
+
 // New returns a maintenance worker with every workflow and activity registered.
 func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
 	if opts.ActivitySlots <= 0 {
@@ -39,6 +50,9 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 30 * time.Second
 	}
+	if acts.Slots == nil {
+		acts.Slots = fairshare.New(opts.ActivitySlots)
+	}
 	if acts.Request == nil {
 		acts.Request = func(ctx context.Context, store workflows.StoreRef, req workflows.Request) error {
 			_, err := RequestMaintenance(ctx, c, store, req)
@@ -46,7 +60,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 		}
 	}
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: opts.ActivitySlots,
+		MaxConcurrentActivityExecutionSize: executionsPerSlot * opts.ActivitySlots,
 		WorkerStopTimeout:                  opts.StopTimeout,
 		// Heartbeats reach the server at most this often (the SDK's default is 80% of the 30 s
 		// heartbeat timeout): the UI's pending activity shows the current phase within seconds.

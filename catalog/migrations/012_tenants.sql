@@ -14,6 +14,17 @@ CREATE TABLE tenant_quotas (
     updated_at                 timestamptz      NOT NULL DEFAULT now()
 );
 
+-- Append-rate accounting of tenants with a rate quota: each worker reports the rate it admitted
+-- for a tenant over its last refresh interval and reads the others' (reports older than a few
+-- intervals are ignored), so the workers share one tenant's rate between them.
+CREATE TABLE tenant_append_rates (
+    tenant           text             COLLATE "C" NOT NULL,
+    instance         text             NOT NULL,
+    rows_per_second  double precision NOT NULL,
+    reported_at      timestamptz      NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, instance)
+);
+
 -- swept_at: when the sweep last queued maintenance for the store (cleared when its maintenance
 -- ran: a stats observation or a recorded cleanup). A store swept and not cleared is not queued
 -- again until the sweep's requeue_after passes, so successive sweeps page through a backlog larger
@@ -31,4 +42,5 @@ ON CONFLICT (kind, name) DO NOTHING;
 
 DELETE FROM store_stats WHERE updated_at = 'epoch';
 ALTER TABLE store_stats DROP COLUMN swept_at;
+DROP TABLE tenant_append_rates;
 DROP TABLE tenant_quotas;

@@ -100,6 +100,7 @@ func rootCommand() *cobra.Command {
 		contextCommand(),
 		mcpCommand(),
 		statusCommand(),
+		tenantCommand(),
 		versionCommand(),
 	)
 	// Errors are printed once, by main (with a hint), never with the usage text.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/strata-store/strata/api"
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/memlimit"
+	"github.com/strata-store/strata/quota"
 	"github.com/strata-store/strata/sqlquery/duckrun"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
@@ -50,6 +52,9 @@ type serveConfig struct {
 	CallerStorageOpts  bool
 	AllowedHosts       string
 	InstanceID         string
+	TenantDepth        int
+	TenantSeparator    string
+	QuotaRefresh       time.Duration
 	StoreCacheCapacity int
 	FlushInterval      time.Duration
 	MergeMemoryBytes   int64
@@ -90,6 +95,21 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=di
 
 func (c *serveConfig) register(fs *pflag.FlagSet) { c.registerWith(fs, false) }
 
+// maintenance is the maintenance worker's configuration, the sweep's tenancy included.
+func (c *serveConfig) maintenance() temporalConfig {
+	t := c.Temporal
+	t.Sweep.TenantDepth, t.Sweep.TenantSeparator = c.TenantDepth, c.tenancy().Separator
+	if c.TenantDepth == 0 {
+		t.Sweep.TenantDepth = -1 // the sweep input's "one tenant"
+	}
+	return t
+}
+
+// tenancy is the --tenant-depth/--tenant-separator rule.
+func (c *serveConfig) tenancy() catalog.Tenancy {
+	return catalog.Tenancy{Depth: c.TenantDepth, Separator: cmp.Or(c.TenantSeparator, ".")}
+}
+
 // registerWith registers serve's flags; maintenanceWorker is the default of --maintenance-worker
 // (on for `strata dev`).
 func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
@@ -121,6 +141,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 250*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for sealed rows when no seal notification (PostgreSQL NOTIFY from the worker that sealed) wakes it first")
+	fs.DurationVar(&c.QuotaRefresh, "quota-refresh", quota.DefaultRefresh, "how often a worker re-reads tenant quotas and usage from the catalog and shares its admitted append rates with the other workers")
 	fs.DurationVar(&c.SnapshotMaxTTL, "snapshot-max-ttl", 7*24*time.Hour, "the longest a read token (POST /api/v1/snapshots) may live: until it expires, the stores it names keep its table versions and the merged rows it reads")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
 	c.Temporal.register(fs)
@@ -133,6 +154,8 @@ func (c *serveConfig) registerStores(fs *pflag.FlagSet) {
 	fs.StringVar(&c.StorageLocations, "storage-locations", "", "further places stores may live, as name=url pairs separated by commas (name=s3://bucket/prefix?endpoint=..&region=..&profile=..): a store created with storage_options {\"location\": \"<name>\"} lives there; callers can never name a host, bucket or credential")
 	fs.StringVar(&c.InstanceID, "instance-id", "", "this worker's identity; its write shard in every store derives from it (default: hostname)")
 	fs.IntVar(&c.StoreCacheCapacity, "store-cache-capacity", 2000, "open stores kept resident")
+	fs.IntVar(&c.TenantDepth, "tenant-depth", 1, "a store's tenant is the first this many segments of its name (split at --tenant-separator): quotas, fair shares of maintenance and `strata status --by-tenant` group stores by it (0: one tenant for all)")
+	fs.StringVar(&c.TenantSeparator, "tenant-separator", ".", "the character splitting store names into tenant segments: . - or _")
 	fs.Int64Var(&c.MergeMemoryBytes, "merge-memory-bytes", 3<<30, "process-wide WAL merge memory budget in bytes (0 = unlimited)")
 	fs.Int64Var(&c.CacheBytes, "cache-memory-bytes", 0, "process-wide bound on decoded immutable objects kept in memory (manifests, Parquet footers, deletion vectors, key-index footers, generation key files) across every store (0 = an eighth of GOMEMLIMIT when set, else 256 MiB)")
 	fs.IntVar(&c.PendingWarn, "pending-warn-generations", 256, "warn (naming the store) when a shard has this many sealed generations waiting to be merged: every read consults each of them")
@@ -189,6 +212,9 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	if _, err := storecache.ParseLocations(cfg.StorageLocations); err != nil {
 		return fmt.Errorf("--storage-locations: %w", err)
 	}
+	if err := cfg.tenancy().Validate(); err != nil {
+		return fmt.Errorf("--tenant-depth/--tenant-separator: %w", err)
+	}
 	// Listen first: a busy port fails at once, and while the catalog cannot be opened (PostgreSQL
 	// down at start) health answers "degraded" and every route 503, instead of the worker exiting
 	// and being unable to come back until PostgreSQL does.
@@ -211,7 +237,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	defer rt.close(context.Background())
 	cat, mgr, reg := rt.catalog, rt.stores, rt.registry
 	if cfg.MaintenanceWorker {
-		stop, err := startMaintenanceWorker(cfg.Temporal, mgr, reg, rt.sdkMetrics, log)
+		stop, err := startMaintenanceWorker(cfg.maintenance(), mgr, reg, rt.sdkMetrics, log)
 		if err != nil {
 			return err
 		}
@@ -244,7 +270,9 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			return err
 		}),
 		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval,
-		MaxSnapshotTTL: cfg.SnapshotMaxTTL})
+		MaxSnapshotTTL: cfg.SnapshotMaxTTL,
+		Quotas: quota.New(cat, quota.Options{Tenancy: cfg.tenancy(), Instance: cmp.Or(cfg.InstanceID, lsm.DefaultInstance()),
+			Refresh: cfg.QuotaRefresh, Log: log, Registerer: reg})})
 	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
 		TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.Temporal.Namespace, Log: log}); err != nil {
 		return err

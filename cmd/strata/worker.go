@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/storage/table"
 	"github.com/strata-store/strata/storecache"
 	"github.com/strata-store/strata/worker"
@@ -51,7 +52,8 @@ func (c *temporalConfig) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.Sweep.GarbageRatio, "sweep-cleanup-garbage-ratio", 1, "the sweep queues version cleanup for a store whose garbage is this share of its table's bytes, a version TTL after its last cleanup")
 	fs.DurationVar(&c.Sweep.StatsStaleAfter, "sweep-stats-stale-after", 10*time.Minute, "the sweep refreshes stats not observed for this long")
 	fs.IntVar(&c.Sweep.MaxStatsRefreshes, "sweep-max-stats-refreshes", 128, "stats refreshes of idle or never-observed stores one sweep queues at most (they queue behind nothing, but merges queue behind them)")
-	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first)")
+	fs.IntVar(&c.Sweep.MaxRequests, "sweep-max-requests", 1024, "requests one sweep queues at most (hottest stores first, shared round-robin across tenants weighted by their quota weight)")
+	fs.DurationVar(&c.Sweep.RequeueAfter, "sweep-requeue-after", catalog.DefaultRequeueAfter, "a store a sweep queued is not queued again until its maintenance has run or this long has passed, so sweeps page through a backlog larger than --sweep-max-requests")
 	fs.IntVar(&c.Compaction.MinFragments, "compact-min-fragments", 4, "compaction rewrites small fragments only when at least this many")
 	fs.Int64Var(&c.Compaction.TargetRowsPerFragment, "compact-target-rows", table.DefaultTargetRowsPerFragment, "rows per fragment compaction aims for (smaller fragments are candidates, and a merge of fewer rows writes its fragment uncompressed: compaction compresses it)")
 	fs.DurationVar(&c.Compaction.CompressIdleAfter, "compact-idle-after", table.DefaultCompressIdleAfter, "a store whose table has had no commit this long has every fragment of 1 MiB or more that a merge wrote uncompressed compacted (compressed), without waiting for its size tier (negative: never)")
@@ -89,7 +91,9 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 	if err != nil {
 		log.Warn("store workflows will not set the StrataFailing/StrataLastError search attributes (failing stores are listed by `strata status`)", "err", err)
 	}
+	sweep := cfg.Sweep.WithDefaults()
 	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg), SearchAttributes: err == nil,
+		Tenancy: catalog.Tenancy{Depth: max(sweep.TenantDepth, 0), Separator: sweep.TenantSeparator},
 		StallTimeout: cfg.StallTimeout, Compaction: cfg.Compaction, Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
 	w := worker.New(c, acts, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
@@ -134,7 +138,10 @@ func workerCommand() *cobra.Command {
 				}
 				defer stopMetrics()
 			}
-			stop, err := startMaintenanceWorker(cfg.Temporal, rt.stores, rt.registry, rt.sdkMetrics, log)
+			if err := cfg.tenancy().Validate(); err != nil {
+				return fmt.Errorf("--tenant-depth/--tenant-separator: %w", err)
+			}
+			stop, err := startMaintenanceWorker(cfg.maintenance(), rt.stores, rt.registry, rt.sdkMetrics, log)
 			if err != nil {
 				return err
 			}

@@ -36,3 +36,23 @@ func TestConcatAndTake(t *testing.T) {
 	require.Zero(t, empty.NumRows())
 	empty.Release()
 }
+
+func TestRecordBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil))
+	defer b.Release()
+	for i := range 100 {
+		b.Field(0).(*array.StringBuilder).Append("0123456789")
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int64Builder).AppendValues([]int64{int64(i), 2}, nil)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	n := RecordBytes(rec)
+	// 1,000 string bytes + 101 offsets; 101 list offsets + 200 int64s: at least the data.
+	require.GreaterOrEqual(t, n, int64(1000+101*4+101*4+200*8))
+	require.Less(t, n, int64(8<<10))
+}

@@ -62,12 +62,17 @@ type Options struct {
 	AppendMaxGenerations int // default 2048
 }
 
+// DefaultInstance is the instance id of a process that names none: its host name.
+func DefaultInstance() string {
+	if h, _ := os.Hostname(); h != "" {
+		return h
+	}
+	return "default"
+}
+
 func (o *Options) defaults() {
 	if o.Instance == "" {
-		o.Instance, _ = os.Hostname()
-		if o.Instance == "" {
-			o.Instance = "default"
-		}
+		o.Instance = DefaultInstance()
 	}
 	if o.RetainFor <= 0 {
 		o.RetainFor = DefaultRetainFor
