@@ -42,9 +42,9 @@ type HeartbeatDetails struct {
 	ReservedBytes    int64  `json:"reserved_bytes"`
 	WaitingForBudget bool   `json:"waiting_for_budget"`
 	// WaitingForSlot: the activity waits for a maintenance slot by its tenant's fair share.
-	WaitingForSlot bool `json:"waiting_for_slot,omitempty"`
-	GenerationsRead  int    `json:"generations_read"`
-	RowsMerged       int64  `json:"rows_merged"`
+	WaitingForSlot  bool  `json:"waiting_for_slot,omitempty"`
+	GenerationsRead int   `json:"generations_read"`
+	RowsMerged      int64 `json:"rows_merged"`
 	// Search index builds (context stores): fragments indexed of those to index in the current
 	// phase (indexing_vectors, then indexing_text), vectors and text documents indexed.
 	FragmentsIndexed int   `json:"fragments_indexed,omitempty"`

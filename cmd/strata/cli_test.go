@@ -41,7 +41,7 @@ func startServeAt(t *testing.T, dataURL string) (string, string) {
 			ListenAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: db, DataURL: dataURL,
 			StoreCacheCapacity: 10, FlushInterval: time.Hour, LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 			TenantDepth: 1, // the flag's default
-			Temporal: temporalConfig{Address: fmt.Sprintf("127.0.0.1:%d", noTemporal), Namespace: "default"},
+			Temporal:    temporalConfig{Address: fmt.Sprintf("127.0.0.1:%d", noTemporal), Namespace: "default"},
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -93,7 +93,7 @@ func startMaintenanceWorker(cfg temporalConfig, mgr *storecache.Manager, reg pro
 	}
 	sweep := cfg.Sweep.WithDefaults()
 	acts := &activities.Activities{Stores: mgr, Metrics: activities.NewMetrics(reg), SearchAttributes: err == nil,
-		Tenancy: catalog.Tenancy{Depth: max(sweep.TenantDepth, 0), Separator: sweep.TenantSeparator},
+		Tenancy:      catalog.Tenancy{Depth: max(sweep.TenantDepth, 0), Separator: sweep.TenantSeparator},
 		StallTimeout: cfg.StallTimeout, Compaction: cfg.Compaction, Cleanup: table.CleanupOptions{OlderThan: cfg.VersionTTL, Grace: cfg.VersionTTL}}
 	w := worker.New(c, acts, worker.Options{ActivitySlots: cfg.ActivitySlots})
 	if err := w.Start(); err != nil {
