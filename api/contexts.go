@@ -43,7 +43,7 @@ type ContextList struct {
 // registerContexts registers the context kind's own routes (its registry routes:
 // registerStores).
 func (h *handlers) registerContexts(g *routeGroup) {
-	g.POST("/contexts/:name/records", h.addContextRecords)
+	g.POST("/contexts/:name/records", h.addContextRecords, h.preferredWorkers(catalog.KindContext))
 	g.GET("/contexts/:name/records", h.listContextRecords)
 	g.PUT("/contexts/:name/records", h.upsertContextRecord)
 	g.PUT("/contexts/:name/records/batch", h.upsertContextRecords)

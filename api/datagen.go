@@ -52,7 +52,7 @@ type DatagenRootStatusesResponse struct {
 // registerDatagen registers the datagen kind's own routes (its registry routes:
 // registerStoreRoutes).
 func (h *handlers) registerDatagen(g *routeGroup) {
-	g.POST("/datagen/:name/events", h.addDatagenEvents, middleware.BodyLimit(datagenBodyLimit))
+	g.POST("/datagen/:name/events", h.addDatagenEvents, middleware.BodyLimit(datagenBodyLimit), h.preferredWorkers(catalog.KindDatagen))
 	g.GET("/datagen/:name/items/:item_id", h.foldDatagenItem)
 	g.GET("/datagen/:name/items/:item_id/failures", h.datagenItemFailures)
 	g.GET("/datagen/:name/items/:item_id/events", h.datagenItemEvents)

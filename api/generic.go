@@ -40,7 +40,7 @@ type genericOptions struct {
 // registerGeneric registers the generic kind's own routes (its registry routes:
 // registerStoreRoutes).
 func (h *handlers) registerGeneric(g *routeGroup) {
-	g.POST("/generic/:name/rows", h.addGenericRows)
+	g.POST("/generic/:name/rows", h.addGenericRows, h.preferredWorkers(catalog.KindGeneric))
 	g.GET("/generic/:name/rows", h.listGenericRows)
 	g.GET("/generic/:name/rows/:id", h.getGenericRow)
 	g.DELETE("/generic/:name/rows/:id", h.deleteRecord(catalog.KindGeneric))

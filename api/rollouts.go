@@ -67,7 +67,7 @@ type RecordResponse struct {
 // registerRollouts registers the rollout kind's own routes (its registry routes:
 // registerStoreRoutes).
 func (h *handlers) registerRollouts(g *routeGroup) {
-	g.POST("/rollouts/:name/records", h.addRollouts)
+	g.POST("/rollouts/:name/records", h.addRollouts, h.preferredWorkers(catalog.KindRollout))
 	g.GET("/rollouts/:name/records", h.listRollouts)
 	g.GET("/rollouts/:name/records/:id", h.getRollout)
 	g.DELETE("/rollouts/:name/records/:id", h.deleteRecord(catalog.KindRollout))

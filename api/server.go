@@ -24,6 +24,7 @@ import (
 
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/quota"
+	"github.com/strata-store/strata/routing"
 	"github.com/strata-store/strata/sqlquery"
 	"github.com/strata-store/strata/storage/objstore"
 	"github.com/strata-store/strata/storecache"
@@ -68,6 +69,9 @@ type Deps struct {
 	// MaxInflightRequestBytes bounds the memory of request bodies being read and decoded at once
 	// (twice each body; 0 = unlimited).
 	MaxInflightRequestBytes int64
+	// Routing is this worker's view of the live workers: GET …/{name}/route and the
+	// Strata-Preferred-Workers header of append answers (nil: the route answers no workers).
+	Routing *routing.Membership
 	// Quotas admits appends against their tenants' quotas (nil: no quotas are enforced).
 	Quotas *quota.Gate
 	// Tenancy maps store names to tenants for the admin tenant routes (default

@@ -55,6 +55,7 @@ func (h *handlers) registerStores(g *routeGroup) {
 		g.GET(base+"/:name", h.getStore(k.Name))
 		g.DELETE(base+"/:name", h.deleteStore(k.Name))
 		g.POST(base+"/:name/flush", h.flushStore(k.Name))
+		g.GET(base+"/:name/route", h.route(k.Name))
 		if k.Name != catalog.KindRollout { // rollouts merge at lance-context's /internal/merge-wal/:name
 			g.POST(base+"/:name/merge-wal", h.mergeWAL(k.Name))
 		}

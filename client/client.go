@@ -122,6 +122,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// BaseURL is the API URL the client talks to.
+func (c *Client) BaseURL() string { return c.base.String() }
+
 // keepTokenOnSameHost follows a redirect (at most 10) and drops the bearer token when it leads
 // to another host (or from https to http): the token is for the API's host only.
 func keepTokenOnSameHost(req *http.Request, via []*http.Request) error {

@@ -25,6 +25,16 @@ CREATE TABLE tenant_append_rates (
     PRIMARY KEY (tenant, instance)
 );
 
+-- Live API workers (routing): each `strata serve` upserts its row every few seconds and removes
+-- it when it stops; a store's preferred workers are chosen by rendezvous hashing over the rows
+-- seen recently (package routing).
+CREATE TABLE workers (
+    instance    text        PRIMARY KEY,
+    url         text        NOT NULL,   -- the worker's advertised base URL
+    started_at  timestamptz NOT NULL DEFAULT now(),
+    seen_at     timestamptz NOT NULL DEFAULT now()
+);
+
 -- swept_at: when the sweep last queued maintenance for the store (cleared when its maintenance
 -- ran: a stats observation or a recorded cleanup). A store swept and not cleared is not queued
 -- again until the sweep's requeue_after passes, so successive sweeps page through a backlog larger
@@ -42,5 +52,6 @@ ON CONFLICT (kind, name) DO NOTHING;
 
 DELETE FROM store_stats WHERE updated_at = 'epoch';
 ALTER TABLE store_stats DROP COLUMN swept_at;
+DROP TABLE workers;
 DROP TABLE tenant_append_rates;
 DROP TABLE tenant_quotas;

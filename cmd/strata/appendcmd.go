@@ -35,6 +35,8 @@ type appendConfig struct {
 	batchRows int
 	flush     bool
 	progress  string
+	// followRoute sends the batches to the store's preferred worker (GET …/route).
+	followRoute bool
 }
 
 func appendCommand() *cobra.Command {
@@ -45,6 +47,7 @@ func appendCommand() *cobra.Command {
 	fs.IntVar(&cfg.batchRows, "batch-rows", 1000, "rows per append request")
 	fs.BoolVar(&cfg.flush, "flush", true, "seal after the last batch, so every worker reads the rows at once")
 	fs.StringVar(&cfg.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
+	fs.BoolVar(&cfg.followRoute, "follow-route", true, "send the rows to the store's preferred worker (as the server's route names it), so the store keeps few write shards")
 	cmd := &cobra.Command{
 		Use:   "append [flags] <kind>/<name> <file.jsonl|file.parquet|->",
 		Short: "Append rows from a JSONL or Parquet file (- reads JSONL from stdin).",
@@ -126,6 +129,17 @@ func runAppend(ctx context.Context, c *client.Client, kind client.Kind, name, pa
 	// The store first: a mistyped name fails before a line of the input is read.
 	if _, err := c.GetStore(ctx, kind, name); err != nil {
 		return err
+	}
+	if cfg.followRoute {
+		// A worker the client cannot reach, or an older server without routes: stay on the
+		// one named by --api-url (routing is advice).
+		if routed, err := c.Routed(ctx, kind, name); err == nil && routed != c {
+			hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if _, err := routed.Health(hctx); err == nil {
+				c = routed
+			}
+			cancel()
+		}
 	}
 	format := cfg.format
 	if format == "auto" {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
@@ -28,6 +29,7 @@ import (
 	"github.com/strata-store/strata/catalog"
 	"github.com/strata-store/strata/internal/memlimit"
 	"github.com/strata-store/strata/quota"
+	"github.com/strata-store/strata/routing"
 	"github.com/strata-store/strata/sqlquery/duckrun"
 	"github.com/strata-store/strata/storage/budget"
 	"github.com/strata-store/strata/storage/cache"
@@ -53,6 +55,8 @@ type serveConfig struct {
 	AllowedHosts       string
 	InstanceID         string
 	TenantDepth        int
+	AdvertiseURL       string
+	RouteFanOut        int
 	TenantSeparator    string
 	QuotaRefresh       time.Duration
 	StoreCacheCapacity int
@@ -94,6 +98,22 @@ type serveConfig struct {
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5433/strata?sslmode=disable"
 
 func (c *serveConfig) register(fs *pflag.FlagSet) { c.registerWith(fs, false) }
+
+// advertiseURL is --advertise-url, or http://<--listen-addr> (the host name in place of an
+// unspecified address).
+func advertiseURL(cfg serveConfig) string {
+	if cfg.AdvertiseURL != "" {
+		return strings.TrimRight(cfg.AdvertiseURL, "/")
+	}
+	host, port, err := net.SplitHostPort(cfg.ListenAddr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host, _ = os.Hostname()
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
 
 // maintenance is the maintenance worker's configuration, the sweep's tenancy included.
 func (c *serveConfig) maintenance() temporalConfig {
@@ -141,6 +161,8 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.StringVar(&c.TemporalUIURL, "temporal-ui-url", temporalUI, "the Temporal Web UI, linked from the Strata UI's stores to their maintenance workflows (empty: no links)")
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 250*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for sealed rows when no seal notification (PostgreSQL NOTIFY from the worker that sealed) wakes it first")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "the URL clients reach this worker at, for routing (GET …/{name}/route and the Strata-Preferred-Workers header send a store's appends to its preferred workers); default http://<--listen-addr>, with the host name when it listens on every address")
+	fs.IntVar(&c.RouteFanOut, "route-fanout", routing.DefaultFanOut, "preferred workers per store: a store's appends are routed to this many of the live workers (rendezvous hashing), so it keeps about this many write shards")
 	fs.DurationVar(&c.QuotaRefresh, "quota-refresh", quota.DefaultRefresh, "how often a worker re-reads tenant quotas and usage from the catalog and shares its admitted append rates with the other workers")
 	fs.DurationVar(&c.SnapshotMaxTTL, "snapshot-max-ttl", 7*24*time.Hour, "the longest a read token (POST /api/v1/snapshots) may live: until it expires, the stores it names keep its table versions and the merged rows it reads")
 	fs.IntVar(&c.MergeAfterGens, "merge-after-generations", 8, "ask for a WAL merge (through Temporal) as soon as a seal leaves this worker's shard of a store with this many generations pending (0 = leave it to the sweep)")
@@ -215,6 +237,9 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	if err := cfg.tenancy().Validate(); err != nil {
 		return fmt.Errorf("--tenant-depth/--tenant-separator: %w", err)
 	}
+	if u, err := url.Parse(cfg.AdvertiseURL); cfg.AdvertiseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", cfg.AdvertiseURL)
+	}
 	// Listen first: a busy port fails at once, and while the catalog cannot be opened (PostgreSQL
 	// down at start) health answers "degraded" and every route 503, instead of the worker exiting
 	// and being unable to come back until PostgreSQL does.
@@ -255,7 +280,15 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		defer close(sealWatchDone)
 		mgr.RunSealWatch(sweepCtx)
 	}()
-	defer func() { stopSweeper(); <-sealWatchDone }() // on every return: cancel, then wait
+	instance := cmp.Or(cfg.InstanceID, lsm.DefaultInstance())
+	membership := routing.New(cat, routing.Options{Self: routing.Member{Instance: instance, URL: advertiseURL(cfg)},
+		FanOut: cfg.RouteFanOut, Log: log})
+	membershipDone := make(chan struct{})
+	go func() { // heartbeats this worker into the live set; stopped with the sweeper, waited for below
+		defer close(membershipDone)
+		membership.Run(sweepCtx)
+	}()
+	defer func() { stopSweeper(); <-sealWatchDone; <-membershipDone }() // on every return: cancel, then wait
 	tc := rt.temporal
 	sqlRunner, err := duckrun.New(cfg.SQL, log)
 	if err != nil {
@@ -271,7 +304,8 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		}),
 		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval,
 		MaxSnapshotTTL: cfg.SnapshotMaxTTL,
-		Quotas: quota.New(cat, quota.Options{Tenancy: cfg.tenancy(), Instance: cmp.Or(cfg.InstanceID, lsm.DefaultInstance()),
+		Routing: membership,
+		Quotas: quota.New(cat, quota.Options{Tenancy: cfg.tenancy(), Instance: instance,
 			Refresh: cfg.QuotaRefresh, Log: log, Registerer: reg})})
 	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
 		TemporalUIURL: cfg.TemporalUIURL, TemporalNamespace: cfg.Temporal.Namespace, Log: log}); err != nil {

@@ -1,0 +1,66 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-store/strata/api"
+	"github.com/strata-store/strata/client"
+	"github.com/strata-store/strata/routing"
+)
+
+// Routed follows the server's route to the store's first preferred worker and keeps the same
+// client when the answering worker is the preferred one; Route answers the rendezvous rank.
+func TestRoutedFollowsThePreferredWorker(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	members := []routing.Member{{Instance: "w", URL: "http://self.invalid"}}
+	base := server(t, func(d *api.Deps) {
+		cat := d.Stores.Catalog()
+		for i := range 8 {
+			m := routing.Member{Instance: fmt.Sprintf("x%d", i), URL: fmt.Sprintf("http://x%d.invalid:3000", i)}
+			require.NoError(t, cat.HeartbeatWorker(ctx, m.Instance, m.URL))
+			members = append(members, m)
+		}
+		m := routing.New(cat, routing.Options{Self: members[0], FanOut: 1, Interval: 20 * time.Millisecond})
+		go func() { defer close(done); m.Run(ctx) }()
+		require.Eventually(t, func() bool { return len(m.Live()) == 9 }, 5*time.Second, 10*time.Millisecond)
+		d.Routing = m
+	})
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := client.New(base)
+	require.NoError(t, err)
+	// One store the answering worker is preferred for, one it is not.
+	var self, other string
+	for i := 0; self == "" || other == ""; i++ {
+		name := fmt.Sprintf("s%d", i)
+		if routing.Rank(routing.StoreKey("rollout", name), members, 1)[0].Instance == "w" {
+			self = name
+		} else if other == "" {
+			other = name
+		}
+	}
+	for _, name := range []string{self, other} {
+		_, _, err := c.CreateStore(ctx, client.KindRollout, name, client.CreateOptions{})
+		require.NoError(t, err)
+	}
+	r, err := c.Route(ctx, client.KindRollout, other)
+	require.NoError(t, err)
+	want := routing.Rank(routing.StoreKey("rollout", other), members, 1)[0]
+	require.Equal(t, []client.RouteMember{{Instance: want.Instance, URL: want.URL}}, r.Workers)
+	require.False(t, r.Preferred)
+	require.Equal(t, 9, r.LiveWorkers)
+	routed, err := c.Routed(ctx, client.KindRollout, other)
+	require.NoError(t, err)
+	require.Equal(t, want.URL, routed.BaseURL())
+	routed, err = c.Routed(ctx, client.KindRollout, self)
+	require.NoError(t, err)
+	require.Same(t, c, routed)
+	_, err = c.Route(ctx, client.KindRollout, "missing")
+	require.True(t, client.IsNotFound(err))
+}
