@@ -304,7 +304,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		}),
 		Maintenance: worker.Maintainer{Client: tc}, Leases: worker.Leases{Client: tc}, FeedPollInterval: cfg.FeedPollInterval,
 		MaxSnapshotTTL: cfg.SnapshotMaxTTL,
-		Routing: membership,
+		Routing:        membership,
 		Quotas: quota.New(cat, quota.Options{Tenancy: cfg.tenancy(), Instance: instance,
 			Refresh: cfg.QuotaRefresh, Log: log, Registerer: reg})})
 	if err := webui.Register(e, webui.Options{API: e, APIToken: cfg.APIToken, AdminToken: cfg.AdminToken,
