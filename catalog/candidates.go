@@ -2,7 +2,7 @@
 //
 // Each query reads one partial index in rank order (the literal "> 0" style predicates let the
 // planner prove the partial index applies even for a generic prepared plan) and stops after at
-// most candidateScanCap rows. Deleted stores are never candidates.
+// most a window of rows (scanWindow). Deleted stores are never candidates.
 //
 // Fair shares: the rows are then ordered round-robin across tenants (Tenancy), weighted by each
 // tenant's quota weight — the first of every tenant, then the second of every tenant, a tenant of
@@ -26,10 +26,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// candidateScanCap bounds how many rows of a candidate index one query reads before ordering
-// them by tenant: the cost of a query stays bounded whatever the backlog (a backlog past it is
-// shared fairly among its first candidateScanCap stores by rank).
-const candidateScanCap = 50_000
+// scanWindow bounds how many rows of a candidate index one query reads before ordering them by
+// tenant: candidateScanFactor times its limit (at least minScanWindow), so a query's cost follows
+// what it returns, not the backlog. Fair shares hold within that window of the highest-ranked
+// candidates; the paging rule moves the window through a larger backlog sweep after sweep.
+const (
+	candidateScanFactor = 8
+	minScanWindow       = 1000
+)
+
+func scanWindow(limit int) int { return max(candidateScanFactor*limit, minScanWindow) }
 
 // DefaultRequeueAfter: a store queued by a sweep and not observed since is queued again after
 // this long (its request may have been lost with a terminated workflow).
@@ -71,23 +77,39 @@ func notSwept(n int) string {
 const liveStore = `EXISTS (SELECT 1 FROM stores r WHERE r.kind = s.kind AND r.name = s.name AND r.deleted_at IS NULL)`
 
 // query runs "SELECT … FROM store_stats s WHERE pred ORDER BY rank" with the fair-share order and
-// the paging rule. pred and rank may use $1..$len(args).
+// the paging rule. pred and rank may use $1..$len(args). The live-store check runs on the rows
+// returned only (a store deleted meanwhile costs the sweep a place, never a probe per scanned row).
 func (q Candidates) query(ctx context.Context, what, pred, rank string, args []any, limit int) ([]StoreStats, error) {
 	n := len(args)
-	depth, sep := q.opts.Tenancy.sqlArgs()
-	sql := fmt.Sprintf(`
-		SELECT `+storeStatsColumns+` FROM (
-			SELECT s.*, row_number() OVER (PARTITION BY s.tenant ORDER BY %[2]s) AS tenant_rank FROM (
-				SELECT s.*, `+tenantSQL("s.name", "$%[3]d", "$%[4]d")+` AS tenant
-				FROM store_stats s
-				WHERE %[1]s AND `+liveStore+`
-				  AND `+notSwept(n+3)+`
-				ORDER BY %[2]s LIMIT %[6]d
-			) s
-		) s LEFT JOIN tenant_quotas q ON q.tenant = s.tenant
-		ORDER BY (s.tenant_rank - 1) / COALESCE(q.weight, 1)::float8, %[2]s, s.kind, s.name
-		LIMIT $%[7]d`, pred, rank, n+1, n+2, n+3, candidateScanCap, n+4)
-	args = append(slices.Clip(args), depth, sep, q.requeueSeconds(), limit)
+	var sql string
+	if q.opts.Tenancy.Depth <= 0 { // one tenant: the rank's order
+		sql = fmt.Sprintf(`
+			SELECT `+storeStatsColumns+` FROM (
+				SELECT s.* FROM store_stats s
+				WHERE %[1]s AND `+notSwept(n+1)+`
+				ORDER BY %[2]s LIMIT $%[3]d
+			) s WHERE `+liveStore+`
+			ORDER BY %[2]s, s.kind, s.name`, pred, rank, n+2)
+		args = append(slices.Clip(args), q.requeueSeconds(), limit)
+	} else {
+		sql = fmt.Sprintf(`
+			SELECT `+storeStatsColumns+` FROM (
+				SELECT s.*, (s.tenant_rank - 1) / COALESCE(q.weight, 1)::float8 AS tenant_round FROM (
+					SELECT s.*, row_number() OVER (PARTITION BY s.tenant ORDER BY %[2]s) AS tenant_rank FROM (
+						SELECT s.*, `+q.opts.Tenancy.sql("s.name", "$%[3]d")+` AS tenant
+						FROM store_stats s
+						WHERE %[1]s AND `+notSwept(n+2)+`
+						ORDER BY %[2]s LIMIT %[4]d
+					) s
+				) s LEFT JOIN tenant_quotas q ON q.tenant = s.tenant
+				ORDER BY tenant_round, %[2]s, s.kind, s.name
+				LIMIT $%[5]d
+			) s WHERE `+liveStore+`
+			ORDER BY s.tenant_round, %[2]s, s.kind, s.name`,
+			pred, rank, n+1, scanWindow(limit), n+3)
+		_, sep := q.opts.Tenancy.sqlArgs()
+		args = append(slices.Clip(args), sep, q.requeueSeconds(), limit)
+	}
 	rows, err := q.c.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, errorf("catalog: %s candidates: %w", what, err)

@@ -56,5 +56,5 @@ func (c *Catalog) ListShardStats(ctx context.Context, kind Kind, name string) ([
 	return out, nil
 }
 
-// TenantSQLForTest is tenantSQL.
-var TenantSQLForTest = tenantSQL
+// TenantSQLForTest is Tenancy.sql.
+func TenantSQLForTest(t Tenancy, col, sep string) string { return t.sql(col, sep) }

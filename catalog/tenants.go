@@ -62,9 +62,17 @@ func (t Tenancy) sqlArgs() (int, string) {
 	return t.Depth, t.Separator
 }
 
-// tenantSQL is Tenancy.Of in SQL over the column col, with the depth and separator parameters.
-func tenantSQL(col, depth, sep string) string {
-	return fmt.Sprintf(`array_to_string((string_to_array(%s, %s::text))[1:%s::int], %s::text)`, col, sep, depth, sep)
+// sql is Tenancy.Of over the column col in SQL, the separator a parameter (sep) and the depth a
+// literal: split_part for depth 1 (the default; the cheapest), the first Depth elements of the
+// split name otherwise.
+func (t Tenancy) sql(col, sep string) string {
+	switch {
+	case t.Depth <= 0:
+		return `''::text`
+	case t.Depth == 1:
+		return fmt.Sprintf(`split_part(%s, %s::text, 1)`, col, sep)
+	}
+	return fmt.Sprintf(`array_to_string((string_to_array(%s, %s::text))[1:%d], %s::text)`, col, sep, t.Depth, sep)
 }
 
 // TenantQuota is a tenant's limits (0: none) and its maintenance weight.
@@ -238,13 +246,13 @@ func (c *Catalog) TenantSummaries(ctx context.Context, t Tenancy, minPending int
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	depth, sep := t.sqlArgs()
+	_, sep := t.sqlArgs()
 	rows, err := c.pool.Query(ctx, `
 		WITH usage AS (
-			SELECT `+tenantSQL("s.name", "$1", "$2")+` AS tenant, count(*) AS stores,
+			SELECT `+t.sql("s.name", "$1")+` AS tenant, count(*) AS stores,
 			       sum(s.base_rows)::bigint AS rows, sum(s.bytes)::bigint AS bytes,
 			       sum(s.pending_generations)::bigint AS pending,
-			       count(*) FILTER (WHERE s.pending_generations >= $3 OR s.oldest_pending_at < $4) AS backlog
+			       count(*) FILTER (WHERE s.pending_generations >= $2 OR s.oldest_pending_at < $3) AS backlog
 			FROM store_stats s WHERE `+liveStore+`
 			GROUP BY 1
 		)
@@ -252,7 +260,7 @@ func (c *Catalog) TenantSummaries(ctx context.Context, t Tenancy, minPending int
 		       COALESCE(q.max_rows, 0), COALESCE(q.max_bytes, 0), COALESCE(q.max_append_rows_per_second, 0),
 		       COALESCE(q.max_pending_generations, 0), COALESCE(q.weight, 1), COALESCE(q.updated_at, now())
 		FROM usage u LEFT JOIN tenant_quotas q ON q.tenant = u.tenant
-		ORDER BY u.pending DESC, u.backlog DESC, u.tenant LIMIT $5`, depth, sep, minPending, staleBefore, limit)
+		ORDER BY u.pending DESC, u.backlog DESC, u.tenant LIMIT $4`, sep, minPending, staleBefore, limit)
 	if err != nil {
 		return nil, errorf("catalog: tenant summaries: %w", err)
 	}

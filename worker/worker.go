@@ -32,15 +32,15 @@ type Options struct {
 	StopTimeout   time.Duration // how long a stop waits for running activities (default 30s)
 }
 
-// executionsPerSlot: the worker takes this many activity tasks per slot from Temporal (64 with
-// the default 4 slots). A store activity then waits in the process — a goroutine heartbeating
-// every few seconds — for a slot by its tenant's fair share (the Activities' Slots), so a tenant
-// flooding the task queue cannot hold every slot: the others' activities are already here,
-// waiting their turn by share, not queued behind the flood at the server. (Each store's
-// workflow runs one activity at a time, so a tenant's tasks are at most its stores needing
-// maintenance at once; past executionsPerSlot×slots of them, the rest of the queue is still
-// first come, first served at the server.)
-const executionsPerSlot = 16
+// activityExecutions: the worker takes up to this many activity tasks from Temporal at once
+// (or 16 per slot, when more), far more than it has slots. A store activity then waits in the
+// process — a goroutine heartbeating every few seconds — for a slot by its tenant's fair share
+// (the Activities' Slots), so a tenant flooding the task queue cannot hold every slot: the
+// others' activities are already here, waiting their turn by share, not queued behind the flood
+// at the server. Each store's workflow runs one activity at a time, so a tenant's tasks are at
+// most its stores needing maintenance at once; past activityExecutions of them, the rest of the
+// queue is still first come, first served at the server.
+const activityExecutions = 256
 
 // New returns a maintenance worker with every workflow and activity registered.
 func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
@@ -60,7 +60,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 		}
 	}
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: executionsPerSlot * opts.ActivitySlots,
+		MaxConcurrentActivityExecutionSize: max(activityExecutions, 16*opts.ActivitySlots),
 		WorkerStopTimeout:                  opts.StopTimeout,
 		// Heartbeats reach the server at most this often (the SDK's default is 80% of the 30 s
 		// heartbeat timeout): the UI's pending activity shows the current phase within seconds.

@@ -55,7 +55,7 @@ func buildStrata(t testing.TB) string {
 
 // clusterProcess is one `strata` process of the cluster, in a working directory of its own.
 type clusterProcess struct {
-	t    *testing.T
+	t    testing.TB
 	args []string
 	env  []string
 	dir  string
@@ -113,7 +113,7 @@ func (p *clusterProcess) stop() {
 	}
 }
 
-func waitHealthy(t *testing.T, base string) {
+func waitHealthy(t testing.TB, base string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(base + "/api/v1/health")
