@@ -67,6 +67,21 @@ func (u *UI) storesPage(c echo.Context) error {
 	return u.render(c, "stores", data)
 }
 
+// tenantsPage lists the tenants with their usage, merge backlog and quotas (admin role).
+func (u *UI) tenantsPage(c echo.Context) error {
+	data := map[string]any{"Title": "Tenants"}
+	if role(c) != roleAdmin {
+		data["Errors"] = []string{"Sign in with the admin token to see the tenants."}
+		return u.render(c, "tenants", data)
+	}
+	var t api.TenantsResponse
+	if err := u.callJSON(c, http.MethodGet, "/api/v1/admin/tenants", url.Values{"limit": {"500"}}, nil, &t); err != nil {
+		data["Errors"] = []string{errorData(err)}
+	}
+	data["Tenants"], data["Depth"], data["Separator"] = t.Tenants, t.TenantDepth, t.TenantSeparator
+	return u.render(c, "tenants", data)
+}
+
 func failuresOf(all []api.MaintenanceFailure, ref storeRef) []api.MaintenanceFailure {
 	var out []api.MaintenanceFailure
 	for _, f := range all {

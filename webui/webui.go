@@ -75,6 +75,7 @@ func Register(e *echo.Echo, opts Options) error {
 	g.POST("/logout", u.logout, u.sameOrigin)
 	in := g.Group("", u.signedIn)
 	in.GET("/", u.storesPage)
+	in.GET("/tenants", u.tenantsPage)
 	in.GET("/s/:kind/:name", u.storePage)
 	in.POST("/s/:kind/:name/do/:action", u.storeAction, u.sameOrigin)
 	in.GET("/s/:kind/:name/records", u.recordsPage)

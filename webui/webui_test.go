@@ -293,3 +293,23 @@ func TestStorePageMaintenance(t *testing.T) {
 	page = b.do("GET", "/ui/s/rollout/exp-1/records?version=1", nil).Body.String()
 	require.Contains(t, page, "no rows", "version 1 is the empty table")
 }
+
+// The tenants page groups stores by tenant with their quotas and flags a tenant at one; the
+// stores page shows each store's write shards.
+func TestTenantsPage(t *testing.T) {
+	e := server(t, "", "")
+	b := &browser{t: t, e: e}
+	for _, n := range []string{"team-a.one", "team-a.two", "team-b.one"} {
+		require.Equal(t, http.StatusCreated, b.api("POST", "/api/v1/rollouts", `{"name": "`+n+`"}`))
+	}
+	require.Equal(t, http.StatusCreated, b.api("POST", "/api/v1/rollouts/team-a.one/records?flush=true", `{"records": [{"id": "1", "rollout_id": "t"}]}`))
+	require.Equal(t, http.StatusOK, b.api("PUT", "/api/v1/admin/tenants/team-a/quota", `{"max_pending_generations": 1, "weight": 4}`))
+	page := b.do("GET", "/ui/tenants", nil).Body.String()
+	require.Contains(t, page, `href="/ui/?prefix=team-a">team-a</a>`)
+	require.Contains(t, page, "pending_generations quota reached")
+	require.Contains(t, page, `<td>4</td>`, "team-a's weight")
+	require.Contains(t, page, `href="/ui/?prefix=team-b">team-b</a>`)
+	page = b.do("GET", "/ui/?prefix=team-a.one", nil).Body.String()
+	require.Contains(t, page, "<th>Shards</th>")
+	require.Regexp(t, `rollout/team-a.one</a></td>\s*<td>1</td>`, page)
+}

@@ -23,6 +23,7 @@ from ._errors import (
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
+    QuotaExceededError,
     UnavailableError,
 )
 from ._http import Client
@@ -46,6 +47,7 @@ __all__ = [
     "InvalidRequestError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "QuotaExceededError",
     "RemoteContext",
     "RolloutStore",
     "UnavailableError",

@@ -44,6 +44,15 @@ class GoneError(InvalidRequestError):
     restart: Optional[Dict[str, Any]] = None
 
 
+class QuotaExceededError(InvalidRequestError):
+    """429 QUOTA_EXCEEDED: the store's tenant is at one of its quotas; nothing was written.
+    ``quota`` names it (rows, bytes, pending_generations or append_rows_per_second), ``tenant``
+    the tenant; ``retry_after`` says when to try again."""
+
+    quota: Optional[str] = None
+    tenant: Optional[str] = None
+
+
 class UnavailableError(ContextStoreError):
     """503 after every retry: the worker, its catalog or its storage is overloaded or down."""
 
@@ -63,6 +72,8 @@ def error_for(status: int, code: str, message: str, retry_after: Optional[float]
         return GoneError(status, code, message, retry_after)
     if status == 413:
         return PayloadTooLargeError(status, code, message, retry_after)
+    if status == 429:
+        return QuotaExceededError(status, code, message, retry_after)
     if 400 <= status < 500:
         return InvalidRequestError(status, code, message, retry_after)
     if status == 503:

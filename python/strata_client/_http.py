@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ._errors import ContextStoreError, GoneError, UnavailableError, error_for
+from ._errors import ContextStoreError, GoneError, QuotaExceededError, UnavailableError, error_for
 
 JSON = "application/json"
 
@@ -100,7 +100,10 @@ class Client:
                 data = e.read()
                 retry_after = _retry_after(e.headers.get("Retry-After"))
                 err = _decode_error(e.code, data, retry_after)
-                if e.code == 503 and err.code in _RETRYABLE_CODES and retry_after is not None and attempt < self.max_retries:
+                # A 429 of a tenant's append rate quota wrote nothing and clears within its
+                # Retry-After: retried like backpressure (the other quotas are the caller's).
+                rate_limited = isinstance(err, QuotaExceededError) and err.quota == "append_rows_per_second"
+                if ((e.code == 503 and err.code in _RETRYABLE_CODES) or rate_limited) and retry_after is not None and attempt < self.max_retries:
                     attempt += 1
                     time.sleep(min(retry_after, self.max_wait))
                     continue
@@ -133,14 +136,17 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 
 def _decode_error(status: int, data: bytes, retry_after: Optional[float]) -> ContextStoreError:
     code, message = "HTTP_" + str(status), data.decode(errors="replace").strip()
-    restart = None
+    restart, quota, tenant = None, None, None
     try:
         env: Dict[str, Any] = json.loads(data)
         code, message = env["error"]["code"], env["error"]["message"]
         restart = env["error"].get("restart")
+        quota, tenant = env["error"].get("quota"), env["error"].get("tenant")
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     err = error_for(status, code, message, retry_after)
     if isinstance(err, GoneError):
         err.restart = restart
+    if isinstance(err, QuotaExceededError):
+        err.quota, err.tenant = quota, tenant
     return err

@@ -20,6 +20,7 @@ from strata_client import (
     GoneError,
     InvalidRequestError,
     NotFoundError,
+    QuotaExceededError,
     RemoteContext,
     RolloutStore,
     UnavailableError,
@@ -244,6 +245,8 @@ class _Stub(http.server.BaseHTTPRequestHandler):
     busy = 0
     seen = 0
     code = "OVERLOADED"
+    status = 503
+    quota = ""
     auth: list = []
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -256,8 +259,11 @@ class _Stub(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if type(self).seen <= type(self).busy:
-            body = json.dumps({"error": {"code": type(self).code, "message": "busy"}}).encode()
-            self.send_response(503)
+            err = {"code": type(self).code, "message": "busy"}
+            if type(self).quota:
+                err.update(quota=type(self).quota, tenant="team-a")
+            body = json.dumps({"error": err}).encode()
+            self.send_response(type(self).status)
             self.send_header("Retry-After", "0")
         else:
             body = json.dumps({"name": "s", "uri": "u", "version": 4}).encode()
@@ -272,8 +278,9 @@ class _Stub(http.server.BaseHTTPRequestHandler):
 
 
 class RetryTest(unittest.TestCase):
-    def serve(self, busy: int, code: str = "OVERLOADED") -> str:
+    def serve(self, busy: int, code: str = "OVERLOADED", status: int = 503, quota: str = "") -> str:
         _Stub.busy, _Stub.seen, _Stub.code, _Stub.auth = busy, 0, code, []
+        _Stub.status, _Stub.quota = status, quota
         srv = http.server.HTTPServer(("127.0.0.1", 0), _Stub)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         self.addCleanup(srv.shutdown)
@@ -302,6 +309,16 @@ class RetryTest(unittest.TestCase):
                 RolloutStore.connect(url, "s")
             self.assertEqual(e.exception.code, code)
             self.assertEqual(_Stub.seen, 1, code)
+
+    def test_a_rate_quota_429_is_retried_the_others_are_raised(self) -> None:
+        url = self.serve(busy=2, code="QUOTA_EXCEEDED", status=429, quota="append_rows_per_second")
+        self.assertEqual(RolloutStore.connect(url, "s").version(), 4)
+        self.assertEqual(_Stub.seen, 4)
+        url = self.serve(busy=100, code="QUOTA_EXCEEDED", status=429, quota="rows")
+        with self.assertRaises(QuotaExceededError) as e:
+            RolloutStore.connect(url, "s")
+        self.assertEqual((e.exception.quota, e.exception.tenant, e.exception.status), ("rows", "team-a", 429))
+        self.assertEqual(_Stub.seen, 1)
 
     def test_the_token_never_follows_a_redirect_to_another_host(self) -> None:
         url = self.serve(busy=0)
