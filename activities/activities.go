@@ -180,6 +180,7 @@ func (a *Activities) MergeWAL(ctx context.Context, in workflows.ActivityInput) (
 				}
 			})
 		}
+		opts.BetweenPasses = hb.yieldSlot
 		sum, err := s.Merge(ctx, opts, in.Request.MaxPasses)
 		res.GenerationsMerged, res.RowsMerged = sum.Generations, sum.Rows
 		if err != nil {

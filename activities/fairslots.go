@@ -4,7 +4,8 @@
 // with the fewest running activities per unit of weight (package internal/fairshare), so a
 // tenant whose stores flood the task queue gets its share of the slots, and of the merge memory
 // the running activities hold, not all of them. The worker takes more activity tasks from
-// Temporal than it has slots (worker.New), so other tenants' activities are here to be chosen.
+// Temporal than it has slots (worker.New), so other tenants' activities are here to be chosen; a
+// merge yields its slot between passes to a tenant the share puts first.
 package activities
 
 import (
@@ -26,16 +27,33 @@ type tenantWeights struct {
 }
 
 // acquireSlot waits for a slot for store's tenant and returns its release (a no-op without
-// Slots).
+// Slots); hb keeps the lease, so long work can yield it between steps (yieldSlot).
 func (a *Activities) acquireSlot(ctx context.Context, store workflows.StoreRef, hb *heartbeater) (func(), error) {
 	if a.Slots == nil {
 		return func() {}, nil
 	}
 	tenant := a.Tenancy.Of(store.Name)
 	hb.set(func(d *HeartbeatDetails) { d.WaitingForSlot = true })
-	release, err := a.Slots.Acquire(ctx, tenant, a.weight(ctx, tenant))
+	lease, err := a.Slots.Acquire(ctx, tenant, a.weight(ctx, tenant))
 	hb.set(func(d *HeartbeatDetails) { d.WaitingForSlot = false })
-	return release, err
+	if err != nil {
+		return nil, err
+	}
+	hb.slot = lease
+	return lease.Release, nil
+}
+
+// yieldSlot gives the activity's slot to another tenant's waiting activity that the fair share
+// puts first, and waits for one again (heartbeating); without such a waiter it keeps the slot.
+// A merge calls it between its passes, so a tenant whose merges hold every slot frees one within
+// a pass of another tenant's activity arriving.
+func (hb *heartbeater) yieldSlot(ctx context.Context) error {
+	if hb.slot == nil {
+		return nil
+	}
+	hb.set(func(d *HeartbeatDetails) { d.WaitingForSlot = true })
+	defer hb.set(func(d *HeartbeatDetails) { d.WaitingForSlot = false })
+	return hb.slot.Yield(ctx)
 }
 
 // weight is tenant's weight (1 without a quota, or when the catalog cannot say).

@@ -23,6 +23,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/strata-store/strata/internal/fairshare"
 	"github.com/strata-store/strata/storage/lsm"
 	"github.com/strata-store/strata/storage/objstore"
 )
@@ -76,6 +77,10 @@ type heartbeater struct {
 	mu      sync.Mutex // guards details and marks
 	details HeartbeatDetails
 	marks   int64 // phase changes and other progress the activity reports itself
+
+	// slot is the fair-share slot the activity holds (nil without one); set before the work
+	// starts and used by the work's goroutine only.
+	slot *fairshare.Lease
 
 	stalled chan struct{} // closed when the watchdog gave up on the work
 	stop    chan struct{}

@@ -17,7 +17,8 @@ import (
 type Requester func(ctx context.Context, store workflows.StoreRef, req workflows.Request) error
 
 // sweepConcurrency bounds the signal-with-start calls a sweep has in flight: a tick that queues
-// a few hundred requests takes a second, not one round trip per store in a row.
+// a thousand requests takes seconds, not one round trip per store in a row. (More in flight
+// does not help against the Temporal dev server: 1,024 took 11 s with 16 and with 64.)
 const sweepConcurrency = 16
 
 // sweepRequest is one planned request.

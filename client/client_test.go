@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -240,4 +241,39 @@ func TestStatusTypesMirrorTheServersAnswer(t *testing.T) {
 	require.Equal(t, fields(api.StatusResponse{}), fields(client.StatusReport{}))
 	require.Equal(t, fields(api.StoreStatus{}), fields(client.StoreStatus{}))
 	require.Equal(t, fields(api.MaintenanceFailure{}), fields(client.MaintenanceFailure{}))
+}
+
+// jsonShape is a type's JSON members, nested ones by path ("quota.max_rows"), each with its
+// kind: what a decoder of the answer sees, whatever package declares the types.
+func jsonShape(rt reflect.Type, prefix string, out map[string]string) map[string]string {
+	for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice {
+		rt = rt.Elem()
+	}
+	if rt.Kind() != reflect.Struct || rt.PkgPath() == "time" {
+		out[prefix] = rt.Kind().String()
+		return out
+	}
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			jsonShape(f.Type, prefix, out)
+			continue
+		}
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		jsonShape(f.Type, name, out)
+	}
+	return out
+}
+
+// The client's tenant and route types mirror the server's answers member by member.
+func TestTenantAndRouteTypesMirrorTheServersAnswers(t *testing.T) {
+	shape := func(v any) map[string]string { return jsonShape(reflect.TypeOf(v), "", map[string]string{}) }
+	require.Equal(t, shape(api.TenantsResponse{}), shape(client.TenantsReport{}))
+	require.Equal(t, shape(api.TenantQuota{}), shape(client.TenantQuota{}))
+	require.Equal(t, shape(api.TenantLimits{}), shape(client.TenantLimits{}))
+	require.Equal(t, shape(api.RouteResponse{}), shape(client.Route{}))
+	require.Contains(t, shape(api.TenantsResponse{}), "tenants.quota.max_rows")
 }

@@ -113,44 +113,16 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 				time.Sleep(time.Second)
 			}
 		}()
-		crossed := map[string]time.Time{}
-		var staleness []time.Duration
 		mergesAt := func() int64 {
 			var n int64
 			_ = pool.QueryRow(ctx, `SELECT COALESCE(sum(merges_total), 0) FROM store_stats`).Scan(&n)
 			return n
 		}
 		startMerges, start := mergesAt(), time.Now()
-		for runCtx.Err() == nil {
-			rows, err := pool.Query(ctx, `SELECT name, pending_generations FROM store_stats WHERE kind = 'rollout'`)
-			if err != nil {
-				b.Fatal(err)
-			}
-			now := time.Now()
-			for rows.Next() {
-				var name string
-				var pending int
-				if err := rows.Scan(&name, &pending); err != nil {
-					b.Fatal(err)
-				}
-				t0, was := crossed[name]
-				switch {
-				case pending >= 8 && !was:
-					crossed[name] = now
-				case pending < 8 && was:
-					staleness = append(staleness, now.Sub(t0))
-					delete(crossed, name)
-				}
-			}
-			rows.Close()
-			time.Sleep(500 * time.Millisecond)
-		}
-		// Stores still waiting at the end count with the time they have waited so far (a lower
-		// bound), so a backlog shows in the percentiles instead of vanishing from them.
-		end := time.Now()
-		censored := len(crossed)
-		for _, t0 := range crossed {
-			staleness = append(staleness, end.Sub(t0))
+		samples, censored := watchStaleness(b, runCtx, pool)
+		var staleness []time.Duration
+		for _, d := range samples {
+			staleness = append(staleness, d...)
 		}
 		stop()
 		wg.Wait()
@@ -184,6 +156,46 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 		benchfmt.Report("P6-activity-mean", benchfmt.Millis(busy/time.Duration(max(runs, 1))), "ms", fmt.Sprintf("mean maintenance activity attempt (%d attempts)", runs))
 		benchfmt.Report("P6-slot-utilization", busy.Seconds()/(4*elapsed.Seconds()), "x", "activity time / (4 slots x run time)")
 	}
+}
+
+// watchStaleness polls store_stats every 500 ms until runCtx ends: each time a store's pending
+// generations reach 8 its clock starts, and when they fall below 8 (merged) the time since is a
+// sample, by store. Stores still waiting at the end count with the time they have waited so far
+// (a lower bound; censored says how many), so a backlog shows in the percentiles instead of
+// vanishing from them.
+func watchStaleness(b *testing.B, runCtx context.Context, pool *pgxpool.Pool) (samples map[string][]time.Duration, censored int) {
+	ctx := context.WithoutCancel(runCtx)
+	crossed := map[string]time.Time{}
+	samples = map[string][]time.Duration{}
+	for runCtx.Err() == nil {
+		rows, err := pool.Query(ctx, `SELECT name, pending_generations FROM store_stats WHERE kind = 'rollout'`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		for rows.Next() {
+			var name string
+			var pending int
+			if err := rows.Scan(&name, &pending); err != nil {
+				b.Fatal(err)
+			}
+			t0, was := crossed[name]
+			switch {
+			case pending >= 8 && !was:
+				crossed[name] = now
+			case pending < 8 && was:
+				samples[name] = append(samples[name], now.Sub(t0))
+				delete(crossed, name)
+			}
+		}
+		rows.Close()
+		time.Sleep(500 * time.Millisecond)
+	}
+	end := time.Now()
+	for name, t0 := range crossed {
+		samples[name] = append(samples[name], end.Sub(t0))
+	}
+	return samples, len(crossed)
 }
 
 // benchStores opens a store manager over dataDir that, as `strata serve` does, asks for a merge

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
@@ -72,20 +69,7 @@ func p18Staleness(b *testing.B, addr string, flood bool) p18Result {
 		b.Fatal(err)
 	}
 	defer cat.Close()
-	namespace := fmt.Sprintf("strata-p18-%d", time.Now().UnixNano())
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: namespace,
-		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
-		b.Fatal(err)
-	}
-	nc.Close()
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, _ := benchNamespace(b, addr, "strata-p18", log)
 	defer c.Close()
 	dataDir := b.TempDir()
 	api, _ := benchStores(b, cat, c, dataDir, "p18", 0) // merges asked for through c at 8 pending generations
@@ -154,37 +138,11 @@ func p18Staleness(b *testing.B, addr string, flood bool) p18Result {
 		wg.Add(1)
 		go appendTo(storesA, 10*p18RowsB, 2)
 	}
-	crossed := map[string]time.Time{}
+	samples, _ := watchStaleness(b, runCtx, pool)
 	stale := map[bool][]time.Duration{} // by "is tenant b"
-	for runCtx.Err() == nil {
-		rows, err := pool.Query(ctx, `SELECT name, pending_generations FROM store_stats WHERE kind = 'rollout'`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		now := time.Now()
-		for rows.Next() {
-			var name string
-			var pending int
-			if err := rows.Scan(&name, &pending); err != nil {
-				b.Fatal(err)
-			}
-			t0, was := crossed[name]
-			switch {
-			case pending >= 8 && !was:
-				crossed[name] = now
-			case pending < 8 && was:
-				isB := strings.HasPrefix(name, "b.")
-				stale[isB] = append(stale[isB], now.Sub(t0))
-				delete(crossed, name)
-			}
-		}
-		rows.Close()
-		time.Sleep(250 * time.Millisecond)
-	}
-	end := time.Now()
-	for name, t0 := range crossed { // still waiting: counted with what they waited so far
+	for name, d := range samples {
 		isB := strings.HasPrefix(name, "b.")
-		stale[isB] = append(stale[isB], end.Sub(t0))
+		stale[isB] = append(stale[isB], d...)
 	}
 	stop()
 	wg.Wait()

@@ -28,12 +28,12 @@ func enqueue(t *testing.T, s *Slots, out chan<- grant, group string, weight, n i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			release, err := s.Acquire(context.Background(), group, weight)
+			lease, err := s.Acquire(context.Background(), group, weight)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			out <- grant{group, release}
+			out <- grant{group, lease.Release}
 		}()
 		// Wait until it is queued or granted, so arrival order is the loop's.
 		require.Eventually(t, func() bool { return s.Waiting(group)+s.Running(group) > before }, time.Second, 100*time.Microsecond)
@@ -108,8 +108,9 @@ func TestWeightedShares(t *testing.T) {
 // A waiter whose context ends leaves the queue; nothing leaks and the slot count stays right.
 func TestCancelledWaiters(t *testing.T) {
 	s := New(1)
-	release, err := s.Acquire(context.Background(), "a", 1)
+	lease, err := s.Acquire(context.Background(), "a", 1)
 	require.NoError(t, err)
+	release := lease.Release
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err = s.Acquire(ctx, "b", 1)
@@ -119,7 +120,7 @@ func TestCancelledWaiters(t *testing.T) {
 	release() // idempotent
 	r2, err := s.Acquire(context.Background(), "c", 1)
 	require.NoError(t, err)
-	r2()
+	r2.Release()
 	require.Zero(t, s.Running("a"))
 }
 
@@ -136,10 +137,18 @@ func TestConcurrentUseStaysWithinCapacity(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 9))
 			for range 200 {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(3))*time.Millisecond)
-				release, err := s.Acquire(ctx, fmt.Sprint("g", rng.IntN(4)), 1+rng.IntN(3))
+				lease, err := s.Acquire(ctx, fmt.Sprint("g", rng.IntN(4)), 1+rng.IntN(3))
 				cancel()
 				if err != nil {
 					continue
+				}
+				if rng.IntN(3) == 0 { // long work yields between its steps
+					yctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(3))*time.Millisecond)
+					err := lease.Yield(yctx)
+					cancel()
+					if err != nil {
+						continue
+					}
 				}
 				n := inUse.Add(1)
 				for {
@@ -150,7 +159,7 @@ func TestConcurrentUseStaysWithinCapacity(t *testing.T) {
 				}
 				time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
 				inUse.Add(-1)
-				release()
+				lease.Release()
 			}
 		}()
 	}
@@ -161,4 +170,30 @@ func TestConcurrentUseStaysWithinCapacity(t *testing.T) {
 	require.Zero(t, s.inUse)
 	require.Empty(t, s.queues)
 	require.Empty(t, s.running)
+}
+
+// A group holding every slot gives one up at its next yield to another group's waiter, and keeps
+// it when only its own group waits.
+func TestYieldHandsTheSlotToAnotherGroup(t *testing.T) {
+	s := New(1)
+	lease, err := s.Acquire(context.Background(), "flood", 1)
+	require.NoError(t, err)
+	out := make(chan grant, 4)
+	var wg sync.WaitGroup
+	enqueue(t, s, out, "flood", 1, 1, &wg)
+	require.NoError(t, lease.Yield(context.Background()), "only its own group waits: kept")
+	require.Equal(t, 1, s.Running("flood"))
+	enqueue(t, s, out, "quiet", 1, 1, &wg)
+	yielded := make(chan error, 1)
+	go func() { yielded <- lease.Yield(context.Background()) }()
+	g := <-out
+	require.Equal(t, "quiet", g.group, "the quiet group's waiter goes first")
+	g.release()
+	g = <-out
+	require.Equal(t, "flood", g.group, "then the flood's older waiter")
+	g.release()
+	require.NoError(t, <-yielded)
+	lease.Release()
+	wg.Wait()
+	require.Zero(t, s.Running("flood"))
 }

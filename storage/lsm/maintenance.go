@@ -24,8 +24,9 @@ type MergeSummary struct {
 
 // Merge folds every shard's pending generations into the table, in passes of at most
 // opts.MaxGenerations generations and opts.MaxBytes of merge memory, running at most maxPasses
-// passes in all (0: until every shard is drained). It builds the key index first when the index
-// does not cover the table (index before merge).
+// passes in all (0: until every shard is drained), calling opts.BetweenPasses before every pass
+// but the first. It builds the key index first when the index does not cover the table (index
+// before merge).
 func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (MergeSummary, error) {
 	var sum MergeSummary
 	if err := s.ensureKeyIndex(ctx, func() { opts.OnProgress.report(Progress{Phase: PhaseIndexing}) }); err != nil {
@@ -35,8 +36,17 @@ func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (Me
 	if err != nil {
 		return sum, err
 	}
+	between := func() error { return nil }
+	if opts.BetweenPasses != nil {
+		between = func() error { return opts.BetweenPasses(ctx) }
+	}
 	for _, sh := range shards {
 		for maxPasses == 0 || sum.Passes < maxPasses {
+			if sum.Passes > 0 {
+				if err := between(); err != nil {
+					return sum, err
+				}
+			}
 			r, err := s.MergeShard(ctx, sh, opts)
 			if err != nil {
 				return sum, err

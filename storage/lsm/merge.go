@@ -41,6 +41,10 @@ type MergeOptions struct {
 	UncompressedBelowRows int64
 	// OnProgress, when set, is told what the merge is doing (for activity heartbeats).
 	OnProgress ProgressFunc
+	// BetweenPasses, when set, is called by Merge after each pass that leaves another to run, with
+	// no merge memory held: the caller may wait there (for its turn at a shared resource); an
+	// error ends the merge with what the passes before committed.
+	BetweenPasses func(ctx context.Context) error
 }
 
 // MergeResult reports a merge pass.

@@ -420,3 +420,37 @@ func TestAMergesFragmentUnderTheCompactionTargetIsWrittenUncompressed(t *testing
 		}
 	}
 }
+
+// Merge calls BetweenPasses between its passes (never before the first or after the last, and
+// with no merge memory held); an error there ends the merge with what the earlier passes
+// committed, and the next merge finishes the rest.
+func TestMergeCallsBetweenPassesAndStopsOnItsError(t *testing.T) {
+	e := newEnv(t, objstoretest.NewMemory())
+	owner := e.open("owner")
+	sealN(t, owner, e, 5)
+	merger := e.open("maintenance")
+	calls := 0
+	stop := errors.New("stop here")
+	opts := MergeOptions{MaxGenerations: 2, BetweenPasses: func(context.Context) error {
+		calls++
+		require.Zero(t, merger.opts.Budget.Reserved(), "no merge memory held between passes")
+		if calls == 2 {
+			return stop
+		}
+		return nil
+	}}
+	sum, err := merger.Merge(context.Background(), opts, 0)
+	require.ErrorIs(t, err, stop)
+	require.Positive(t, sum.Generations, "what the passes before committed stays")
+	require.Equal(t, 5-sum.Generations, pendingGens(t, merger))
+	first := sum.Generations
+	opts.BetweenPasses = func(context.Context) error { calls++; return nil }
+	sum, err = merger.Merge(context.Background(), opts, 0)
+	require.NoError(t, err)
+	require.Equal(t, 5-first, sum.Generations)
+	require.Zero(t, pendingGens(t, merger))
+	require.Equal(t, calls, 2+sum.Passes-1, "called before every pass but the first")
+	for i := range 5 {
+		require.EqualValues(t, i, value(t, merger, fmt.Sprintf("g%d", i)))
+	}
+}
