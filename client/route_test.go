@@ -27,7 +27,8 @@ func TestRoutedFollowsThePreferredWorker(t *testing.T) {
 			require.NoError(t, cat.HeartbeatWorker(ctx, m.Instance, m.URL))
 			members = append(members, m)
 		}
-		m := routing.New(cat, routing.Options{Self: members[0], FanOut: 1, Interval: 20 * time.Millisecond})
+		// A long interval: the other members heartbeat once, above, and must stay live for the test.
+		m := routing.New(cat, routing.Options{Self: members[0], FanOut: 1, Interval: 10 * time.Second})
 		go func() { defer close(done); m.Run(ctx) }()
 		require.Eventually(t, func() bool { return len(m.Live()) == 9 }, 5*time.Second, 10*time.Millisecond)
 		d.Routing = m
