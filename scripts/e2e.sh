@@ -73,13 +73,14 @@ STRATA_E2E_UI="http://127.0.0.1:$ui_port" STRATA_E2E_STORE="$store" STRATA_E2E_O
 # catalog shows nothing pending.
 rows=$(.data/e2e/strata scan --api-url "$api" "rollout/$store" | wc -l)
 [ "$rows" = 500 ] || { echo "e2e.sh: expected 500 rows after the merge, read $rows" >&2; exit 1; }
+# `strata status` columns: STORE, SHARDS, PENDING GENS, OLDEST PENDING, FRAGMENTS, ...
 for _ in $(seq 1 240); do
   .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --prefix "$store" >"$out/status.txt"
-  awk -v s="rollout/$store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/status.txt" && break
+  awk -v s="rollout/$store" '$1 == s && $3 == "0" && $5 != "0" { found = 1 } END { exit !found }' "$out/status.txt" && break
   sleep 0.5
 done
 cat "$out/status.txt"
-awk -v s="rollout/$store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/status.txt" ||
+awk -v s="rollout/$store" '$1 == s && $3 == "0" && $5 != "0" { found = 1 } END { exit !found }' "$out/status.txt" ||
   { echo "e2e.sh: the store was not merged" >&2; exit 1; }
 
 # A merge that fails until its cause is removed: found in the UI, retried through the UI.
@@ -92,7 +93,7 @@ STRATA_E2E_UI="http://127.0.0.1:$ui_port" STRATA_E2E_FAILING_STORE="$failing_sto
   STRATA_E2E_OUT="$out" STRATA_CHROMIUM="$chromium" node e2e/temporal-ui-retry.mjs
 .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --prefix "$failing_store" >"$out/failing-status.txt"
 cat "$out/failing-status.txt"
-awk -v s="rollout/$failing_store" '$1 == s && $2 == "0" && $4 != "0" { found = 1 } END { exit !found }' "$out/failing-status.txt" ||
+awk -v s="rollout/$failing_store" '$1 == s && $3 == "0" && $5 != "0" { found = 1 } END { exit !found }' "$out/failing-status.txt" ||
   { echo "e2e.sh: the failing store was not merged after the retry" >&2; exit 1; }
 .data/e2e/strata status --database-url "$(scripts/pg.sh url)" --failing | tee "$out/failing-list.txt"
 grep -q "no failing maintenance" "$out/failing-list.txt" || { echo "e2e.sh: a failure is still listed" >&2; exit 1; }
