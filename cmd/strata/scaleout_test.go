@@ -104,7 +104,7 @@ func (r *roundRobin) appendRows(ctx context.Context, store string, rows []string
 func TestAnEightWorkerClusterBehindARoundRobinClient(t *testing.T) {
 	dataURL := testenv.S3(t) // skips without the S3 test service
 	const workers, stores, writers, batches, perBatch = 8, 6, 16, 6, 25
-	bases := startServeCluster(t, workers, testenv.Database(t), dataURL, "STRATA_FLUSH_INTERVAL=1s")
+	bases := startServeCluster(t, workers, testenv.Database(t), dataURL, "STRATA_FLUSH_INTERVAL=1s", "STRATA_HEARTBEAT_INTERVAL=200ms")
 	ctx := context.Background()
 	c0, err := strata.New(bases[0])
 	require.NoError(t, err)
@@ -240,7 +240,7 @@ func BenchmarkP18ClusterAppend(b *testing.B) {
 		for _, n := range []int{1, 2, 4, 8} {
 			db := testenv.Database(b)
 			dataDir := b.TempDir()
-			bases, procs := startServeProcesses(b, n, db, dataDir)
+			bases, procs := startServeProcesses(b, n, db, dataDir, "STRATA_HEARTBEAT_INTERVAL=500ms")
 			ctx := context.Background()
 			c0, err := strata.New(bases[0])
 			if err != nil {

@@ -57,6 +57,7 @@ type serveConfig struct {
 	TenantDepth        int
 	AdvertiseURL       string
 	RouteFanOut        int
+	HeartbeatInterval  time.Duration
 	TenantSeparator    string
 	QuotaRefresh       time.Duration
 	StoreCacheCapacity int
@@ -162,6 +163,7 @@ func (c *serveConfig) registerWith(fs *pflag.FlagSet, maintenanceWorker bool) {
 	fs.BoolVar(&c.MaintenanceWorker, "maintenance-worker", maintenanceWorker, "also run the Temporal maintenance worker in this process")
 	fs.DurationVar(&c.FeedPollInterval, "feed-poll-interval", 250*time.Millisecond, "how often a long-polling change-feed read (GET …/changes?wait=) looks for sealed rows when no seal notification (PostgreSQL NOTIFY from the worker that sealed) wakes it first")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "the URL clients reach this worker at, for routing (GET …/{name}/route and the Strata-Preferred-Workers header send a store's appends to its preferred workers); default http://<--listen-addr>, with the host name when it listens on every address")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", routing.DefaultInterval, "how often this worker records itself in the catalog's live set (a worker not seen for three intervals is taken for gone)")
 	fs.IntVar(&c.RouteFanOut, "route-fanout", routing.DefaultFanOut, "preferred workers per store: a store's appends are routed to this many of the live workers (rendezvous hashing), so it keeps about this many write shards")
 	fs.DurationVar(&c.QuotaRefresh, "quota-refresh", quota.DefaultRefresh, "how often a worker re-reads tenant quotas and usage from the catalog and shares its admitted append rates with the other workers")
 	fs.DurationVar(&c.SnapshotMaxTTL, "snapshot-max-ttl", 7*24*time.Hour, "the longest a read token (POST /api/v1/snapshots) may live: until it expires, the stores it names keep its table versions and the merged rows it reads")
@@ -282,7 +284,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}()
 	instance := cmp.Or(cfg.InstanceID, lsm.DefaultInstance())
 	membership := routing.New(cat, routing.Options{Self: routing.Member{Instance: instance, URL: advertiseURL(cfg)},
-		FanOut: cfg.RouteFanOut, Log: log})
+		FanOut: cfg.RouteFanOut, Interval: cfg.HeartbeatInterval, Log: log})
 	membershipDone := make(chan struct{})
 	go func() { // heartbeats this worker into the live set; stopped with the sweeper, waited for below
 		defer close(membershipDone)
