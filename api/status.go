@@ -61,13 +61,9 @@ func (h *handlers) status(c echo.Context) error {
 			return err
 		}
 	}
-	limit := 100
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10_000 {
-			return invalid("limit must be an integer between 1 and 10000")
-		}
-		limit = n
+	limit, err := adminLimit(c)
+	if err != nil {
+		return err
 	}
 	cat := h.deps.Stores.Catalog()
 	failures, err := cat.ListFailures(ctx, limit)
@@ -92,6 +88,19 @@ func (h *handlers) status(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// adminLimit reads an admin listing's ?limit= (1..10000, default 100).
+func adminLimit(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10_000 {
+		return 0, invalid("limit must be an integer between 1 and 10000")
+	}
+	return n, nil
 }
 
 // failureDTOs are the catalog's failures as the API answers them.

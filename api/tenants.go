@@ -5,7 +5,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -74,13 +73,9 @@ const (
 )
 
 func (h *handlers) listTenants(c echo.Context) error {
-	limit := 100
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10_000 {
-			return invalid("limit must be an integer between 1 and 10000")
-		}
-		limit = n
+	limit, err := adminLimit(c)
+	if err != nil {
+		return err
 	}
 	sums, err := h.deps.Stores.Catalog().TenantSummaries(c.Request().Context(), h.deps.Tenancy, backlogMinPending,
 		time.Now().Add(-backlogStaleAfter), limit)

@@ -107,7 +107,7 @@ func (q Candidates) query(ctx context.Context, what, pred, rank string, args []a
 			) s WHERE `+liveStore+`
 			ORDER BY s.tenant_round, %[2]s, s.kind, s.name`,
 			pred, rank, n+1, scanWindow(limit), n+3)
-		_, sep := q.opts.Tenancy.sqlArgs()
+		sep := q.opts.Tenancy.separator()
 		args = append(slices.Clip(args), sep, q.requeueSeconds(), limit)
 	}
 	rows, err := q.c.pool.Query(ctx, sql, args...)

@@ -35,7 +35,7 @@ func (t Tenancy) Validate() error {
 	return nil
 }
 
-// Of returns the tenant of a store name. It agrees with tenantSQL.
+// Of returns the tenant of a store name. It agrees with Tenancy.sql.
 func (t Tenancy) Of(name string) string {
 	if t.Depth <= 0 {
 		return ""
@@ -54,12 +54,12 @@ func (t Tenancy) Of(name string) string {
 	return name
 }
 
-// sqlArgs are tenantSQL's depth and separator arguments.
-func (t Tenancy) sqlArgs() (int, string) {
+// separator is the SQL form's separator argument ("." when unset).
+func (t Tenancy) separator() string {
 	if t.Separator == "" {
-		return t.Depth, "."
+		return "."
 	}
-	return t.Depth, t.Separator
+	return t.Separator
 }
 
 // sql is Tenancy.Of over the column col in SQL, the separator a parameter (sep) and the depth a
@@ -197,7 +197,7 @@ func (c *Catalog) TenantUsage(ctx context.Context, t Tenancy, tenants []string) 
 	if len(tenants) == 0 {
 		return nil, nil
 	}
-	_, sep := t.sqlArgs()
+	sep := t.separator()
 	lows, highs := make([]string, len(tenants)), make([]string, len(tenants))
 	for i, tn := range tenants {
 		lows[i], highs[i] = tn+sep, nextByte(tn+sep)
@@ -246,7 +246,7 @@ func (c *Catalog) TenantSummaries(ctx context.Context, t Tenancy, minPending int
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	_, sep := t.sqlArgs()
+	sep := t.separator()
 	rows, err := c.pool.Query(ctx, `
 		WITH usage AS (
 			SELECT `+t.sql("s.name", "$1")+` AS tenant, count(*) AS stores,
