@@ -71,7 +71,7 @@ func (s *Store) snapshotOfCut(ctx context.Context, c *Cut) (*Snapshot, error) {
 			shards = append(shards, sh)
 		}
 	}
-	manifests, err := s.shardManifests(ctx, shards) // concurrently, as a snapshot reads them
+	manifests, err := s.shardManifests(ctx, shards, nil) // concurrently, as a snapshot reads them
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (s *Store) ReleaseRetained(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	manifests, err := s.shardManifests(ctx, shards)
+	manifests, err := s.shardManifests(ctx, shards, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -43,20 +45,20 @@ func (s *Snapshot) PendingGenerations() int {
 // ListShards returns the ids of every shard that ever wrote to the store.
 func (s *Store) ListShards(ctx context.Context) ([]string, error) { return s.shards.ListShards(ctx) }
 
-// snapshotConcurrency bounds how many shard manifests one snapshot checks at once: each check
-// is a listing (and a read when the shard changed), so on an object store a store written by
-// tens of workers would otherwise cost a read tens of round trips one after another.
+// snapshotConcurrency bounds how many shard manifests one snapshot reads at once: on an object
+// store a store written by tens of workers would otherwise cost a read tens of round trips one
+// after another.
 const snapshotConcurrency = 16
 
-// Snapshot reads every shard's manifest (up to snapshotConcurrency at once), then — after all of
-// them, the ordering rule above — the table manifest, and applies the pending generation guard
+// Snapshot finds every shard's newest manifest (shardManifests), then — after all of them, the
+// ordering rule above — reads the table manifest, and applies the pending generation guard
 // rails (ErrOverloaded past ReadMaxGenerations in any shard).
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
-	shards, err := s.ListShards(ctx)
+	shards, heads, err := s.shardsToRead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	manifests, err := s.shardManifests(ctx, shards)
+	manifests, err := s.shardManifests(ctx, shards, heads)
 	if err != nil {
 		return nil, err
 	}
@@ -97,23 +99,81 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return snap, nil
 }
 
+// shardsToRead returns the shards a snapshot reads, sorted, and the highest head of each that
+// has heads (storage/shard/heads.go). Usually that is one listing, of the store's heads: every
+// shard written by this release has them. Once per ShardRecheckInterval — and at a store's first
+// read in this process — one read (the one whose swap wins) lists the shards themselves instead
+// and returns no heads, so every shard is read by listing its manifests: a backstop for a writer
+// of an earlier release still running during an upgrade, whose commits write no heads. The shards
+// that read finds without heads are kept and read by listing until the next recheck.
+func (s *Store) shardsToRead(ctx context.Context) ([]string, map[string]uint64, error) {
+	now, last := time.Now().UnixNano(), s.shardsRecheckedAt.Load()
+	if now-last >= int64(s.opts.ShardRecheckInterval) && s.shardsRecheckedAt.CompareAndSwap(last, now) {
+		shards, err := s.ListShards(ctx)
+		if err == nil {
+			var heads map[string]uint64
+			if heads, err = s.shards.Heads(ctx); err == nil {
+				headless := slices.DeleteFunc(slices.Clone(shards), func(sh string) bool { return heads[sh] > 0 })
+				s.headlessShards.Store(&headless)
+				return shards, nil, nil
+			}
+		}
+		s.shardsRecheckedAt.Store(last) // not done: the next read tries again
+		return nil, nil, err
+	}
+	heads, err := s.shards.Heads(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	shards := make([]string, 0, len(heads))
+	for sh := range heads {
+		shards = append(shards, sh)
+	}
+	if headless := s.headlessShards.Load(); headless != nil {
+		shards = append(shards, *headless...)
+	}
+	slices.Sort(shards)
+	return slices.Compact(shards), heads, nil
+}
+
 // shardManifests returns the newest manifest of each shard (nil for one that has none), in the
-// order of shards. Every check has returned when it does, so nothing it started reads on.
-func (s *Store) shardManifests(ctx context.Context, shards []string) ([]*shard.ShardManifest, error) {
+// order of shards: for a shard with a head, the manifest at its highest head, taken from the
+// process's cache when it holds that version, otherwise read (up to snapshotConcurrency at once);
+// for any other, the newest a listing of its manifests finds. Every read has returned when it
+// does, so nothing it started reads on.
+func (s *Store) shardManifests(ctx context.Context, shards []string, heads map[string]uint64) ([]*shard.ShardManifest, error) {
 	out := make([]*shard.ShardManifest, len(shards))
-	if len(shards) == 1 { // the common case: no goroutine for it
-		m, err := s.shards.LatestManifest(ctx, shards[0])
-		out[0] = m
-		return out, err
+	var misses []int
+	for i, sh := range shards {
+		if h := heads[sh]; h > 0 {
+			if m, ok := s.shards.CachedManifestAtHead(sh, h); ok {
+				out[i] = m
+				continue
+			}
+		}
+		misses = append(misses, i)
+	}
+	read := func(ctx context.Context, i int) (err error) {
+		// each call writes only its own slot
+		if h := heads[shards[i]]; h > 0 {
+			out[i], err = s.shards.ManifestAtHead(ctx, shards[i], h)
+		} else {
+			out[i], err = s.shards.LatestManifest(ctx, shards[i])
+		}
+		return err
+	}
+	if len(misses) <= 1 { // the common cases: no goroutine for them
+		for _, i := range misses {
+			if err := read(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(snapshotConcurrency)
-	for i, sh := range shards {
-		g.Go(func() error {
-			m, err := s.shards.LatestManifest(gctx, sh)
-			out[i] = m // each goroutine writes only its own slot
-			return err
-		})
+	for _, i := range misses {
+		g.Go(func() error { return read(gctx, i) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err

@@ -71,3 +71,96 @@ func TestASnapshotChecksShardManifestsConcurrentlyWithinItsBound(t *testing.T) {
 		require.Len(t, sh.Generations, 1, "shard %s", sh.Shard)
 	}
 }
+
+// After a store's first read in a process, a read of a store written by many workers lists only
+// the store's shard heads — no shard's manifests, not the shard markers — and still sees every
+// worker's sealed rows, including rows sealed after the previous read.
+func TestAReadOfManyShardsListsOnlyTheirHeads(t *testing.T) {
+	ctx := context.Background()
+	faulty := objstoretest.NewFaulty(objstoretest.NewMemory())
+	e := newEnv(t, faulty)
+	const workers = 12
+	stores := make([]*Store, workers)
+	for w := range workers {
+		stores[w] = e.open(fmt.Sprintf("worker-%02d", w))
+		appendIDs(t, stores[w], e.mem, int64(w), fmt.Sprintf("k%02d", w))
+		require.NoError(t, stores[w].Flush(ctx))
+	}
+	reader := e.open("reader", func(o *Options) { o.ReadOnly = true })
+	_, err := reader.Snapshot(ctx) // the first read lists everything
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	listed := map[string]int{}
+	var reading atomic.Bool // count the reader's listings, not a writer's seal's
+	faulty.AddRule(objstoretest.Rule{Match: func(op objstoretest.Op, key string) bool {
+		if op == objstoretest.OpList && reading.Load() {
+			mu.Lock()
+			listed[strings.SplitAfter(key, "/")[0]]++
+			mu.Unlock()
+		}
+		return false
+	}})
+	read := func(key string) int64 {
+		reading.Store(true)
+		defer reading.Store(false)
+		return value(t, reader, key)
+	}
+	for w := range workers {
+		require.EqualValues(t, w, read(fmt.Sprintf("k%02d", w)))
+	}
+	appendIDs(t, stores[3], e.mem, 33, "k03")
+	require.NoError(t, stores[3].Flush(ctx))
+	require.EqualValues(t, 33, read("k03"), "a seal after the previous read")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, workers+1, listed["_heads/"], "one listing of the heads a read")
+	require.Zero(t, listed["_shards/"])
+	require.Zero(t, listed[shard.WALDir], "no shard's manifests listed")
+}
+
+// A shard without heads (its manifests committed by an earlier release) is found by the read
+// that rechecks the store's shards and read by listing its manifests until it has heads; and a
+// commit that wrote no head (an earlier release's writer, still running) is seen by the next
+// recheck, at most ShardRecheckInterval later.
+func TestShardsWithoutHeadsAreReadByListing(t *testing.T) {
+	ctx := context.Background()
+	mem := objstoretest.NewMemory()
+	e := newEnv(t, mem)
+	deleteHeads := func(keep uint64) {
+		heads, err := e.objects.List(ctx, "_heads/", "", 1000)
+		require.NoError(t, err)
+		for _, o := range heads.Objects {
+			require.NoError(t, e.objects.Delete(ctx, o.Key))
+		}
+		if keep > 0 {
+			require.NoError(t, e.objects.Put(ctx, fmt.Sprintf("_heads/%s.%020d", shard.ShardID("old"), keep), nil))
+		}
+	}
+	old := e.open("old")
+	appendIDs(t, old, e.mem, 1, "a")
+	require.NoError(t, old.Flush(ctx))
+	deleteHeads(0)
+
+	reader := e.open("reader", func(o *Options) { o.ReadOnly = true; o.ShardRecheckInterval = 300 * time.Millisecond })
+	require.EqualValues(t, 1, value(t, reader, "a"), "the recheck")
+	require.EqualValues(t, 1, value(t, reader, "a"), "by listing its manifests")
+	appendIDs(t, old, e.mem, 2, "a")
+	require.NoError(t, old.Flush(ctx))
+	deleteHeads(0)
+	require.EqualValues(t, 2, value(t, reader, "a"), "still by listing")
+
+	// Heads again (this release's commit), then a commit that writes none: the highest head is
+	// one version behind the manifest.
+	appendIDs(t, old, e.mem, 3, "a")
+	require.NoError(t, old.Flush(ctx))
+	require.EqualValues(t, 3, value(t, reader, "a"))
+	m, err := shard.ReadManifest(ctx, e.objects, shard.ShardID("old"))
+	require.NoError(t, err)
+	appendIDs(t, old, e.mem, 4, "a")
+	require.NoError(t, old.Flush(ctx))
+	deleteHeads(m.Version)
+	require.Eventually(t, func() bool { return value(t, reader, "a") == 4 }, 5*time.Second, 20*time.Millisecond,
+		"the recheck finds the commit that wrote no head")
+}

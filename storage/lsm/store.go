@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -60,6 +61,11 @@ type Options struct {
 	ReadWarnGenerations  int // default 256
 	ReadMaxGenerations   int // default 4096
 	AppendMaxGenerations int // default 2048
+
+	// ShardRecheckInterval: how often a read lists every shard's manifests instead of trusting
+	// the store's shard heads (snapshot.go) — a backstop for commits that wrote no head (a
+	// writer of an earlier release still running during an upgrade). Default 30s.
+	ShardRecheckInterval time.Duration
 }
 
 // DefaultInstance is the instance id of a process that names none: its host name.
@@ -104,6 +110,9 @@ func (o *Options) defaults() {
 	if o.AppendMaxGenerations <= 0 {
 		o.AppendMaxGenerations = 2048
 	}
+	if o.ShardRecheckInterval <= 0 {
+		o.ShardRecheckInterval = 30 * time.Second
+	}
 	if o.Table.Cache == nil {
 		// Key files and shard manifests share the table's object cache (one per process in
 		// production: Options.Table.Cache).
@@ -127,6 +136,11 @@ type Store struct {
 	// and inverted files (keyed by shard, generation and column) and their keys' base rows (keyed
 	// by shard, generation and table version) — all immutable, in the process's object cache.
 	pendingCache cache.Namespace
+	// shardsRecheckedAt is when a snapshot last listed the store's shards and every shard's
+	// manifests (unix ns; snapshot.go): the next is due ShardRecheckInterval later. That
+	// snapshot stores headlessShards: the shards it found without heads, sorted.
+	shardsRecheckedAt atomic.Int64
+	headlessShards    atomic.Pointer[[]string]
 
 	mu     sync.Mutex // guards writer and closed; held across the claim so one process claims once
 	writer *shard.Writer

@@ -204,46 +204,11 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 }
 
 func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
-	if err := ctx.Err(); err != nil {
-		return ListPage{}, err
-	}
 	if limit <= 0 {
 		limit = 1000
 	}
-	// Walk only the deepest directory the prefix names.
-	base := ""
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		base = prefix[:i]
-	}
-	if base != "" {
-		if err := Validate(base); err != nil {
-			return ListPage{}, err
-		}
-	}
 	var keys []ObjectInfo
-	walkRoot := filepath.Join(l.root, filepath.FromSlash(base))
-	err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(l.root, p)
-		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			// Skip directories that cannot hold a matching key after startAfter.
-			if p != walkRoot && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= startAfter {
-			return nil
-		}
+	err := l.walk(ctx, prefix, startAfter, func(key string, d fs.DirEntry) error {
 		info, err := d.Info()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -255,7 +220,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 		return nil
 	})
 	if err != nil {
-		return ListPage{}, fmt.Errorf("objstore: list %s: %w", prefix, err)
+		return ListPage{}, err
 	}
 	slices.SortFunc(keys, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	page := ListPage{Objects: keys}
@@ -264,6 +229,120 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 		page.Next = keys[limit-1].Key
 	}
 	return page, nil
+}
+
+// ListAllKeys is List without a stat of each file (KeyLister): the directories the prefix can
+// match are read, unsorted, and only the keys are sorted.
+func (l *Local) ListAllKeys(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	base := ""
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		base = prefix[:i]
+	}
+	if base != "" {
+		if err := Validate(base); err != nil {
+			return nil, err
+		}
+	}
+	var keys []string
+	if err := l.listKeys(ctx, base, prefix, &keys); err != nil {
+		return nil, fmt.Errorf("objstore: list %s: %w", prefix, err)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// listKeys appends to keys the key of every file under the directory dir (a key; "" is the
+// root) that starts with prefix, descending into the subdirectories that can hold such keys.
+func (l *Local) listKeys(ctx context.Context, dir, prefix string, keys *[]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.Open(filepath.Join(l.root, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, d := range entries {
+		key := d.Name()
+		if dir != "" {
+			key = dir + "/" + key
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(key+"/", prefix) || strings.HasPrefix(prefix, key+"/") {
+				if err := l.listKeys(ctx, key, prefix, keys); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		if len(*keys) == MaxListObjects {
+			return tooManyKeys(prefix)
+		}
+		*keys = append(*keys, key)
+	}
+	return nil
+}
+
+// walk calls fn for every file whose key is under prefix and after startAfter (no temporary
+// file), in no particular order; it walks only the deepest directory the prefix names.
+func (l *Local) walk(ctx context.Context, prefix, startAfter string, fn func(key string, d fs.DirEntry) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	base := ""
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		base = prefix[:i]
+	}
+	if base != "" {
+		if err := Validate(base); err != nil {
+			return err
+		}
+	}
+	walkRoot := filepath.Join(l.root, filepath.FromSlash(base))
+	err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// p is walkRoot or below it: its key is base followed by what p adds to walkRoot.
+		key := base + filepath.ToSlash(p[len(walkRoot):])
+		if base == "" {
+			key = strings.TrimPrefix(key, "/")
+		}
+		if d.IsDir() {
+			// Skip directories that cannot hold a matching key after startAfter.
+			if p != walkRoot && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= startAfter {
+			return nil
+		}
+		return fn(key, d)
+	})
+	if err != nil {
+		return fmt.Errorf("objstore: list %s: %w", prefix, err)
+	}
+	return nil
 }
 
 func (l *Local) Delete(ctx context.Context, key string) error {

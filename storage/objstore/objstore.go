@@ -91,7 +91,7 @@ func ListAll(ctx context.Context, s Store, prefix string) ([]ObjectInfo, error) 
 			return nil, err
 		}
 		if len(out)+len(page.Objects) > MaxListObjects {
-			return nil, fmt.Errorf("objstore: listing %q: more than %d objects: %w", prefix, MaxListObjects, ErrUnavailable)
+			return nil, tooManyKeys(prefix)
 		}
 		out = append(out, page.Objects...)
 		if page.Next == "" {

@@ -76,6 +76,14 @@ func (p *Prefixed) List(ctx context.Context, prefix, startAfter string, limit in
 	return page, nil
 }
 
+func (p *Prefixed) ListAllKeys(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := ListAllKeys(ctx, p.inner, p.prefix+prefix)
+	for i := range keys {
+		keys[i] = strings.TrimPrefix(keys[i], p.prefix)
+	}
+	return keys, err
+}
+
 func (p *Prefixed) Delete(ctx context.Context, key string) error {
 	k, err := p.full(key)
 	if err != nil {

@@ -75,6 +75,12 @@ func (c *ProgressCounting) List(ctx context.Context, prefix, startAfter string, 
 	return page, err
 }
 
+func (c *ProgressCounting) ListAllKeys(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := ListAllKeys(ctx, c.inner, prefix)
+	progressOf(ctx).add(0)
+	return keys, err
+}
+
 func (c *ProgressCounting) Delete(ctx context.Context, key string) error {
 	err := c.inner.Delete(ctx, key)
 	progressOf(ctx).add(0)

@@ -3,7 +3,8 @@
 // writer's collector, one goroutine per writer that Close stops and waits for.
 //
 // What is garbage, given the latest manifest m and a listing of the shard's WAL directory:
-//   - a manifest version more than keepManifests behind m;
+//   - a manifest version more than keepManifests behind m, and a head below the shard's highest
+//     (heads.go; listed apart, under _heads/);
 //   - a WAL entry object at or below m.ReplayAfter that no pending or retained generation holds;
 //   - a segment not listed in m of an epoch below m.SegmentsClosedBelow (a fenced writer's,
 //     created after its epoch was closed: nothing in it counts);
@@ -220,6 +221,10 @@ func (w *Writer) PlanGarbage(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	heads, err := objstore.ListAll(ctx, w.a.Objects, headPrefix(w.shard))
+	if err != nil {
+		return nil, err
+	}
 	m, _, err := latestShardManifest(ctx, w.a.Objects, w.shard)
 	if err != nil || m == nil {
 		return nil, err
@@ -231,7 +236,7 @@ func (w *Writer) PlanGarbage(ctx context.Context) ([]string, error) {
 	if fenced || m.Epoch != w.epoch {
 		owner = nil // no longer ours: plan only what is garbage for anyone
 	}
-	return planWALGarbage(w.shard, m, listing, owner), nil
+	return append(planWALGarbage(w.shard, m, listing, owner), headsBelow(heads)...), nil
 }
 
 // deleteObjects deletes keys, each call bounded by the I/O timeout; failures are logged once
@@ -278,7 +283,7 @@ func walKind(shard, key string) deleter.Kind {
 		return deleter.WALSegment
 	case strings.HasPrefix(key, GenerationsPrefix(shard)):
 		return deleter.Generation
-	case strings.HasPrefix(key, manifestPrefix(shard)):
+	case strings.HasPrefix(key, manifestPrefix(shard)), strings.HasPrefix(key, headPrefix(shard)):
 		return deleter.ShardManifest
 	}
 	return deleter.Other

@@ -260,11 +260,15 @@ var errStopEdit = errors.New("no change")
 // UpdateManifest applies edit to the latest manifest of shard and commits the result as the next
 // version, re-reading and re-applying on conflict. edit may return errStopEdit (nothing to do;
 // the latest manifest is returned) or any other error (returned as is). obsolete is the keys of
-// the manifest versions the commit left more than keepManifests behind: the caller hands them to
-// its deleter (what it fails to delete, the garbage sweep finds).
+// the manifest versions the commit left more than keepManifests behind and of the head it
+// superseded (heads.go): the caller hands them to its deleter (what it fails to delete, the
+// garbage sweep finds).
 func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edit func(cur *ShardManifest) (*ShardManifest, error)) (next *ShardManifest, obsolete []string, err error) {
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, versions, err := latestShardManifest(ctx, store, shard)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // the version listed was deleted before it was read: others committed past it
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -285,12 +289,20 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 		if err != nil {
 			return nil, nil, err
 		}
+		// Head before commit (heads.go): readers trust the highest head, so it must name this
+		// version before the version can exist.
+		if err := store.Put(ctx, headKey(shard, next.Version), nil); err != nil {
+			return nil, nil, err
+		}
 		err = store.PutIfAbsent(ctx, ManifestKey(shard, next.Version), data)
 		if errors.Is(err, objstore.ErrExists) {
 			continue
 		}
 		if err != nil {
 			return nil, nil, err
+		}
+		if base.Version > 0 {
+			obsolete = append(obsolete, headKey(shard, base.Version))
 		}
 		for _, v := range versions {
 			if v+keepManifests < next.Version {
@@ -304,8 +316,15 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 
 // LatestManifest returns the newest manifest of shard (nil when the shard has none), through the
 // process's manifest cache: an unchanged shard costs one listing and no read.
-func (a *Access) LatestManifest(ctx context.Context, shard string) (*ShardManifest, error) {
-	return newestShardManifest(ctx, a.Objects, shard, a.manifests.newestVersion(shard), a.manifests)
+func (a *Access) LatestManifest(ctx context.Context, shard string) (m *ShardManifest, err error) {
+	for attempt := 0; attempt < 8; attempt++ {
+		m, err = newestShardManifest(ctx, a.Objects, shard, a.manifests.newestVersion(shard), a.manifests)
+		if !errors.Is(err, objstore.ErrNotFound) {
+			return m, err
+		}
+		// The newest listed was deleted before it was read: others committed past it.
+	}
+	return m, err
 }
 
 // ListShards returns the ids of every shard that ever wrote to the store.

@@ -88,6 +88,18 @@ func Conformance(t *testing.T, s objstore.Store) {
 	all, err := objstore.ListAll(ctx, s, "l")
 	require.NoError(t, err)
 	require.Len(t, all, 9)
+	// Key-only listings (a store's own ListAllKeys, or the fallback) name the same keys.
+	for _, prefix := range []string{"l", "l/", "l/0", "l/sub/", "lz", "nothing/", "l/sub/x"} {
+		objs, err := objstore.ListAll(ctx, s, prefix)
+		require.NoError(t, err)
+		want := []string{}
+		for _, o := range objs {
+			want = append(want, o.Key)
+		}
+		got, err := objstore.ListAllKeys(ctx, s, prefix)
+		require.NoError(t, err)
+		require.Equal(t, want, append([]string{}, got...), "prefix %q", prefix)
+	}
 
 	require.NoError(t, s.Delete(ctx, "l/00"))
 	require.NoError(t, s.Delete(ctx, "l/00"), "deleting a missing object is fine")
