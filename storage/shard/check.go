@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-store/strata/storage/cache"
 	"github.com/strata-store/strata/storage/objstore"
 )
 
@@ -64,13 +65,26 @@ func CountedEntries(ctx context.Context, objects objstore.Store, shard string) (
 //   - an entry-backed generation's entries are at or below replay_after, and each key's row
 //     location is a WAL entry that exists (an entry object, or an intact frame of a listed
 //     segment at the recorded offset);
-//   - listed segments exist and are intact up to their listed length.
+//   - listed segments exist and are intact up to their listed length;
+//   - the manifest a reader finds at the shard's heads is the latest (heads.go), when the shard
+//     has heads.
 func Check(ctx context.Context, objects objstore.Store, shard string) error {
 	m, err := ReadManifest(ctx, objects, shard)
 	if err != nil || m == nil {
 		return err
 	}
-	a := &Access{Objects: objects}
+	a := &Access{Objects: objects, manifests: newShardManifestCache(cache.Namespace{})}
+	if head, err := a.highestHead(ctx, shard); err != nil {
+		return err
+	} else if head > 0 {
+		at, err := a.ManifestAtHead(ctx, shard, head)
+		if err != nil {
+			return fmt.Errorf("shard %s: manifest at head %d: %w", shard, head, err)
+		}
+		if at == nil || at.Version != m.Version {
+			return fmt.Errorf("shard %s: the manifest at head %d is not the latest, version %d", shard, head, m.Version)
+		}
+	}
 	prev := m.ReleasedThrough // retained generations were released oldest first
 	for _, g := range append(slices.Clone(m.Retained), m.Generations...) {
 		if g.Gen <= prev || g.Gen >= m.NextGeneration {

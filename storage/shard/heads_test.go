@@ -2,8 +2,8 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,7 +123,7 @@ func TestReadersAtHeadsNeverMissACompletedCommit(t *testing.T) {
 	ctx := context.Background()
 	mem := objstoretest.NewMemory()
 	const shard = "s1"
-	var completed atomic.Uint64
+	var completed, unverified atomic.Uint64
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -133,16 +133,16 @@ func TestReadersAtHeadsNeverMissACompletedCommit(t *testing.T) {
 					cur.NextGeneration++
 					return cur, nil
 				})
+				if errors.Is(err, ErrCommitUnverified) {
+					unverified.Add(1) // it may or may not have taken effect: not counted
+					continue
+				}
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				completed.Add(1)
-				// The superseded heads only: a committer that read version v as the newest and
-				// stalls while others commit past v+keepManifests would re-create v+1 after its
-				// deletion (put-if-absent on a deleted key succeeds) — a commit off the chain,
-				// a hazard of the manifest chain this test is not about.
-				a.deleteObjects(ctx, shard, slices.DeleteFunc(obsolete, func(k string) bool { return !strings.HasPrefix(k, headsDir) }))
+				a.deleteObjects(ctx, shard, obsolete)
 			}
 		})
 	}
@@ -150,7 +150,7 @@ func TestReadersAtHeadsNeverMissACompletedCommit(t *testing.T) {
 	for range 3 {
 		wg.Go(func() {
 			a := NewAccess(mem, nil, "id", nil, cache.New(1<<20, nil), nil, 0)
-			for completed.Load() < 240 && !t.Failed() {
+			for completed.Load()+unverified.Load() < 240 && !t.Failed() {
 				before := completed.Load()
 				m, err := headsReader(ctx, a, shard)
 				if err != nil {
@@ -169,7 +169,9 @@ func TestReadersAtHeadsNeverMissACompletedCommit(t *testing.T) {
 	require.Positive(t, reads.Load())
 	m, err := headsReader(ctx, NewAccess(mem, nil, "id", nil, nil, nil, 0), shard)
 	require.NoError(t, err)
-	require.EqualValues(t, 240, m.Version)
+	require.GreaterOrEqual(t, m.Version, completed.Load(), "every commit that returned is on the chain")
+	require.LessOrEqual(t, m.Version, completed.Load()+unverified.Load())
+	t.Logf("%d commits, %d unverified", completed.Load(), unverified.Load())
 }
 
 // A shard whose manifests were committed by an earlier release has no heads: it is read by

@@ -11,6 +11,8 @@ package shard
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,6 +105,33 @@ type ShardManifest struct {
 	// writer unfenced); a writer's last seal at Close sets 0.
 	UncheckedWindow uint64    `json:"unchecked_window,omitempty"`
 	UpdatedAt       time.Time `json:"updated_at"`
+	// RecentCommits holds random ids of the commits of this version and of up to
+	// recentCommitIDs-1 versions before it, oldest first (the last is this version's): a
+	// committer checks with them that its commit is on the chain (verifyOnChain). Versions
+	// committed by earlier releases have none.
+	RecentCommits []string `json:"recent_commits,omitempty"`
+}
+
+// recentCommitIDs is how many commits' ids a manifest carries: a commit is verified as long as
+// fewer commits than that went past it before its committer looked.
+const recentCommitIDs = 64
+
+// newCommitID returns a random commit id: 32 bits, so that 64 of them stay small; two commits of
+// the same version share one with a chance of one in four billion.
+func newCommitID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// commitID returns the id of version v's commit as m (a version at or above v) records it, or
+// "" when m's ids do not reach back to v.
+func (m *ShardManifest) commitID(v uint64) string {
+	back := m.Version - v
+	if v > m.Version || back >= uint64(len(m.RecentCommits)) {
+		return ""
+	}
+	return m.RecentCommits[uint64(len(m.RecentCommits))-1-back]
 }
 
 // maxUncheckedWindow bounds UncheckedWindow: a writer allowed more groups in flight re-reads the
@@ -285,6 +314,7 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 		}
 		next.Version = base.Version + 1
 		next.UpdatedAt = time.Now().UTC()
+		next.RecentCommits = append(slices.Clone(base.RecentCommits[max(0, len(base.RecentCommits)-recentCommitIDs+1):]), newCommitID())
 		data, err := json.Marshal(next)
 		if err != nil {
 			return nil, nil, err
@@ -301,6 +331,12 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 		if err != nil {
 			return nil, nil, err
 		}
+		switch onChain, err := verifyOnChain(ctx, store, shard, next); {
+		case err != nil:
+			return nil, nil, err
+		case !onChain:
+			continue // a deleted version re-created: nothing took effect, so the edit is re-applied
+		}
 		if base.Version > 0 {
 			obsolete = append(obsolete, headKey(shard, base.Version))
 		}
@@ -312,6 +348,49 @@ func UpdateManifest(ctx context.Context, store objstore.Store, shard string, edi
 		return next, obsolete, nil
 	}
 	return nil, nil, fmt.Errorf("shard: shard %s manifest kept changing under concurrent updates", shard)
+}
+
+// ErrCommitUnverified: a shard manifest commit landed, but whether it is on the manifest chain
+// could not be told (see verifyOnChain); it may or may not have taken effect.
+var ErrCommitUnverified = errors.New("shard: a shard manifest commit could not be verified: many commits raced it")
+
+// verifyOnChain tells whether next, just created with put-if-absent, is on the shard's manifest
+// chain. Old versions are deleted (keepManifests), so a committer that read version v as the
+// newest and stalled while others committed past v+keepManifests+1 re-creates the deleted v+1:
+// its put-if-absent succeeds, but the chain went on without it and its edit took no effect.
+// Listing the versions after next tells: none means next is the newest (were it re-created, the
+// newest that led to its deletion would still be there, above it); otherwise the newest of them
+// names the commit of next's version among its RecentCommits, which is next's or another's.
+// When it does not reach back that far (more than recentCommitIDs commits went past, or written
+// by an earlier release), ErrCommitUnverified.
+func verifyOnChain(ctx context.Context, store objstore.Store, shard string, next *ShardManifest) (bool, error) {
+	for attempt := 0; attempt < 4; attempt++ {
+		page, err := store.List(ctx, manifestPrefix(shard), ManifestKey(shard, next.Version), 1000)
+		if err != nil {
+			return false, err
+		}
+		var newest uint64
+		for _, o := range page.Objects {
+			if v, ok := parseNumbered(o.Key, manifestPrefix(shard), ".json"); ok {
+				newest = max(newest, v)
+			}
+		}
+		if newest == 0 {
+			return true, nil
+		}
+		m, err := readShardManifest(ctx, store, shard, newest)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // deleted since the listing: the chain moved on; look again
+		}
+		if err != nil {
+			return false, err
+		}
+		if id := m.commitID(next.Version); id != "" {
+			return id == next.commitID(next.Version), nil
+		}
+		break
+	}
+	return false, fmt.Errorf("%w (shard %s, version %d)", ErrCommitUnverified, shard, next.Version)
 }
 
 // LatestManifest returns the newest manifest of shard (nil when the shard has none), through the

@@ -64,3 +64,50 @@ func TestReadersFindTheNewestManifestPastTheOneTheyKnew(t *testing.T) {
 	require.Same(t, m, again, "unchanged: served from the cache")
 	require.Zero(t, counting.Stats().Sub(before).Reads, "an unchanged shard costs no read")
 }
+
+// A committer that read version v as the newest and stalled while others committed far past it
+// (and deleted v+1 as obsolete) re-creates v+1 with its put-if-absent: that commit is off the
+// chain, so UpdateManifest re-applies the edit on the newest version instead of reporting a
+// commit that took no effect. Past recentCommitIDs commits it cannot tell, and says so.
+func TestACommitOffTheManifestChainIsRetriedNotReported(t *testing.T) {
+	ctx := context.Background()
+	for _, others := range []int{3 * keepManifests, recentCommitIDs + keepManifests} {
+		mem := objstoretest.NewMemory()
+		a := NewAccess(mem, nil, "id", nil, nil, nil, 0)
+		const shard = "s1"
+		bump := func(cur *ShardManifest) (*ShardManifest, error) {
+			cur.NextGeneration++
+			return cur, nil
+		}
+		commit := func() {
+			_, obsolete, err := UpdateManifest(ctx, mem, shard, bump)
+			require.NoError(t, err)
+			a.deleteObjects(ctx, shard, obsolete)
+		}
+		commit()
+		stalled := true
+		var edits int
+		next, _, err := UpdateManifest(ctx, mem, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+			edits++
+			if stalled { // others commit past it meanwhile
+				stalled = false
+				for range others {
+					commit()
+				}
+			}
+			return bump(cur)
+		})
+		latest, rerr := ReadManifest(ctx, mem, shard)
+		require.NoError(t, rerr)
+		if others < recentCommitIDs {
+			require.NoError(t, err)
+			require.Equal(t, 2, edits, "re-applied once, on the newest")
+			require.EqualValues(t, others+2, next.Version)
+			require.Equal(t, latest.Version, next.Version)
+			require.EqualValues(t, others+3, latest.NextGeneration, "every edit took effect once")
+			continue
+		}
+		require.ErrorIs(t, err, ErrCommitUnverified)
+		require.EqualValues(t, others+1, latest.Version, "the stalled commit is not on the chain")
+	}
+}
