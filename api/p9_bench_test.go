@@ -157,7 +157,8 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 		stopProfile = benchfmt.ProfileCPU("p9-scan-json.cpu.pb.gz")
 		jsonTime := scan("")
 		stopProfile()
-		duckTime := p9DuckDB(b, duckDir, fragments, columns)
+		duckTime := p9DuckDB(b, duckDir, fragments, columns, "ORDER BY id")
+		duckUnorderedTime := p9DuckDB(b, duckDir, fragments, columns, "")
 
 		rate := func(d time.Duration) float64 { return p9Rows / d.Seconds() }
 		benchfmt.Report("P9-scan-arrow-rows", rate(arrowTime), "rows/s", "full keyset scan of a merged 1M-row store over HTTP, Arrow IPC pages of 10,000 rows")
@@ -166,6 +167,8 @@ func BenchmarkP9ScanVsDuckDB(b *testing.B) {
 		benchfmt.Report("P9-duckdb-rows", rate(duckTime), "rows/s", fmt.Sprintf("DuckDB streaming the same %d fragments' rows in id order (the same columns)", len(fragments)))
 		benchfmt.Report("P9-scan-vs-duckdb", duckTime.Seconds()/arrowTime.Seconds(), "x", "Arrow IPC scan rows/s / DuckDB rows/s (goal >= 1.0)")
 		benchfmt.Report("P9-scan-json-vs-duckdb", duckTime.Seconds()/jsonTime.Seconds(), "x", "JSON scan rows/s / DuckDB rows/s (goal >= 0.5)")
+		benchfmt.Report("P9-duckdb-unordered-rows", rate(duckUnorderedTime), "rows/s", "DuckDB streaming the same fragments' rows in no particular order (no ORDER BY: no sort, no deduplication)")
+		benchfmt.Report("P9-scan-vs-duckdb-unordered", duckUnorderedTime.Seconds()/arrowTime.Seconds(), "x", "Arrow IPC scan rows/s (ordered, deduplicated) / DuckDB's unordered rows/s (goal >= 0.5)")
 	}
 }
 
@@ -208,12 +211,13 @@ func p9FragmentFiles(b *testing.B, dataDir string, frags []table.Fragment) []str
 	return out
 }
 
-// p9DuckDB times DuckDB streaming every row of the fragments (the named columns) in id order,
-// fetching each result chunk without converting it to JavaScript values. Fragments do not store
+// p9DuckDB times DuckDB streaming every row of the fragments (the named columns), in id order
+// with order "ORDER BY id" or as it reads them with "", fetching each result chunk without
+// converting it to JavaScript values. Fragments do not store
 // the columns null in every one of their rows: DuckDB reads the union of the fragments' columns
 // (union_by_name) and returns a column none of them stores as a NULL constant, as the scan
 // returns it as nulls.
-func p9DuckDB(b *testing.B, dir string, fragments, columns []string) time.Duration {
+func p9DuckDB(b *testing.B, dir string, fragments, columns []string, order string) time.Duration {
 	stored := map[string]bool{}
 	for _, path := range fragments {
 		pf, err := file.OpenParquetFile(path, false)
@@ -232,12 +236,12 @@ func p9DuckDB(b *testing.B, dir string, fragments, columns []string) time.Durati
 		}
 	}
 	script := `import { DuckDBInstance } from '@duckdb/node-api';
-const [files, cols] = [JSON.parse(process.argv[2]), JSON.parse(process.argv[3])];
+const [files, cols, order] = [JSON.parse(process.argv[2]), JSON.parse(process.argv[3]), process.argv[4]];
 const inst = await DuckDBInstance.create(':memory:');
 const conn = await inst.connect();
 const list = files.map((f) => "'" + f + "'").join(',');
 const start = process.hrtime.bigint();
-const res = await conn.stream('SELECT ' + cols.join(',') + ' FROM read_parquet([' + list + '], union_by_name=true) ORDER BY id');
+const res = await conn.stream('SELECT ' + cols.join(',') + ' FROM read_parquet([' + list + '], union_by_name=true) ' + order);
 let rows = 0;
 for (;;) {
   const chunk = await res.fetchChunk();
@@ -250,7 +254,7 @@ console.log(JSON.stringify({ rows, ns: Number(process.hrtime.bigint() - start) }
 		b.Fatal(err)
 	}
 	files, cols := jsonList(fragments), jsonList(selected)
-	cmd := exec.Command("node", "p9.mjs", files, cols)
+	cmd := exec.Command("node", "p9.mjs", files, cols, order)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -88,6 +88,7 @@ type Client struct {
 	adminToken string
 	retries    int           // 503s with Retry-After retried per call (default 8)
 	maxWait    time.Duration // the longest Retry-After honoured (default 30s)
+	routes     *routeCache   // Routed's answers; shared with the clients Routed returns
 }
 
 // Option configures a Client.
@@ -115,7 +116,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, http: &http.Client{CheckRedirect: keepTokenOnSameHost}, retries: 8, maxWait: 30 * time.Second}
+	c := &Client{base: u, http: &http.Client{CheckRedirect: keepTokenOnSameHost}, retries: 8, maxWait: 30 * time.Second,
+		routes: &routeCache{m: map[string]routedEntry{}}}
 	for _, o := range opts {
 		o(c)
 	}

@@ -38,11 +38,13 @@ func (c *Client) Route(ctx context.Context, kind Kind, name string) (Route, erro
 // routeTTL: how long Routed reuses a store's route before asking again.
 const routeTTL = 30 * time.Second
 
-// routes caches Routed's answers per client (base URL and store).
-var routes = struct {
-	sync.Mutex
-	m map[string]routedEntry
-}{m: map[string]routedEntry{}}
+// routeCache holds Routed's answers of one client (and of the clients it returned, which carry
+// the same credentials), by base URL and store. A cache per client: a routed client carries its
+// parent's tokens, so it must never be handed to a client with other ones.
+type routeCache struct {
+	mu sync.Mutex // guards m
+	m  map[string]routedEntry
+}
 
 type routedEntry struct {
 	c  *Client
@@ -51,15 +53,17 @@ type routedEntry struct {
 
 // Routed returns a client for the store's first preferred worker (with this client's tokens and
 // settings), or this client when the server names none, names this one, or names a worker this
-// client would not send its token to (https downgraded to http). The answer is cached for 30 s.
+// client would not send its token to (https downgraded to http). The answer is cached in this
+// client for 30 s.
 func (c *Client) Routed(ctx context.Context, kind Kind, name string) (*Client, error) {
 	key := c.base.String() + " " + string(kind) + "/" + name
-	routes.Lock()
+	routes := c.routes
+	routes.mu.Lock()
 	if e, ok := routes.m[key]; ok && time.Since(e.at) < routeTTL {
-		routes.Unlock()
+		routes.mu.Unlock()
 		return e.c, nil
 	}
-	routes.Unlock()
+	routes.mu.Unlock()
 	r, err := c.Route(ctx, kind, name)
 	if err != nil {
 		return nil, err
@@ -73,11 +77,11 @@ func (c *Client) Routed(ctx context.Context, kind Kind, name string) (*Client, e
 			out = &routed
 		}
 	}
-	routes.Lock()
+	routes.mu.Lock()
 	if len(routes.m) > 10_000 { // a bound, not an LRU: start over
 		routes.m = map[string]routedEntry{}
 	}
 	routes.m[key] = routedEntry{out, time.Now()}
-	routes.Unlock()
+	routes.mu.Unlock()
 	return out, nil
 }

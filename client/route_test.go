@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,4 +67,37 @@ func TestRoutedFollowsThePreferredWorker(t *testing.T) {
 	require.Same(t, c, routed)
 	_, err = c.Route(ctx, client.KindRollout, "missing")
 	require.True(t, client.IsNotFound(err))
+}
+
+// Routed clients keep the credentials of the client they came from: two clients of one API with
+// different tokens never share a cached route (each sends its own token to the routed worker).
+func TestRoutedClientsKeepTheirOwnTokens(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"rollout","name":"s","workers":[],"preferred":true}`))
+	}))
+	defer worker.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"rollout","name":"s","workers":[{"instance":"w","url":%q}],"preferred":false}`, worker.URL)
+	}))
+	defer front.Close()
+	ctx := context.Background()
+	for _, token := range []string{"one", "two"} {
+		c, err := client.New(front.URL, client.WithToken(token))
+		require.NoError(t, err)
+		routed, err := c.Routed(ctx, client.KindRollout, "s")
+		require.NoError(t, err)
+		require.Equal(t, worker.URL, routed.BaseURL())
+		_, err = routed.Route(ctx, client.KindRollout, "s")
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"Bearer one", "Bearer two"}, seen)
 }
