@@ -39,20 +39,16 @@ all: build
 tools: $(TEMPORAL) $(VERSITYGW) $(FAKEGCS) $(AZURITE)
 
 $(TEMPORAL):
-	@echo "installing temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes the first time)"
-	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+	@GO=$(GO) scripts/install-tool.sh go temporal github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
 $(VERSITYGW):
-	@echo "installing versitygw $(VERSITYGW_VERSION) into bin/ (a few minutes the first time)"
-	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@GO=$(GO) scripts/install-tool.sh go versitygw github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 $(FAKEGCS):
-	@echo "installing fake-gcs-server $(FAKEGCS_VERSION) into bin/ (a few minutes the first time)"
-	GOBIN=$(BIN) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKEGCS_VERSION)
+	@GO=$(GO) scripts/install-tool.sh go fake-gcs-server github.com/fsouza/fake-gcs-server@$(FAKEGCS_VERSION)
 
 $(AZURITE): tools/azurite/package.json tools/azurite/package-lock.json
-	@echo "installing Azurite into tools/azurite with npm ci (a minute or two the first time)"
-	cd tools/azurite && { npm ci --no-audit --no-fund --loglevel=error || { echo "npm ci failed (above); trying once more" >&2; npm ci --no-audit --no-fund --loglevel=error; }; }
+	@scripts/install-tool.sh npm tools/azurite
 	@touch $(AZURITE)
 
 ## build: the strata binary into ./bin
