@@ -28,7 +28,7 @@ if [ ! -x "$chromium" ]; then
     exit 1
   fi
 fi
-(cd e2e && npm ci --no-audit --no-fund --silent)
+scripts/install-tool.sh npm e2e >/dev/null
 go build -tags e2e,duckdb_arrow -o .data/e2e/strata ./cmd/strata
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -5,7 +5,8 @@
 #     overload it — Azurite is one Node process), the WAL's suite (storage/lsm; on the first store
 #     with WAL entry objects for its tests on stores of their own too, the layout of stores that
 #     cannot write in place) and then the API's, without the race detector;
-#   - storage/table's heavy tests, which skip under the race detector (skipUnderRace), without it;
+#   - storage/table's heavy tests, which skip under the race detector (skipUnderRace), without it,
+#     then internal/testenv's (the service scripts as processes; not in the race pass);
 #   - the DuckDB Parquet interop check and the browser check (scripts/e2e.sh, its own stack).
 # Each lane writes its events and report to files of its own; when it ends, its report is
 # printed and its events are appended to the run's file.
@@ -48,12 +49,13 @@ checks() {
 
 # The test binaries are built once, before the lanes start side by side.
 "$go" test -tags gcs -count=1 -run '^$' ./storage/lsm/ ./api/ ./storage/table/ >/dev/null || exit 1
+"$go" test -count=1 -run '^$' ./internal/testenv/ >/dev/null || exit 1
 lanes=("$@" table checks)
 declare -A pids
 for lane in "${lanes[@]}"; do
   : >"$json.$lane" && : >"$json.$lane.log"
   case $lane in
-  table) gotest table -tags gcs -run "^($(heavy_tests storage/table))\$" ./storage/table/ & ;;
+  table) { st=0; gotest table -tags gcs -run "^($(heavy_tests storage/table))\$" ./storage/table/ || st=1; gotest table ./internal/testenv/ || st=1; exit $st; } & ;;
   checks) checks & ;;
   *) suites "$lane" & ;;
   esac
