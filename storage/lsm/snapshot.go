@@ -143,9 +143,17 @@ func (s *Store) shardsToRead(ctx context.Context) ([]string, map[string]uint64, 
 // does, so nothing it started reads on.
 func (s *Store) shardManifests(ctx context.Context, shards []string, heads map[string]uint64) ([]*shard.ShardManifest, error) {
 	out := make([]*shard.ShardManifest, len(shards))
+	var seen map[string]*shard.ShardManifest
+	if p := s.seenManifests.Load(); p != nil {
+		seen = *p
+	}
 	var misses []int
 	for i, sh := range shards {
 		if h := heads[sh]; h > 0 {
+			if m := seen[sh]; m != nil && m.Version == h {
+				out[i] = m
+				continue
+			}
 			if m, ok := s.shards.CachedManifestAtHead(sh, h); ok {
 				out[i] = m
 				continue
@@ -153,6 +161,7 @@ func (s *Store) shardManifests(ctx context.Context, shards []string, heads map[s
 		}
 		misses = append(misses, i)
 	}
+	defer func() { s.rememberManifests(seen, shards, out) }()
 	read := func(ctx context.Context, i int) (err error) {
 		// each call writes only its own slot
 		if h := heads[shards[i]]; h > 0 {
@@ -179,6 +188,32 @@ func (s *Store) shardManifests(ctx context.Context, shards []string, heads map[s
 		return nil, err
 	}
 	return out, nil
+}
+
+// rememberManifests replaces seenManifests with the manifests a snapshot found (out, by
+// shards) when any differs from seen, the map the snapshot started from; a snapshot that fails
+// leaves nils, which are not remembered.
+func (s *Store) rememberManifests(seen map[string]*shard.ShardManifest, shards []string, out []*shard.ShardManifest) {
+	found := 0
+	for i, sh := range shards {
+		if out[i] != seen[sh] {
+			found = -1
+			break
+		}
+		if out[i] != nil {
+			found++
+		}
+	}
+	if found == len(seen) {
+		return // the same manifests (nor any shard seen that this snapshot lacks)
+	}
+	next := make(map[string]*shard.ShardManifest, len(shards))
+	for i, sh := range shards {
+		if out[i] != nil {
+			next[sh] = out[i]
+		}
+	}
+	s.seenManifests.Store(&next)
 }
 
 // SnapshotAt is a read-only checkout of base-table version v: no shard generations and no

@@ -141,6 +141,10 @@ type Store struct {
 	// snapshot stores headlessShards: the shards it found without heads, sorted.
 	shardsRecheckedAt atomic.Int64
 	headlessShards    atomic.Pointer[[]string]
+	// seenManifests holds the shard manifests the latest snapshot read, by shard (an immutable
+	// map, replaced whole): a shard whose highest head is the version seen costs a snapshot one
+	// map lookup. Bounded by the store's shards; it goes with the Store.
+	seenManifests atomic.Pointer[map[string]*shard.ShardManifest]
 
 	mu     sync.Mutex // guards writer and closed; held across the claim so one process claims once
 	writer *shard.Writer
