@@ -25,7 +25,8 @@ cache_dir() {
   exit 1
 }
 
-# publish <tmp> <entry>: renames tmp to entry unless another install got there first.
+# publish <tmp> <entry>: renames tmp to entry unless another install got there first (whose
+# entry is then used).
 publish() {
   mkdir -p "$(dirname "$2")"
   if ! mv -T "$1" "$2" 2>/dev/null; then
@@ -40,8 +41,9 @@ go)
   name=$2 spec=$3
   entry="$cache/go/${spec//\//_}"
   if [ ! -x "$entry/$name" ]; then
+    rm -rf "$entry" # incomplete or damaged
     echo "installing $spec into $entry (a few minutes the first time)"
-    tmp=$(mktemp -d "$cache/.tmp.XXXXXX")
+    tmp=$(mktemp -d "$cache/.tmp.XXXXXX") && chmod 755 "$tmp"
     GOBIN="$tmp" "${GO:-go}" install "$spec"
     publish "$tmp" "$entry"
   fi
@@ -52,12 +54,14 @@ npm)
   dir=$2
   hash=$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -c1-16)
   entry="$cache/npm/$(basename "$dir")-$hash"
-  if [ ! -d "$entry/node_modules" ]; then
+  if [ ! -f "$entry/.complete" ]; then
     echo "installing $dir's packages into $entry with npm ci (a minute or two the first time)"
-    tmp=$(mktemp -d "$cache/.tmp.XXXXXX")
+    tmp=$(mktemp -d "$cache/.tmp.XXXXXX") && chmod 755 "$tmp"
     cp "$dir/package.json" "$dir/package-lock.json" "$tmp/"
     (cd "$tmp" && { npm ci --no-audit --no-fund --loglevel=error ||
       { echo "npm ci failed (above); trying once more" >&2; npm ci --no-audit --no-fund --loglevel=error; }; })
+    touch "$tmp/.complete" # written last: an entry without it is incomplete or damaged
+    [ -f "$entry/.complete" ] || rm -rf "$entry"
     publish "$tmp" "$entry"
   fi
   rm -rf "$dir/node_modules"

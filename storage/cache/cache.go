@@ -40,7 +40,26 @@ type Cache struct {
 	spaces atomic.Uint64 // Namespace prefixes handed out
 
 	hits, misses, evictions *prometheus.CounterVec
+	// kindCounters holds each kind's hit and miss counters (map[string]*kindCounters, filled
+	// once per kind): a lookup increments them without the vectors' label hashing.
+	kindCounters sync.Map
 }
+
+// kindCounters are one kind's lookup counters.
+type kindCounters struct{ hits, misses prometheus.Counter }
+
+// counters returns kind's lookup counters.
+func (c *Cache) counters(kind string) *kindCounters {
+	if k, ok := c.kindCounters.Load(kind); ok {
+		return k.(*kindCounters)
+	}
+	k, _ := c.kindCounters.LoadOrStore(kind, &kindCounters{hits: c.hits.WithLabelValues(kind), misses: c.misses.WithLabelValues(kind)})
+	return k.(*kindCounters)
+}
+
+// keyBufferBytes: a full key (namespace prefix and key) up to this long is built on the stack
+// for a lookup, not allocated.
+const keyBufferBytes = 192
 
 type entry struct {
 	key   string
@@ -134,23 +153,25 @@ func Get[T any](n Namespace, kind, key string) (T, bool) {
 	if n.c == nil {
 		return zero, false
 	}
-	key = n.prefix + key
+	var buf [keyBufferBytes]byte
+	full := append(append(buf[:0], n.prefix...), key...)
 	s := n.c
 	s.mu.Lock()
-	el, ok := s.items[key]
+	el, ok := s.items[string(full)] // no allocation: the conversion only looks the key up
 	var value any
 	if ok {
 		s.ll.MoveToFront(el)
 		value = el.Value.(*entry).value // under the lock: Add may replace it
 	}
 	s.mu.Unlock()
+	counters := s.counters(kind)
 	if !ok {
-		n.c.misses.WithLabelValues(kind).Inc()
+		counters.misses.Inc()
 		return zero, false
 	}
 	v, ok := value.(T)
 	if ok {
-		n.c.hits.WithLabelValues(kind).Inc()
+		counters.hits.Inc()
 	}
 	return v, ok
 }
