@@ -85,7 +85,7 @@ func (rd *Reader) spanWindows(ctx context.Context, f Ref, span readWindow) *page
 }
 
 // fetchPages reads ranges of fragment f: sorted, coalesced across gaps under pageFetchGap,
-// each run one ranged read, the runs concurrently. reuse: the caller copies what it keeps and
+// each run one ranged read, the runs concurrently on an object store. reuse: the caller copies what it keeps and
 // calls release when done, so the reads may go into pooled buffers.
 func (rd *Reader) fetchPages(ctx context.Context, f Ref, ranges []byteRange, reuse bool) (*pageWindows, error) {
 	w := &pageWindows{ctx: ctx, rd: rd, f: f, reuse: reuse && objstore.ReadsInto(rd.Store)}
@@ -104,10 +104,17 @@ func (rd *Reader) fetchPages(ctx context.Context, f Ref, ranges []byteRange, reu
 	}
 	w.windows = make([]readWindow, len(runs))
 	w.buffers = make([]*[]byte, len(runs))
-	if len(runs) == 1 {
-		data, buf, err := w.readWith(ctx, runs[0])
-		w.windows[0], w.buffers[0] = readWindow{at: runs[0].at, data: data}, buf
-		return w, err
+	if len(runs) == 1 || objstore.WritesInPlace(rd.Store) {
+		// One run, or a local disk (its reads come from the page cache in microseconds: a
+		// goroutine each would cost more than it overlaps): one after another.
+		for i, r := range runs {
+			data, buf, err := w.readWith(ctx, r)
+			w.windows[i], w.buffers[i] = readWindow{at: r.at, data: data}, buf
+			if err != nil {
+				return w, err
+			}
+		}
+		return w, nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, r := range runs {
