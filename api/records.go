@@ -217,11 +217,14 @@ func (h *handlers) emptyBatch(s *lsm.Store, columns []string) arrow.RecordBatch 
 func columnsExcept(s *lsm.Store, exclude map[string]bool) []string {
 	// Field(i), not Fields(): a point get runs this, and Fields copies the schema's fields.
 	schema := s.Schema()
-	var out []string // nil when nothing is left, as callers expect
+	out := make([]string, 0, schema.NumFields()) // one allocation, not one per doubling
 	for i := range schema.NumFields() {
 		if f := schema.Field(i); !strings.HasPrefix(f.Name, "_") && !exclude[f.Name] {
 			out = append(out, f.Name)
 		}
+	}
+	if len(out) == 0 {
+		return nil // nil when nothing is left, as callers expect
 	}
 	return out
 }

@@ -64,6 +64,18 @@ type RecordResponse struct {
 	Record json.RawMessage `json:"record"`
 }
 
+// recordJSON answers a RecordResponse holding record, a JSON object the row encoder wrote (valid
+// by construction): written around it as it is, not compacted and copied again by
+// encoding/json, unless ?pretty asks for indentation.
+func recordJSON(c echo.Context, record []byte) error {
+	if _, pretty := c.QueryParams()["pretty"]; pretty {
+		return c.JSON(http.StatusOK, RecordResponse{Record: record})
+	}
+	body := make([]byte, 0, len(record)+len(`{"record":}`)+1)
+	body = append(append(append(body, `{"record":`...), record...), "}\n"...)
+	return c.JSONBlob(http.StatusOK, body)
+}
+
 // registerRollouts registers the rollout kind's own routes (its registry routes:
 // registerStoreRoutes).
 func (h *handlers) registerRollouts(g *routeGroup) {
@@ -292,7 +304,7 @@ func (h *handlers) getRollout(c echo.Context) error {
 			return c.JSON(http.StatusOK, RecordResponse{Record: json.RawMessage("null")})
 		}
 		defer rec.Release()
-		return c.JSON(http.StatusOK, RecordResponse{Record: rolloutCodec.encode(rec, kinds.RolloutAlwaysPresent)[0]})
+		return recordJSON(c, rolloutCodec.encode(rec, kinds.RolloutAlwaysPresent)[0])
 	})
 }
 

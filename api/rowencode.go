@@ -17,32 +17,39 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// columnEncoder writes one column of a record.
+// columnEncoder writes one column of a record. Its quoted name and value writer are made when
+// the column first writes something (prepare): most columns of a rollout row are null, and a
+// point get writes one row.
 type columnEncoder struct {
-	name   []byte // the quoted name and a colon
 	arr    arrow.Array
-	always bool // write null values as null instead of omitting them
+	always bool   // write null values as null instead of omitting them
+	name   []byte // the quoted name and a colon (nil until prepared)
 	value  func(dst []byte, i int) []byte
+}
+
+// prepare makes col's quoted name and value writer (field is its name).
+func (c codec) prepare(col *columnEncoder, field string) {
+	name, _ := jsontext.AppendQuote(nil, field)
+	col.name = append(name, ':')
+	col.value = valueEncoder(col.arr, c.json[field])
+	if ts, ok := col.arr.(*array.Timestamp); ok && c.timestampMicros {
+		col.value = microsEncoder(ts)
+	}
 }
 
 // rowEncoder writes the rows of one record as JSON objects (columns in schema order; nulls omitted
 // unless listed in always).
 type rowEncoder struct {
-	cols []columnEncoder
+	codec  codec
+	schema *arrow.Schema
+	cols   []columnEncoder
 }
 
 func (c codec) newRowEncoder(rec arrow.RecordBatch, always map[string]bool) *rowEncoder {
-	e := &rowEncoder{cols: make([]columnEncoder, rec.NumCols())}
 	schema := rec.Schema()
+	e := &rowEncoder{codec: c, schema: schema, cols: make([]columnEncoder, rec.NumCols())}
 	for ci := range schema.NumFields() { // Field(i), not Fields(): no copy of the schema per response
-		f := schema.Field(ci)
-		name, _ := jsontext.AppendQuote(nil, f.Name)
-		arr := rec.Column(ci)
-		value := valueEncoder(arr, c.json[f.Name])
-		if ts, ok := arr.(*array.Timestamp); ok && c.timestampMicros {
-			value = microsEncoder(ts)
-		}
-		e.cols[ci] = columnEncoder{name: append(name, ':'), arr: arr, always: always[f.Name], value: value}
+		e.cols[ci] = columnEncoder{arr: rec.Column(ci), always: always[schema.Field(ci).Name]}
 	}
 	return e
 }
@@ -72,6 +79,9 @@ func (e *rowEncoder) appendRow(dst []byte, i int) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
+		if col.name == nil {
+			e.codec.prepare(col, e.schema.Field(k).Name)
+		}
 		dst = append(dst, col.name...)
 		if null {
 			dst = append(dst, "null"...)
