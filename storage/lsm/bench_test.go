@@ -88,26 +88,7 @@ func BenchmarkP2PendingGenerations(b *testing.B) {
 			if snap.PendingGenerations() != gens {
 				b.Fatalf("want %d pending generations, have %d", gens, snap.PendingGenerations())
 			}
-			rng := rand.New(rand.NewPCG(1, uint64(gens)))
-			get := func(int) error {
-				key := fmt.Sprintf("row-%07d", rng.IntN(total))
-				rec, err := r.Get(ctx, key, nil)
-				if err != nil {
-					return err
-				}
-				if rec == nil {
-					return fmt.Errorf("%s not found", key)
-				}
-				rec.Release()
-				return nil
-			}
-			if _, err := benchfmt.Time(300, get); err != nil { // warm caches, as a serving worker is
-				b.Fatal(err)
-			}
-			times, err := benchfmt.Time(3000, get)
-			if err != nil {
-				b.Fatal(err)
-			}
+			times := timeRandomGets(b, r, total, rand.NewPCG(1, uint64(gens)))
 			p99[gens] = benchfmt.Percentile(times, 99)
 			benchfmt.Report(fmt.Sprintf("P2-get-p50-%d", gens), benchfmt.Millis(benchfmt.Percentile(times, 50)), "ms", fmt.Sprintf("point get, 20k rows, %d pending generations, p50", gens))
 			benchfmt.Report(fmt.Sprintf("P2-get-p99-%d", gens), benchfmt.Millis(p99[gens]), "ms", fmt.Sprintf("point get, 20k rows, %d pending generations, p99", gens))
@@ -132,4 +113,30 @@ func BenchmarkA1DurableAppend(b *testing.B) {
 			_ = s.Close(ctx)
 		}
 	}
+}
+
+// timeRandomGets times 3,000 point gets of random keys row-0000000..row-<total-1> through r (all
+// present), after 300 that warm the caches as a serving worker's are.
+func timeRandomGets(b *testing.B, r *Store, total int, src rand.Source) []time.Duration {
+	rng := rand.New(src)
+	get := func(int) error {
+		key := fmt.Sprintf("row-%07d", rng.IntN(total))
+		rec, err := r.Get(context.Background(), key, nil)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return fmt.Errorf("%s not found", key)
+		}
+		rec.Release()
+		return nil
+	}
+	if _, err := benchfmt.Time(300, get); err != nil {
+		b.Fatal(err)
+	}
+	times, err := benchfmt.Time(3000, get)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return times
 }

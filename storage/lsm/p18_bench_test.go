@@ -82,26 +82,7 @@ func p18GetShards(b *testing.B, suffix string, fresh func(b *testing.B) func(ins
 		if len(snap.Shards) < writers || snap.PendingGenerations() < generations {
 			b.Fatalf("want %d shards and %d generations, have %d and %d", writers, generations, len(snap.Shards), snap.PendingGenerations())
 		}
-		rng := rand.New(rand.NewPCG(18, uint64(writers)))
-		get := func(int) error {
-			key := fmt.Sprintf("row-%07d", rng.IntN(total))
-			rec, err := r.Get(ctx, key, nil)
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				return fmt.Errorf("%s not found", key)
-			}
-			rec.Release()
-			return nil
-		}
-		if _, err := benchfmt.Time(300, get); err != nil { // warm caches, as a serving worker is
-			b.Fatal(err)
-		}
-		times, err := benchfmt.Time(3000, get)
-		if err != nil {
-			b.Fatal(err)
-		}
+		times := timeRandomGets(b, r, total, rand.NewPCG(18, uint64(writers)))
 		p99[writers] = benchfmt.Percentile(times, 99)
 		benchfmt.Report(fmt.Sprintf("P18-get-p99-%d-shards%s", writers, suffix), benchfmt.Millis(p99[writers]), "ms",
 			fmt.Sprintf("point get, 20k rows in 128 pending generations over %d shards, p99 (p50 %.3f ms)", writers, benchfmt.Millis(benchfmt.Percentile(times, 50))))
