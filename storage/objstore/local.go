@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // tempPrefix marks in-flight temp files; List never returns them.
@@ -269,6 +270,9 @@ func (l *Local) listKeys(ctx context.Context, dir, prefix string, keys *[]string
 	}
 	entries, err := f.ReadDir(-1)
 	f.Close()
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil // a file where the prefix names a directory: nothing under it
+	}
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,12 @@
 //     commit of the shard is at version H, and repairs it).
 //
 // A reader therefore reads manifest H, and H-1 when H is missing and still the highest
-// (ManifestAtHead): no listing of the shard but in that rare case. A shard without heads (written only by earlier releases) is read by listing its
-// manifests, as before. Deletion rule: a head below its shard's highest may be deleted by anyone
-// (a commit deletes the one it superseded; a writer's garbage sweep the rest); the highest never,
-// since it may be a commit in flight.
+// (ManifestAtHead): no listing of the shard but in that rare case. A shard without heads
+// (written only by earlier releases) is read by listing its manifests, as before. Deletion rule:
+// a head below its shard's highest may be deleted by anyone (a commit deletes the one it
+// superseded; a writer's garbage sweep the rest); the highest never, since it may be a commit in
+// flight. A dangling head costs every read of the store one read that misses and one listing of
+// that shard's heads, until the shard's next commit (its writer's next claim or seal) repairs it.
 package shard
 
 import (

@@ -362,12 +362,12 @@ var ErrCommitUnverified = errors.New("shard: a shard manifest commit could not b
 // newest that led to its deletion would still be there, above it); otherwise the newest of them
 // names the commit of next's version among its RecentCommits, which is next's or another's.
 // When it does not reach back that far (more than recentCommitIDs commits went past, or written
-// by an earlier release), ErrCommitUnverified.
+// by an earlier release), or the listing or the read fails, ErrCommitUnverified.
 func verifyOnChain(ctx context.Context, store objstore.Store, shard string, next *ShardManifest) (bool, error) {
 	for attempt := 0; attempt < 4; attempt++ {
 		page, err := store.List(ctx, manifestPrefix(shard), ManifestKey(shard, next.Version), 1000)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("%w (shard %s, version %d): %w", ErrCommitUnverified, shard, next.Version, err)
 		}
 		var newest uint64
 		for _, o := range page.Objects {
@@ -383,7 +383,7 @@ func verifyOnChain(ctx context.Context, store objstore.Store, shard string, next
 			continue // deleted since the listing: the chain moved on; look again
 		}
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("%w (shard %s, version %d): %w", ErrCommitUnverified, shard, next.Version, err)
 		}
 		if id := m.commitID(next.Version); id != "" {
 			return id == next.commitID(next.Version), nil

@@ -89,7 +89,7 @@ func Conformance(t *testing.T, s objstore.Store) {
 	require.NoError(t, err)
 	require.Len(t, all, 9)
 	// Key-only listings (a store's own ListAllKeys, or the fallback) name the same keys.
-	for _, prefix := range []string{"l", "l/", "l/0", "l/sub/", "lz", "nothing/", "l/sub/x"} {
+	for _, prefix := range []string{"l", "l/", "l/0", "l/sub/", "lz", "nothing/", "l/sub/x", "l/00/x", "lz/"} {
 		objs, err := objstore.ListAll(ctx, s, prefix)
 		require.NoError(t, err)
 		want := []string{}
