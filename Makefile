@@ -76,9 +76,9 @@ run: build $(TEMPORAL) $(VERSITYGW) $(if $(AZURE),$(AZURITE)) $(if $(GCS),$(FAKE
 ## and the API's suites without it on each object store's test service (the same code, other
 ## storage; on S3 with WAL entry objects everywhere), storage/table without it (its heavy tests
 ## run there only) and internal/testenv's tests (only there), the DuckDB Parquet interop check
-## and the browser check (make e2e). Each package's result and every failing test's output are printed as they finish (the second
-## pass's, lane by lane), the slowest 10 tests at the end (internal/testreport; all events in
-## .data/test/go-test.json).
+## and the browser check (make e2e). Each package's result and every failing test's output are
+## printed as they finish (the second pass's, lane by lane), the slowest 10 tests at the end
+## (internal/testreport; all events in .data/test/go-test.json).
 TEST_JSON  := .data/test/go-test.json
 TEST_REPORT = $(GO) run ./internal/testreport
 # The object stores the LSM and API suites run on in the second pass (each a test service
