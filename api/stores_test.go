@@ -195,6 +195,17 @@ func TestRolloutStoreLifecycle(t *testing.T) {
 	require.NotContains(t, r3, "binary_payload", "blobs are never inlined on get")
 	_, err := time.Parse(time.RFC3339Nano, r3["created_at"].(string))
 	require.NoError(t, err)
+	// The answer is one compact JSON document of application/json (?pretty indents the same).
+	var raw, pretty []byte
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3", nil, &raw))
+	require.True(t, json.Valid(raw), "%s", raw)
+	require.Equal(t, "{\"record\":", string(raw[:10]))
+	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3?pretty", nil, &pretty))
+	require.Contains(t, string(pretty), "\n  ")
+	var compacted, indented api.RecordResponse
+	require.NoError(t, json.Unmarshal(raw, &compacted))
+	require.NoError(t, json.Unmarshal(pretty, &indented))
+	require.JSONEq(t, string(compacted.Record), string(indented.Record))
 
 	var blob []byte
 	require.Equal(t, http.StatusOK, w.do(t, "GET", "/api/v1/rollouts/exp-1/records/r3/blob", nil, &blob))
