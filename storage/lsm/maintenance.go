@@ -6,11 +6,13 @@
 //     index first when it does not cover the table;
 //   - re-cover after compaction: a compaction of an indexed table extends the key index over the
 //     fragments it wrote, so the next merge finds it covering again;
-//   - version cleanup deletes only what no version within the TTL references (table.Cleanup).
+//   - version cleanup deletes only what no version within the TTL references (table.Cleanup);
+//   - a merge repairs the store's dangling shard heads before its passes (repairHeads).
 package lsm
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/strata-store/strata/storage/table"
 )
@@ -36,6 +38,7 @@ func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (Me
 	if err != nil {
 		return sum, err
 	}
+	s.repairHeads(ctx)
 	between := func() error { return nil }
 	if opts.BetweenPasses != nil {
 		between = func() error { return opts.BetweenPasses(ctx) }
@@ -60,6 +63,27 @@ func (s *Store) Merge(ctx context.Context, opts MergeOptions, maxPasses int) (Me
 		}
 	}
 	return sum, nil
+}
+
+// repairHeads repairs the store's dangling shard heads (storage/shard/heads.go: a committer that
+// died between a head and its manifest leaves every read of the store one extra read and listing
+// until the shard's next commit, which a shard whose writer never returns would not get). Best
+// effort: failures are logged, and the next merge tries again.
+func (s *Store) repairHeads(ctx context.Context) {
+	heads, err := s.shards.Heads(ctx)
+	if err != nil {
+		slog.Warn("shard heads: listing failed; dangling heads are left for the next merge", "store", s.opts.Name, "err", err)
+		return
+	}
+	for sh, head := range heads {
+		repaired, err := s.shards.RepairHead(ctx, sh, head)
+		switch {
+		case err != nil:
+			slog.Warn("shard heads: repair failed; left for the next merge", "store", s.opts.Name, "shard", sh, "head", head, "err", err)
+		case repaired:
+			slog.Info("shard heads: repaired a dangling head", "store", s.opts.Name, "shard", sh, "head", head)
+		}
+	}
 }
 
 // ensureKeyIndex builds the key index when it does not cover every fragment; onBuild is called

@@ -164,3 +164,35 @@ func TestShardsWithoutHeadsAreReadByListing(t *testing.T) {
 	require.Eventually(t, func() bool { return value(t, reader, "a") == 4 }, 5*time.Second, 20*time.Millisecond,
 		"the recheck finds the commit that wrote no head")
 }
+
+// A merge repairs a dangling head (a committer that died between a shard's head and its
+// manifest), here on a shard with nothing left to merge (no other commit would come): afterwards
+// the manifest at the shard's highest head is there, and reads see the shard's rows throughout.
+func TestAMergeRepairsADanglingHead(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, objstoretest.NewMemory())
+	w := e.open("writer")
+	appendIDs(t, w, e.mem, 1, "a", "b")
+	require.NoError(t, w.Flush(ctx))
+	maint := e.open("maintenance", func(o *Options) { o.ReadOnly = true })
+	_, err := maint.Merge(ctx, MergeOptions{}, 0)
+	require.NoError(t, err)
+	sh := shard.ShardID("writer")
+	m, err := shard.ReadManifest(ctx, e.objects, sh)
+	require.NoError(t, err)
+	require.Empty(t, m.Generations)
+	require.NoError(t, e.objects.Put(ctx, fmt.Sprintf("_heads/%s.%020d", sh, m.Version+1), nil))
+
+	reader := e.open("reader", func(o *Options) { o.ReadOnly = true })
+	for range 2 { // the first read lists every shard, the second reads at the heads
+		require.EqualValues(t, 1, value(t, reader, "a"), "read past the dangling head")
+	}
+	_, err = maint.Merge(ctx, MergeOptions{}, 0)
+	require.NoError(t, err)
+	repaired, err := shard.ReadManifest(ctx, e.objects, sh)
+	require.NoError(t, err)
+	require.Equal(t, m.Version+1, repaired.Version, "the merge committed at the dangling head's version")
+	require.Equal(t, m.Epoch, repaired.Epoch, "and changed nothing else")
+	require.EqualValues(t, 1, value(t, reader, "b"))
+	require.NoError(t, shard.Check(ctx, e.objects, sh))
+}

@@ -20,7 +20,8 @@
 // a head below its shard's highest may be deleted by anyone (a commit deletes the one it
 // superseded; a writer's garbage sweep the rest); the highest never, since it may be a commit in
 // flight. A dangling head costs every read of the store one read that misses and one listing of
-// that shard's heads, until the shard's next commit (its writer's next claim or seal) repairs it.
+// that shard's heads, until the shard's next commit repairs it: its writer's next claim or seal,
+// or RepairHead, which every merge of the store runs.
 package shard
 
 import (
@@ -106,6 +107,37 @@ func (a *Access) ManifestAtHead(ctx context.Context, shard string, head uint64) 
 		// Deleted since the listing: commits went on past it; the next listing finds them.
 	}
 	return a.LatestManifest(ctx, shard)
+}
+
+// RepairHead repairs a dangling head: when head, the highest head listed for shard, names a
+// manifest that is not there and is still the highest, it commits the latest manifest unchanged
+// as version head (a relative edit anyone may make; should the head's own commit land first, the
+// edit finds nothing to do). It reports whether it committed. Whoever runs it deletes what the
+// commit made obsolete. Safe whatever races it: an in-flight commit and the repair are two
+// commits of one version, and the loser re-applies its edit one version up.
+func (a *Access) RepairHead(ctx context.Context, shard string, head uint64) (bool, error) {
+	if _, ok := a.CachedManifestAtHead(shard, head); ok {
+		return false, nil
+	}
+	if _, err := readShardManifest(ctx, a.Objects, shard, head, a.manifests); !errors.Is(err, objstore.ErrNotFound) {
+		return false, err // there (nothing to repair), or unreadable
+	}
+	highest, err := a.highestHead(ctx, shard)
+	if err != nil || highest != head {
+		return false, err // a newer head: commits went on
+	}
+	committed := false
+	_, obsolete, err := UpdateManifest(ctx, a.Objects, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+		if committed = cur.Version < head; !committed {
+			return nil, errStopEdit // the head's own commit, or another repair, landed first
+		}
+		return cur, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	a.deleteObjects(ctx, shard, obsolete)
+	return committed, nil
 }
 
 // highestHead returns the highest head of shard (0: none), from a listing of its heads.

@@ -200,3 +200,50 @@ func TestAShardWithoutHeadsIsReadByListing(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, m.Version)
 }
+
+// A dangling head (its committer died between the head and the manifest) is repaired by an
+// unchanged commit at its version; a head whose manifest is there, or that is no longer the
+// highest, is left as it is.
+func TestRepairHeadCommitsOverADanglingHeadOnly(t *testing.T) {
+	ctx := context.Background()
+	mem := objstoretest.NewMemory()
+	a := NewAccess(mem, nil, "id", nil, cache.New(1<<20, nil), nil, 0)
+	const shard = "s1"
+	for range 3 {
+		_, obsolete, err := UpdateManifest(ctx, mem, shard, func(cur *ShardManifest) (*ShardManifest, error) {
+			cur.NextGeneration++
+			return cur, nil
+		})
+		require.NoError(t, err)
+		a.deleteObjects(ctx, shard, obsolete)
+	}
+	repaired, err := a.RepairHead(ctx, shard, 3)
+	require.NoError(t, err)
+	require.False(t, repaired, "manifest 3 is there")
+
+	require.NoError(t, mem.Put(ctx, headKey(shard, 4), nil)) // a committer died after its head
+	repaired, err = a.RepairHead(ctx, shard, 4)
+	require.NoError(t, err)
+	require.True(t, repaired)
+	m, err := ReadManifest(ctx, mem, shard)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, m.Version)
+	require.EqualValues(t, 4, m.NextGeneration, "unchanged but for its version")
+	repaired, err = a.RepairHead(ctx, shard, 4)
+	require.NoError(t, err)
+	require.False(t, repaired, "repaired once")
+
+	require.NoError(t, mem.Put(ctx, headKey(shard, 5), nil)) // another one
+	repaired, err = a.RepairHead(ctx, shard, 4)
+	require.NoError(t, err)
+	require.False(t, repaired, "4 is there, and no longer the highest")
+	got, err := headsReader(ctx, a, shard)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, got.Version, "5 dangles: the newest is 4")
+	repaired, err = a.RepairHead(ctx, shard, 5)
+	require.NoError(t, err)
+	require.True(t, repaired)
+	m, err = ReadManifest(ctx, mem, shard)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, m.Version)
+}
