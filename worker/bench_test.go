@@ -14,7 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
@@ -40,10 +42,7 @@ const (
 // 10,000 stores registered, 1,000 of them taking appends: the sweep also finds 9,000 idle stores
 // whose stats were never observed (stats refreshes compete with the merges for the slots).
 func BenchmarkP6MaintenanceStaleness(b *testing.B) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		b.Skip("needs the Temporal dev server (make bench starts it)")
-	}
+	addr := benchTemporalAddress(b)
 	for b.Loop() {
 		if slices.ContainsFunc([]string{"P6-staleness-p50", "P6-staleness-p99-over-interval", "P6-merges-per-minute",
 			"P6-activity-mean", "P6-slot-utilization"}, benchfmt.Selected) {
@@ -86,33 +85,9 @@ func p6Staleness(b *testing.B, addr string, stores int, suffix string) {
 
 		runCtx, stop := context.WithTimeout(ctx, p6Run)
 		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { // appenders: 50 random stores every 200 ms, one row each
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(6, 6))
-			seq := 0
-			for runCtx.Err() == nil {
-				for range 50 {
-					s, release, err := mgr.Acquire(ctx, catalog.KindRollout, names[rng.IntN(p6Active)])
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					seq++
-					appendRow(b, s, fmt.Sprintf("r%08d", seq))
-					release()
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}()
-		wg.Add(1)
-		go func() { // the flush sweeper, every second
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				mgr.FlushPass(ctx, time.Second, nil)
-				time.Sleep(time.Second)
-			}
-		}()
+		wg.Add(2)
+		go func() { defer wg.Done(); appendLoad(b, runCtx, mgr, names[:p6Active], 50, 200*time.Millisecond, 6) }()
+		go func() { defer wg.Done(); flushSweeper(runCtx, mgr) }()
 		mergesAt := func() int64 {
 			var n int64
 			_ = pool.QueryRow(ctx, `SELECT COALESCE(sum(merges_total), 0) FROM store_stats`).Scan(&n)
@@ -239,4 +214,63 @@ func activityTime(b *testing.B, reg *prometheus.Registry) (time.Duration, int) {
 		}
 	}
 	return time.Duration(sum * float64(time.Second)), int(n)
+}
+
+// benchTemporalAddress is the Temporal dev server's address (make bench starts it), or skips the
+// benchmark without one.
+func benchTemporalAddress(b *testing.B) string {
+	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
+	if addr == "" {
+		b.Skip("needs the Temporal dev server (make bench starts it)")
+	}
+	return addr
+}
+
+// benchNamespace registers a namespace of its own (named prefix-<now>) on the Temporal server at
+// addr and returns a client of it: a benchmark's workflows stay there, apart from every test's.
+func benchNamespace(b *testing.B, addr, prefix string, log *slog.Logger) (client.Client, string) {
+	namespace := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Register(context.Background(), &workflowservice.RegisterNamespaceRequest{Namespace: namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		b.Fatal(err)
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, namespace
+}
+
+// appendLoad appends one row to each of rows random stores of stores every tick (a seeded
+// choice), until run ends.
+func appendLoad(b *testing.B, run context.Context, mgr *storecache.Manager, stores []string, rows int, tick time.Duration, seed uint64) {
+	ctx := context.WithoutCancel(run) // an append begun finishes
+	rng := rand.New(rand.NewPCG(seed, seed))
+	seq := 0
+	for run.Err() == nil {
+		for range rows {
+			s, release, err := mgr.Acquire(ctx, catalog.KindRollout, stores[rng.IntN(len(stores))])
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			seq++
+			appendRow(b, s, fmt.Sprintf("r%08d", seq))
+			release()
+		}
+		time.Sleep(tick)
+	}
+}
+
+// flushSweeper seals what is due every second until run ends, as `strata serve`'s does.
+func flushSweeper(run context.Context, mgr *storecache.Manager) {
+	for run.Err() == nil {
+		mgr.FlushPass(context.WithoutCancel(run), time.Second, nil)
+		time.Sleep(time.Second)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,10 +50,7 @@ const (
 // (every object: table, WAL, manifests) / bytes of the live rows (the newest value of every id,
 // as appended), at the end of the appends and at the end.
 func BenchmarkP11StorageAmplification(b *testing.B) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		b.Skip("needs the Temporal dev server (make bench starts it)")
-	}
+	addr := benchTemporalAddress(b)
 	ctx := context.Background()
 	for b.Loop() {
 		dbURL, dataDir := testenv.Database(b), b.TempDir()

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -42,10 +40,7 @@ const (
 // with tenant a appending ten times b's rows over ten times its stores. With fair shares of the
 // slots, b waits for its share, not for a's backlog.
 func BenchmarkP18FairShare(b *testing.B) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		b.Skip("needs the Temporal dev server (make bench starts it)")
-	}
+	addr := benchTemporalAddress(b)
 	for b.Loop() {
 		alone := p18Staleness(b, addr, false)
 		flooded := p18Staleness(b, addr, true)
@@ -107,36 +102,12 @@ func p18Staleness(b *testing.B, addr string, flood bool) p18Result {
 
 	runCtx, stop := context.WithTimeout(ctx, p18Run)
 	var wg sync.WaitGroup
-	appendTo := func(stores []string, rows int, seed uint64) {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(18, seed))
-		seq := 0
-		for runCtx.Err() == nil {
-			for range rows {
-				s, release, err := api.Acquire(ctx, catalog.KindRollout, stores[rng.IntN(len(stores))])
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				seq++
-				appendRow(b, s, fmt.Sprintf("r%08d", seq))
-				release()
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	wg.Add(2)
-	go appendTo(storesB, p18RowsB, 1)
-	go func() { // the flush sweeper, every second
-		defer wg.Done()
-		for runCtx.Err() == nil {
-			api.FlushPass(ctx, time.Second, nil)
-			time.Sleep(time.Second)
-		}
-	}()
+	go func() { defer wg.Done(); appendLoad(b, runCtx, api, storesB, p18RowsB, 100*time.Millisecond, 1) }()
+	go func() { defer wg.Done(); flushSweeper(runCtx, api) }()
 	if flood {
 		wg.Add(1)
-		go appendTo(storesA, 10*p18RowsB, 2)
+		go func() { defer wg.Done(); appendLoad(b, runCtx, api, storesA, 10*p18RowsB, 100*time.Millisecond, 2) }()
 	}
 	samples, _ := watchStaleness(b, runCtx, pool)
 	stale := map[bool][]time.Duration{} // by "is tenant b"

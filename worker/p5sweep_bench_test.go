@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/strata-store/strata/activities"
 	"github.com/strata-store/strata/catalog"
@@ -24,26 +21,6 @@ import (
 	"github.com/strata-store/strata/workflows"
 )
 
-// benchNamespace registers a namespace of its own (named prefix-<now>) on the Temporal server at
-// addr and returns a client of it: a benchmark's workflows stay there, apart from every test's.
-func benchNamespace(b *testing.B, addr, prefix string, log *slog.Logger) (client.Client, string) {
-	namespace := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	if err := nc.Register(context.Background(), &workflowservice.RegisterNamespaceRequest{Namespace: namespace,
-		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
-		b.Fatal(err)
-	}
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c, namespace
-}
-
 // BenchmarkP5SweepDuration: the sweep activity at 1,000,000 registered stores of 100 tenants,
 // 10,000 of them merge candidates (internal/catalogseed), queueing its requests on the Temporal
 // dev server (a namespace of its own, no worker: the store workflows it starts wait there). One
@@ -53,10 +30,7 @@ func benchNamespace(b *testing.B, addr, prefix string, log *slog.Logger) (client
 // to queue every candidate, and the store workflows running at the end (one per store queued:
 // none is kept for a store that was never queued).
 func BenchmarkP5SweepDuration(b *testing.B) {
-	addr := os.Getenv("STRATA_TEST_TEMPORAL_ADDRESS")
-	if addr == "" {
-		b.Skip("needs the Temporal dev server (make bench starts it)")
-	}
+	addr := benchTemporalAddress(b)
 	const stores = 1_000_000
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

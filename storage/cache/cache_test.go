@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -192,4 +193,29 @@ func TestTheCacheReportsItsBytesByKind(t *testing.T) {
 	}
 	Remove(ns, "m")
 	require.Empty(t, c.BytesByKind(), "nothing cached, no kind left")
+}
+
+// Lookups are counted by kind, hits and misses apart, whatever the key's length (one longer than
+// the stack buffer a lookup builds its key in is found the same).
+func TestLookupsAreCountedByKind(t *testing.T) {
+	c := New(1<<20, nil)
+	ns := c.Namespace()
+	long := strings.Repeat("k", 2*keyBufferBytes)
+	Add(ns, "footer", "f", 1, 10)
+	Add(ns, "manifest", long, 2, 10)
+	for range 3 {
+		_, ok := Get[int](ns, "footer", "f")
+		require.True(t, ok)
+	}
+	v, ok := Get[int](ns, "manifest", long)
+	require.True(t, ok)
+	require.Equal(t, 2, v)
+	_, ok = Get[int](ns, "manifest", long[1:])
+	require.False(t, ok)
+	_, ok = Get[int](ns, "footer", "missing")
+	require.False(t, ok)
+	for kind, want := range map[string][2]float64{"footer": {3, 1}, "manifest": {1, 1}} {
+		require.Equal(t, want[0], testutil.ToFloat64(c.hits.WithLabelValues(kind)), kind)
+		require.Equal(t, want[1], testutil.ToFloat64(c.misses.WithLabelValues(kind)), kind)
+	}
 }

@@ -191,23 +191,20 @@ func (s *Store) shardManifests(ctx context.Context, shards []string, heads map[s
 }
 
 // rememberManifests replaces seenManifests with the manifests a snapshot found (out, by
-// shards) when any differs from seen, the map the snapshot started from; a snapshot that fails
+// shards) when they differ from seen, the map the snapshot started from; a snapshot that fails
 // leaves nils, which are not remembered.
 func (s *Store) rememberManifests(seen map[string]*shard.ShardManifest, shards []string, out []*shard.ShardManifest) {
-	found := 0
+	found, same := 0, true // checked first: a read of unchanged shards allocates nothing here
 	for i, sh := range shards {
-		if out[i] != seen[sh] {
-			found = -1
-			break
-		}
 		if out[i] != nil {
 			found++
 		}
+		same = same && out[i] == seen[sh]
 	}
-	if found == len(seen) {
-		return // the same manifests (nor any shard seen that this snapshot lacks)
+	if same && found == len(seen) {
+		return
 	}
-	next := make(map[string]*shard.ShardManifest, len(shards))
+	next := make(map[string]*shard.ShardManifest, found)
 	for i, sh := range shards {
 		if out[i] != nil {
 			next[sh] = out[i]

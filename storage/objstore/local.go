@@ -205,11 +205,49 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 }
 
 func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, err
+	}
 	if limit <= 0 {
 		limit = 1000
 	}
+	// Walk only the deepest directory the prefix names.
+	base := ""
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		base = prefix[:i]
+	}
+	if base != "" {
+		if err := Validate(base); err != nil {
+			return ListPage{}, err
+		}
+	}
 	var keys []ObjectInfo
-	err := l.walk(ctx, prefix, startAfter, func(key string, d fs.DirEntry) error {
+	walkRoot := filepath.Join(l.root, filepath.FromSlash(base))
+	err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// p is walkRoot or below it: its key is base followed by what p adds to walkRoot.
+		key := base + filepath.ToSlash(p[len(walkRoot):])
+		if base == "" {
+			key = strings.TrimPrefix(key, "/")
+		}
+		if d.IsDir() {
+			// Skip directories that cannot hold a matching key after startAfter.
+			if p != walkRoot && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= startAfter {
+			return nil
+		}
 		info, err := d.Info()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -221,7 +259,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 		return nil
 	})
 	if err != nil {
-		return ListPage{}, err
+		return ListPage{}, fmt.Errorf("objstore: list %s: %w", prefix, err)
 	}
 	slices.SortFunc(keys, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	page := ListPage{Objects: keys}
@@ -296,55 +334,6 @@ func (l *Local) listKeys(ctx context.Context, dir, prefix string, keys *[]string
 			return tooManyKeys(prefix)
 		}
 		*keys = append(*keys, key)
-	}
-	return nil
-}
-
-// walk calls fn for every file whose key is under prefix and after startAfter (no temporary
-// file), in no particular order; it walks only the deepest directory the prefix names.
-func (l *Local) walk(ctx context.Context, prefix, startAfter string, fn func(key string, d fs.DirEntry) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	base := ""
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		base = prefix[:i]
-	}
-	if base != "" {
-		if err := Validate(base); err != nil {
-			return err
-		}
-	}
-	walkRoot := filepath.Join(l.root, filepath.FromSlash(base))
-	err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// p is walkRoot or below it: its key is base followed by what p adds to walkRoot.
-		key := base + filepath.ToSlash(p[len(walkRoot):])
-		if base == "" {
-			key = strings.TrimPrefix(key, "/")
-		}
-		if d.IsDir() {
-			// Skip directories that cannot hold a matching key after startAfter.
-			if p != walkRoot && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= startAfter {
-			return nil
-		}
-		return fn(key, d)
-	})
-	if err != nil {
-		return fmt.Errorf("objstore: list %s: %w", prefix, err)
 	}
 	return nil
 }

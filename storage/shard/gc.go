@@ -221,7 +221,7 @@ func (w *Writer) PlanGarbage(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	heads, err := objstore.ListAll(ctx, w.a.Objects, headPrefix(w.shard))
+	heads, err := objstore.ListAllKeys(ctx, w.a.Objects, headPrefix(w.shard))
 	if err != nil {
 		return nil, err
 	}

@@ -62,13 +62,18 @@ func (a *Access) Heads(ctx context.Context) (map[string]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	heads := make(map[string]uint64, len(keys))
+	return highestHeads(keys), nil
+}
+
+// highestHeads returns the highest of the heads among keys, by shard (other keys are ignored).
+func highestHeads(keys []string) map[string]uint64 {
+	highest := make(map[string]uint64, len(keys))
 	for _, key := range keys {
-		if shard, v, ok := parseHead(key); ok && v > heads[shard] {
-			heads[shard] = v
+		if shard, v, ok := parseHead(key); ok && v > highest[shard] {
+			highest[shard] = v
 		}
 	}
-	return heads, nil
+	return highest
 }
 
 // CachedManifestAtHead returns shard's manifest version head when the process's manifest cache
@@ -146,28 +151,17 @@ func (a *Access) highestHead(ctx context.Context, shard string) (uint64, error) 
 	if err != nil {
 		return 0, err
 	}
-	var highest uint64
-	for _, key := range keys {
-		if s, v, ok := parseHead(key); ok && s == shard {
-			highest = max(highest, v)
-		}
-	}
-	return highest, nil
+	return highestHeads(keys)[shard], nil
 }
 
-// headsBelow returns the keys of the heads in listing that are below their shard's highest: the
+// headsBelow returns the keys of the heads among keys that are below their shard's highest: the
 // ones a sweep may delete (see the deletion rule above). Pure: no I/O.
-func headsBelow(listing []objstore.ObjectInfo) []string {
-	highest := map[string]uint64{}
-	for _, o := range listing {
-		if shard, v, ok := parseHead(o.Key); ok {
-			highest[shard] = max(highest[shard], v)
-		}
-	}
+func headsBelow(keys []string) []string {
+	highest := highestHeads(keys)
 	var out []string
-	for _, o := range listing {
-		if shard, v, ok := parseHead(o.Key); ok && v < highest[shard] {
-			out = append(out, o.Key)
+	for _, key := range keys {
+		if shard, v, ok := parseHead(key); ok && v < highest[shard] {
+			out = append(out, key)
 		}
 	}
 	return out

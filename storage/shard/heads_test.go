@@ -84,7 +84,7 @@ func TestReadersAtHeadsFindTheNewestManifestWhateverCrashedInBetween(t *testing.
 			require.NoError(t, err)
 			lostDeletes++
 		case r < 5: // a writer's sweep
-			heads, err := objstore.ListAll(ctx, mem, headPrefix(shard))
+			heads, err := objstore.ListAllKeys(ctx, mem, headPrefix(shard))
 			require.NoError(t, err)
 			reader.deleteObjects(ctx, shard, headsBelow(heads))
 			sweeps++
@@ -108,10 +108,10 @@ func TestReadersAtHeadsFindTheNewestManifestWhateverCrashedInBetween(t *testing.
 	require.Positive(t, dangling)
 	require.Positive(t, lostDeletes)
 	require.Positive(t, sweeps)
-	heads, err := objstore.ListAll(ctx, mem, headsDir)
+	heads, err := objstore.ListAllKeys(ctx, mem, headsDir)
 	require.NoError(t, err)
 	reader.deleteObjects(ctx, shard, headsBelow(heads))
-	heads, err = objstore.ListAll(ctx, mem, headsDir)
+	heads, err = objstore.ListAllKeys(ctx, mem, headsDir)
 	require.NoError(t, err)
 	require.Len(t, heads, 1, "a sweep leaves only the highest head")
 }
